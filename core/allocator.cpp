@@ -1,0 +1,102 @@
+#include "nnvm/core/allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "nnvm/core/error.h"
+#include "nnvm/core/knobs.h"
+
+namespace nnvm {
+
+namespace {
+constexpr size_t kAlign = 64;
+constexpr size_t kPageAlignFrom = 64 << 10;
+constexpr size_t kPage = 4096;
+}  // namespace
+
+CpuCachingAllocator& CpuCachingAllocator::instance() {
+  // Leaked on purpose: tensors in static storage may be freed after main returns.
+  static auto* a = new CpuCachingAllocator();
+  return *a;
+}
+
+CpuCachingAllocator::CpuCachingAllocator() : cache_limit_(knobs().cpu_cache_limit) {}
+CpuCachingAllocator::~CpuCachingAllocator() { empty_cache(); }
+
+size_t CpuCachingAllocator::round_size(size_t n) {
+  if (n <= 1024) return std::max<size_t>(kAlign, (n + kAlign - 1) / kAlign * kAlign);
+  const size_t top = std::bit_floor(n);      // n in [top, 2*top)
+  const size_t step = top / 4;               // four classes per power of two
+  return (n + step - 1) / step * step;
+}
+
+void* CpuCachingAllocator::allocate(size_t nbytes) {
+  const size_t size = round_size(nbytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  void* p = nullptr;
+  auto it = free_lists_.find(size);
+  if (it != free_lists_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    ++stats_.cache_hits;
+  } else {
+    if (stats_.bytes_reserved + int64_t(size) > cache_limit_) release_cached_locked();
+    p = std::aligned_alloc(size >= kPageAlignFrom ? kPage : kAlign, size);
+    if (!p) {
+      release_cached_locked();
+      p = std::aligned_alloc(size >= kPageAlignFrom ? kPage : kAlign, size);
+    }
+    if (!p)
+      throw Error(absl::StrCat("allocate: out of memory asking for ", size, " bytes (", stats_.bytes_in_use,
+                               " bytes in use, ", stats_.bytes_reserved, " reserved)"));
+    ++stats_.cache_misses;
+    stats_.bytes_reserved += size;
+  }
+  live_.emplace(p, size);
+  ++stats_.allocations;
+  stats_.bytes_in_use += size;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+void CpuCachingAllocator::free(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(ptr);
+  NNVM_DCHECK(it != live_.end());
+  const size_t size = it->second;
+  live_.erase(it);
+  free_lists_[size].push_back(ptr);
+  ++stats_.frees;
+  stats_.bytes_in_use -= size;
+}
+
+void CpuCachingAllocator::release_cached_locked() {
+  for (auto& [size, blocks] : free_lists_) {
+    for (void* p : blocks) std::free(p);
+    stats_.bytes_reserved -= int64_t(size * blocks.size());
+    blocks.clear();
+  }
+}
+
+AllocatorStats CpuCachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CpuCachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
+void CpuCachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  release_cached_locked();
+}
+
+AllocatorStats cpu_memory_stats() { return CpuCachingAllocator::instance().stats(); }
+void empty_cache() { CpuCachingAllocator::instance().empty_cache(); }
+
+}  // namespace nnvm

@@ -1,0 +1,46 @@
+// nnvm::Error: the one exception type for user mistakes (DESIGN §3.12).
+// Every message names the op, the shapes involved and what was expected, so a
+// user can fix the call without reading nnvm's source. Internal invariants use
+// NNVM_DCHECK, which aborts in debug builds only.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace nnvm {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+namespace detail {
+// Streams every piece (numbers, strings, dtypes, devices) into one string.
+template <class... Pieces> std::string concat(const Pieces&... pieces) {
+  std::ostringstream os;
+  (os << ... << pieces);
+  return os.str();
+}
+}  // namespace detail
+
+// Throws nnvm::Error("<op>: <message pieces...>") when `cond` is false.
+#define NNVM_CHECK(cond, op, ...)                                          \
+  do {                                                                     \
+    if (!(cond)) [[unlikely]]                                              \
+      throw ::nnvm::Error(::nnvm::detail::concat(op, ": ", __VA_ARGS__));  \
+  } while (0)
+
+#ifdef NDEBUG
+#define NNVM_DCHECK(cond) ((void)0)
+#else
+#define NNVM_DCHECK(cond) \
+  ((cond) ? (void)0 : ::nnvm::detail::dcheck_failed(#cond, __FILE__, __LINE__))
+#endif
+
+namespace detail {
+[[noreturn]] void dcheck_failed(const char* cond, const char* file, int line);
+}
+
+}  // namespace nnvm

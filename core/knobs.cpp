@@ -1,0 +1,29 @@
+#include "nnvm/core/knobs.h"
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace nnvm {
+
+namespace {
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && x > 0) ? x : fallback;
+}
+}  // namespace
+
+const Knobs& knobs() {
+  static const Knobs k = [] {
+    Knobs k;
+    k.threads = int(env_int("NNVM_THREADS", std::max(1u, std::thread::hardware_concurrency())));
+    k.cpu_cache_limit = env_int("NNVM_CPU_CACHE_LIMIT", int64_t(8) << 30);
+    return k;
+  }();
+  return k;
+}
+
+}  // namespace nnvm

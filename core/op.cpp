@@ -1,0 +1,174 @@
+#include "nnvm/core/op.h"
+
+#include <deque>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace nnvm {
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::deque<OpDef> defs;  // stable addresses
+  absl::flat_hash_map<std::string, OpDef*> by_name;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // leaked: ops are used during static destruction too
+  return *r;
+}
+
+OpDef& entry_locked(Registry& r, std::string_view name) {
+  auto it = r.by_name.find(std::string(name));
+  if (it != r.by_name.end()) return *it->second;
+  OpDef& def = r.defs.emplace_back();
+  def.name = std::string(name);
+  r.by_name.emplace(def.name, &def);
+  return def;
+}
+
+std::string shapes_of(absl::Span<const Tensor> inputs) {
+  return absl::StrJoin(inputs, ", ", [](std::string* out, const Tensor& t) {
+    absl::StrAppend(out, t.defined() ? shape_str(t.sizes()) : "undefined");
+  });
+}
+
+void check_inputs(const OpDef& op, absl::Span<const Tensor> inputs) {
+  NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ",
+             op.num_inputs, " inputs but got ", inputs.size());
+  for (const Tensor& t : inputs)
+    NNVM_CHECK(t.defined(), op.name, "an input is an undefined tensor (inputs: ", shapes_of(inputs), ")");
+  for (size_t i = 1; i < inputs.size(); ++i)
+    NNVM_CHECK(inputs[i].device() == inputs[0].device(), op.name, "inputs are on different devices (",
+               inputs[0].device(), " and ", inputs[i].device(), ")");
+}
+
+const KernelFn& kernel_for(const OpDef& op, Device device) {
+  const KernelFn& k = op.kernels[size_t(device.type)];
+  NNVM_CHECK(k != nullptr, op.name, "no kernel for device ", device);
+  return k;
+}
+
+Tensor make_output(const OutputSpec& spec, Device device) {
+  auto impl = std::make_shared<TensorImpl>();
+  const int64_t n = numel_of(spec.shape);
+  impl->storage = std::make_shared<Storage>(size_t(n) * itemsize(spec.dtype), device);
+  impl->strides = contiguous_strides(spec.shape);
+  impl->shape = spec.shape;
+  impl->dtype = spec.dtype;
+  impl->device = device;
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+OpDef& register_op(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return entry_locked(r, name);
+}
+
+void register_kernel(std::string_view name, DeviceType device, KernelFn kernel) {
+  register_op(name).kernels[size_t(device)] = std::move(kernel);
+}
+
+const OpDef& find_op(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.by_name.find(std::string(name));
+  if (it == r.by_name.end()) throw Error(detail::concat("find_op: no op named '", name, "'"));
+  return *it->second;
+}
+
+bool has_op(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.by_name.contains(std::string(name));
+}
+
+std::vector<std::string> op_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (const OpDef& d : r.defs) names.push_back(d.name);
+  return names;
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+  check_inputs(op, inputs);
+  if (op.view) {
+    NNVM_DCHECK(!inputs.empty());
+    const Tensor& in = inputs[0];
+    ViewSpec v = op.view(in, attrs);
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = in.storage();
+    impl->shape = std::move(v.shape);
+    impl->strides = std::move(v.strides);
+    impl->offset = v.offset;
+    impl->dtype = in.dtype();
+    impl->device = in.device();
+    return {Tensor(std::move(impl))};
+  }
+  NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
+  const OutputSpecs specs = op.infer(inputs, attrs);
+  const Device device = inputs.empty() ? Device() : inputs[0].device();
+  const KernelFn& kernel = kernel_for(op, device);
+  std::vector<Tensor> outs;
+  outs.reserve(specs.size());
+  for (const OutputSpec& s : specs) {
+    NNVM_CHECK(numel_of(s.shape) >= 0, op.name, "inferred a negative size ", shape_str(s.shape));
+    outs.push_back(make_output(s, device));
+  }
+  kernel(inputs, outs, attrs);
+  return outs;
+}
+
+Tensor call1(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+  std::vector<Tensor> outs = call(op, inputs, attrs);
+  NNVM_DCHECK(outs.size() == 1);
+  return std::move(outs[0]);
+}
+
+void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const Tensor& out) {
+  check_inputs(op, inputs);
+  NNVM_CHECK(out.defined(), op.name, "the output tensor is undefined");
+  NNVM_CHECK(op.infer != nullptr, op.name, "a view op cannot write into an output");
+  const OutputSpecs specs = op.infer(inputs, attrs);
+  NNVM_CHECK(specs.size() == 1, op.name, "writes ", specs.size(), " outputs; in-place needs exactly one");
+  NNVM_CHECK(specs[0].shape == out.sizes(), op.name, "output with shape ", shape_str(out.sizes()),
+             " does not match the result shape ", shape_str(specs[0].shape), " (inputs: ", shapes_of(inputs),
+             ")");
+  NNVM_CHECK(can_cast(specs[0].dtype, out.dtype()), op.name, "result type ", specs[0].dtype,
+             " cannot be written into an output of type ", out.dtype());
+  for (size_t d = 0; d < out.sizes().size(); ++d)
+    NNVM_CHECK(out.sizes()[d] <= 1 || out.strides()[d] != 0, op.name,
+               "cannot write into a tensor whose elements share memory (an expanded view, shape ",
+               shape_str(out.sizes()), "); call .clone() or .contiguous() first");
+  bool needs_temporary = false;
+  for (const Tensor& in : inputs) {
+    if (in.storage() != out.storage()) continue;
+    const bool same_layout = in.storage_offset() == out.storage_offset() && in.sizes() == out.sizes() &&
+                             in.strides() == out.strides() && in.dtype() == out.dtype();
+    if (!op.elementwise || !same_layout) needs_temporary = true;
+  }
+  if (needs_temporary) {
+    static const OpDef& copy = find_op("copy");
+    const Tensor tmp = call1(op, inputs, attrs);
+    kernel_for(copy, out.device())(absl::MakeConstSpan(&tmp, 1), absl::MakeConstSpan(&out, 1), {});
+  } else {
+    kernel_for(op, out.device())(inputs, absl::MakeConstSpan(&out, 1), attrs);
+  }
+  out.storage()->bump_version();
+}
+
+}  // namespace nnvm

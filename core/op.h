@@ -1,0 +1,124 @@
+// The op table (DESIGN §3.1). Every op, built-in or a user's, is declared once
+// here: its name, how many inputs it takes, how it infers output shapes and
+// dtypes (or, for a view, the view's layout), and a kernel per device. Ops are
+// called only through `call`/`call_inplace`, which is where autograd and the
+// tracer hook in later, so no op is written twice.
+//
+// Attributes are positional. An attribute's *kind* says how later layers treat
+// it: int64 / bool / int list / dtype / string attributes are structure (part of
+// a trace's signature); Scalar attributes are run-time values (a learning rate,
+// a fill value), never part of a signature, so changing them never recompiles.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
+#include "nnvm/core/dtype.h"
+#include "nnvm/core/scalar.h"
+#include "nnvm/core/shape.h"
+#include "nnvm/core/tensor.h"
+
+namespace nnvm {
+
+using AttrValue = std::variant<int64_t, bool, Scalar, DimVector, DType, std::string>;
+
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<AttrValue> values) : values_(values) {}
+
+  size_t size() const { return values_.size(); }
+  const AttrValue& operator[](size_t k) const { return values_[k]; }
+  void push_back(AttrValue v) { values_.push_back(std::move(v)); }
+
+  int64_t i(size_t k) const { return std::get<int64_t>(values_[k]); }
+  bool b(size_t k) const { return std::get<bool>(values_[k]); }
+  const Scalar& s(size_t k) const { return std::get<Scalar>(values_[k]); }
+  double d(size_t k) const { return s(k).to_double(); }
+  IntArrayRef ints(size_t k) const { return std::get<DimVector>(values_[k]); }
+  DType dtype(size_t k) const { return std::get<DType>(values_[k]); }
+  const std::string& str(size_t k) const { return std::get<std::string>(values_[k]); }
+
+ private:
+  absl::InlinedVector<AttrValue, 4> values_;
+};
+
+inline DimVector dims(IntArrayRef v) { return DimVector(v.begin(), v.end()); }
+
+struct OutputSpec {
+  DimVector shape;
+  DType dtype;
+};
+using OutputSpecs = absl::InlinedVector<OutputSpec, 2>;
+
+// The layout of a view of input 0: shape, strides and absolute storage offset.
+struct ViewSpec {
+  DimVector shape;
+  DimVector strides;
+  int64_t offset;
+};
+
+using InferFn = std::function<OutputSpecs(absl::Span<const Tensor> inputs, const Attrs& attrs)>;
+using ViewFn = std::function<ViewSpec(const Tensor& input, const Attrs& attrs)>;
+// A kernel writes every output; outputs are allocated by the dispatcher
+// (contiguous) or given by the caller (in-place: any strides, may alias an input).
+using KernelFn =
+    std::function<void(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs, const Attrs& attrs)>;
+
+struct OpDef {
+  std::string name;
+  int num_inputs = 1;  // -1: any number (cat, stack)
+  InferFn infer;       // set for computing ops
+  ViewFn view;         // set for view ops: the output aliases input 0's storage
+  std::array<KernelFn, 2> kernels;  // indexed by DeviceType
+  // Output element i depends only on input elements at index i (after
+  // broadcasting): such a kernel may write over an input with the same layout.
+  bool elementwise = false;
+
+  // Fluent set-up: register_op("add").inputs(2).infer(f);
+  OpDef& inputs(int n) { num_inputs = n; return *this; }
+  OpDef& infer_with(InferFn f) { infer = std::move(f); return *this; }
+  OpDef& view_with(ViewFn f) { view = std::move(f); return *this; }
+  OpDef& kernel(DeviceType d, KernelFn f) { kernels[size_t(d)] = std::move(f); return *this; }
+  OpDef& is_elementwise() { elementwise = true; return *this; }
+};
+
+// Declares (or returns the already declared) op `name`. Entries never move,
+// so a `const OpDef&` may be kept for the life of the process. Kernels and
+// declarations may register in either order.
+OpDef& register_op(std::string_view name);
+void register_kernel(std::string_view name, DeviceType device, KernelFn kernel);
+// Throws nnvm::Error for an unknown name.
+const OpDef& find_op(std::string_view name);
+bool has_op(std::string_view name);
+std::vector<std::string> op_names();
+
+// Runs a computing or view op and returns its outputs.
+std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+// The same, for an op with exactly one output.
+Tensor call1(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+// Runs a computing op writing its single output into `out` (in-place ops and
+// out= variants): the inferred shape must equal out's, and the inferred dtype
+// must be castable to out's. Bumps out's storage version. When `out` shares
+// memory with an input in a way the kernel cannot handle (any overlap for a
+// non-elementwise op, a different layout for an elementwise one), the result
+// goes through a temporary.
+void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const Tensor& out);
+
+// Whether a value of dtype `from` may be written into a tensor of dtype `to`
+// by an in-place op (libtorch's rule: no floating into integral, nothing but bool into bool).
+bool can_cast(DType from, DType to);
+
+// Registers at static-initialisation time: NNVM_REGISTER(my_ops) { register_op(...)...; }
+#define NNVM_REGISTER(name)                                             \
+  static void nnvm_register_##name();                                   \
+  [[maybe_unused]] static const bool nnvm_registered_##name = (nnvm_register_##name(), true); \
+  static void nnvm_register_##name()
+
+}  // namespace nnvm

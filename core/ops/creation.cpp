@@ -1,0 +1,236 @@
+// Creation, copy and cast ops: full (also behind fill_/zeros/ones), copy
+// (clone, contiguous, to(dtype), copy_), arange, linspace, eye and the random
+// fills. Random ops take the generator's (seed, counter) as Scalar attributes,
+// so they are run-time values and a trace replays with fresh numbers.
+#include <cmath>
+#include <cstring>
+
+#include "nnvm/core/functions.h"
+#include "nnvm/core/op.h"
+
+namespace nnvm {
+
+namespace {
+
+void check_shape(IntArrayRef shape, std::string_view op) {
+  for (int64_t s : shape)
+    NNVM_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape), " (expected sizes >= 0)");
+}
+
+// attrs: shape, dtype, ...: outputs one tensor of that shape and dtype
+OutputSpecs infer_from_attrs(absl::Span<const Tensor>, const Attrs& a) {
+  return {{dims(a.ints(0)), a.dtype(1)}};
+}
+
+OutputSpecs infer_copy(absl::Span<const Tensor> in, const Attrs& a) { return {{dims(in[0].sizes()), a.dtype(0)}}; }
+
+Tensor creation(std::string_view name, IntArrayRef shape, DType dtype, std::initializer_list<AttrValue> extra) {
+  check_shape(shape, name);
+  Attrs attrs{dims(shape), dtype};
+  for (const AttrValue& v : extra) attrs.push_back(v);
+  return call1(find_op(name), {}, attrs);
+}
+
+DType dtype_or(const std::optional<TensorOptions>& o, DType fallback) { return o ? o->dtype_ : fallback; }
+
+Generator& gen_or_default(Generator* g) { return g ? *g : default_generator(); }
+
+// Two 32-bit random words per element.
+AttrValue seed_attr(std::pair<uint64_t, uint64_t> s) { return Scalar(int64_t(s.first)); }
+AttrValue counter_attr(std::pair<uint64_t, uint64_t> s) { return Scalar(int64_t(s.second)); }
+
+Tensor random_op(std::string_view name, IntArrayRef shape, DType dtype, Generator* gen,
+                 std::initializer_list<AttrValue> extra = {}) {
+  check_shape(shape, name);
+  const auto s = gen_or_default(gen).reserve(2 * uint64_t(numel_of(shape)));
+  Attrs attrs{dims(shape), dtype, seed_attr(s), counter_attr(s)};
+  for (const AttrValue& v : extra) attrs.push_back(v);
+  return call1(find_op(name), {}, attrs);
+}
+
+}  // namespace
+
+NNVM_REGISTER(creation_ops) {
+  register_op("full").inputs(0).infer_with(infer_from_attrs);            // shape, dtype, value
+  register_op("arange").inputs(0).infer_with(infer_from_attrs);          // shape, dtype, start, step
+  register_op("linspace").inputs(0).infer_with(infer_from_attrs);        // shape, dtype, start, end
+  register_op("eye").inputs(0).infer_with(infer_from_attrs);             // shape, dtype
+  register_op("uniform").inputs(0).infer_with(infer_from_attrs);         // shape, dtype, seed, counter, low, high
+  register_op("normal").inputs(0).infer_with(infer_from_attrs);          // shape, dtype, seed, counter
+  register_op("randint").inputs(0).infer_with(infer_from_attrs);         // shape, dtype, seed, counter, low, high
+  register_op("bernoulli").inputs(1).is_elementwise().infer_with(        // p; attrs: seed, counter
+      [](absl::Span<const Tensor> in, const Attrs&) -> OutputSpecs {
+        NNVM_CHECK(in[0].is_floating_point(), "bernoulli", "expected floating-point probabilities but got ",
+                   in[0].dtype());
+        return {{dims(in[0].sizes()), in[0].dtype()}};
+      });
+  register_op("copy").inputs(1).is_elementwise().infer_with(infer_copy);  // dtype
+}
+
+// ---- creation ----
+Tensor empty(IntArrayRef shape, TensorOptions o) {
+  check_shape(shape, "empty");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(size_t(numel_of(shape)) * itemsize(o.dtype_), o.device_);
+  impl->shape = dims(shape);
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = o.dtype_;
+  impl->device = o.device_;
+  return Tensor(std::move(impl));
+}
+
+Tensor full(IntArrayRef shape, const Scalar& value, std::optional<TensorOptions> o) {
+  return creation("full", shape, dtype_or(o, value.default_dtype()), {value});
+}
+Tensor zeros(IntArrayRef shape, TensorOptions o) { return full(shape, 0, o); }
+Tensor ones(IntArrayRef shape, TensorOptions o) { return full(shape, 1, o); }
+Tensor scalar_tensor(const Scalar& value, std::optional<TensorOptions> o) { return full({}, value, o); }
+
+Tensor arange(const Scalar& end, std::optional<TensorOptions> o) { return arange(0, end, 1, o); }
+
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<TensorOptions> o) {
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  NNVM_CHECK(st != 0, "arange", "step must be nonzero");
+  NNVM_CHECK(std::isfinite(s) && std::isfinite(e), "arange", "start and end must be finite, got ", s, " and ", e);
+  NNVM_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange", "the range [", s, ", ", e,
+             ") is not reachable with step ", st);
+  const bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
+  const int64_t n = int64_t(std::ceil((e - s) / st));
+  return creation("arange", {n}, dtype_or(o, any_float ? kFloat32 : kInt64), {start, step});
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
+  NNVM_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
+  return creation("linspace", {steps}, o.dtype_, {Scalar(start), Scalar(end)});
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
+  return creation("eye", {n, m.value_or(n)}, o.dtype_, {});
+}
+
+Tensor rand(IntArrayRef shape, TensorOptions o, Generator* gen) {
+  NNVM_CHECK(is_floating(o.dtype_), "rand", "expected a floating dtype but got ", o.dtype_);
+  return random_op("uniform", shape, o.dtype_, gen, {Scalar(0.0), Scalar(1.0)});
+}
+
+Tensor randn(IntArrayRef shape, TensorOptions o, Generator* gen) {
+  NNVM_CHECK(is_floating(o.dtype_), "randn", "expected a floating dtype but got ", o.dtype_);
+  return random_op("normal", shape, o.dtype_, gen);
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
+  NNVM_CHECK(low < high, "randint", "expected low < high but got low=", low, ", high=", high);
+  return random_op("randint", shape, o.dtype_, gen, {Scalar(low), Scalar(high)});
+}
+
+Tensor randint(int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
+  return randint(0, high, shape, o, gen);
+}
+
+Tensor bernoulli(const Tensor& p, Generator* gen) {
+  const auto s = gen_or_default(gen).reserve(2 * uint64_t(p.numel()));
+  return call1(find_op("bernoulli"), {p}, {seed_attr(s), counter_attr(s)});
+}
+
+Tensor bernoulli(IntArrayRef shape, double p, TensorOptions o, Generator* gen) {
+  NNVM_CHECK(p >= 0 && p <= 1, "bernoulli", "p must be in [0, 1], got ", p);
+  return bernoulli(full(shape, p, o), gen);
+}
+
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) {
+  return empty(t.sizes(), TensorOptions(dtype_or(o, t.dtype())).device(t.device()));
+}
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) { return zeros(t.sizes(), dtype_or(o, t.dtype())); }
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return ones(t.sizes(), dtype_or(o, t.dtype())); }
+Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> o) {
+  return full(t.sizes(), v, TensorOptions(dtype_or(o, t.dtype())));
+}
+Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.sizes(), t.dtype(), gen); }
+Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.sizes(), t.dtype(), gen); }
+
+Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, TensorOptions o) {
+  check_shape(shape, "from_blob");
+  NNVM_CHECK(strides.size() == shape.size(), "from_blob", "shape ", shape_str(shape), " and strides ",
+             shape_str(strides), " differ in rank");
+  int64_t extent = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    NNVM_CHECK(strides[d] >= 0, "from_blob", "negative strides are not supported: ", shape_str(strides));
+    if (shape[d] == 0) extent = 0;
+    else extent += (shape[d] - 1) * strides[d];
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(data, size_t(extent) * itemsize(o.dtype_), o.device_, nullptr);
+  impl->shape = dims(shape);
+  impl->strides = dims(strides);
+  impl->dtype = o.dtype_;
+  impl->device = o.device_;
+  return Tensor(std::move(impl));
+}
+
+Tensor from_blob(void* data, IntArrayRef shape, TensorOptions o) {
+  return from_blob(data, shape, contiguous_strides(shape), o);
+}
+
+Tensor from_blob(void* data, IntArrayRef shape, std::function<void(void*)> deleter, TensorOptions o) {
+  Tensor t = from_blob(data, shape, o);
+  t.impl()->storage = std::make_shared<Storage>(data, t.nbytes(), o.device_, std::move(deleter));
+  return t;
+}
+
+template <class T> Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape) {
+  const DimVector s = shape ? dims(*shape) : DimVector{int64_t(values.size())};
+  NNVM_CHECK(numel_of(s) == int64_t(values.size()), "tensor", values.size(), " values do not fill shape ",
+             shape_str(s));
+  Tensor t = empty(s, dtype_of_v<T>);
+  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+template Tensor tensor(const std::vector<float>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<double>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<int64_t>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<int32_t>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<int8_t>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<uint8_t>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<Half>&, std::optional<IntArrayRef>);
+template Tensor tensor(const std::vector<BFloat16>&, std::optional<IntArrayRef>);
+
+Tensor tensor(const std::vector<bool>& values, std::optional<IntArrayRef> shape) {
+  std::vector<uint8_t> bytes(values.begin(), values.end());
+  Tensor t = tensor(bytes, shape);
+  Tensor b = empty(t.sizes(), kBool);
+  if (!bytes.empty()) std::memcpy(b.data_ptr(), bytes.data(), bytes.size());
+  return b;
+}
+
+// ---- copies and casts ----
+Tensor Tensor::clone() const {
+  static const OpDef& o = find_op("copy");
+  return call1(o, {*this}, {dtype()});
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::to(DType t) const {
+  static const OpDef& o = find_op("copy");
+  return t == dtype() ? *this : call1(o, {*this}, {t});
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  static const OpDef& o = find_op("copy");
+  NNVM_CHECK(src.defined(), "copy_", "the source tensor is undefined");
+  broadcast_shapes(sizes(), src.sizes(), "copy_");  // throws when they do not broadcast
+  const Tensor from = src.sizes() == sizes() ? src : src.expand(sizes());
+  // copy_ casts freely, like libtorch's: the copy op's result already has self's dtype.
+  call_into(o, {from}, {dtype()}, *this);
+  return *this;
+}
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  static const OpDef& o = find_op("full");
+  call_into(o, {}, {dims(sizes()), dtype(), value}, *this);
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+}  // namespace nnvm

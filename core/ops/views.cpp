@@ -1,0 +1,375 @@
+// View ops: each computes a new (shape, strides, offset) over its input's
+// storage and never copies. In eager mode the result shares the storage; the
+// tracer records them as view nodes.
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_join.h"
+#include "nnvm/core/functions.h"
+#include "nnvm/core/op.h"
+
+namespace nnvm {
+
+namespace {
+
+// Strides that let `shape` view memory laid out as (old_shape, old_strides),
+// or nullopt when no such strides exist (the data would have to move).
+// Walks the input's dims in groups that are contiguous among themselves and
+// maps the new dims onto each group in turn.
+std::optional<DimVector> view_strides(IntArrayRef old_shape, IntArrayRef old_strides, IntArrayRef shape) {
+  DimVector strides(shape.size());
+  if (old_shape.empty()) {
+    std::fill(strides.begin(), strides.end(), 1);
+    return strides;
+  }
+  if (numel_of(old_shape) == 0) return contiguous_strides(shape);
+  int64_t view_d = int64_t(shape.size()) - 1;
+  int64_t chunk_stride = old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = int64_t(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    const bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+      strides[view_d] = view_numel * chunk_stride;
+      view_numel *= shape[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = old_strides[d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
+}
+
+// Resolves one -1 in a requested shape and checks the element count.
+DimVector infer_size(IntArrayRef requested, int64_t numel, std::string_view op, IntArrayRef from) {
+  DimVector shape(requested.begin(), requested.end());
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      NNVM_CHECK(infer_at < 0, op, "only one dimension can be -1, got ", shape_str(requested));
+      infer_at = int64_t(i);
+    } else {
+      NNVM_CHECK(shape[i] >= 0, op, "invalid size ", shape[i], " in shape ", shape_str(requested));
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0) {
+    NNVM_CHECK(known != 0 && numel % known == 0, op, "shape ", shape_str(requested),
+               " is invalid for input of shape ", shape_str(from), " (", numel, " elements)");
+    shape[infer_at] = numel / known;
+  } else {
+    NNVM_CHECK(known == numel, op, "shape ", shape_str(requested), " is invalid for input of shape ",
+               shape_str(from), " (", numel, " elements; expected a shape with the same count)");
+  }
+  return shape;
+}
+
+ViewSpec view_view(const Tensor& in, const Attrs& a) {
+  DimVector shape = infer_size(a.ints(0), in.numel(), "view", in.sizes());
+  auto strides = view_strides(in.sizes(), in.strides(), shape);
+  NNVM_CHECK(strides.has_value(), "view", "cannot view a tensor of shape ", shape_str(in.sizes()), " and strides ",
+             shape_str(in.strides()), " as ", shape_str(shape),
+             ": its memory is not laid out compatibly; use reshape() (which copies) or contiguous() first");
+  return {std::move(shape), std::move(*strides), in.storage_offset()};
+}
+
+ViewSpec view_permute(const Tensor& in, const Attrs& a) {
+  const IntArrayRef perm = a.ints(0);
+  const int64_t nd = in.dim();
+  NNVM_CHECK(int64_t(perm.size()) == nd, "permute", "expected ", nd, " dims for a tensor of shape ",
+             shape_str(in.sizes()), " but got [", absl::StrJoin(perm, ", "), "]");
+  ViewSpec v{DimVector(nd), DimVector(nd), in.storage_offset()};
+  std::vector<bool> seen(nd, false);
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t d = wrap_dim(perm[i], nd, "permute");
+    NNVM_CHECK(!seen[d], "permute", "dim ", d, " appears twice in [", absl::StrJoin(perm, ", "), "]");
+    seen[d] = true;
+    v.shape[i] = in.size(d);
+    v.strides[i] = in.stride(d);
+  }
+  return v;
+}
+
+ViewSpec view_transpose(const Tensor& in, const Attrs& a) {
+  const int64_t nd = in.dim();
+  const int64_t d0 = wrap_dim(a.i(0), nd, "transpose"), d1 = wrap_dim(a.i(1), nd, "transpose");
+  ViewSpec v{dims(in.sizes()), dims(in.strides()), in.storage_offset()};
+  if (nd == 0) return v;
+  std::swap(v.shape[d0], v.shape[d1]);
+  std::swap(v.strides[d0], v.strides[d1]);
+  return v;
+}
+
+// attrs: dim, start, end, step (start/end already clamped by the caller)
+ViewSpec view_slice(const Tensor& in, const Attrs& a) {
+  NNVM_CHECK(in.dim() > 0, "slice", "cannot slice a 0-d tensor");
+  const int64_t d = wrap_dim(a.i(0), in.dim(), "slice");
+  const int64_t start = a.i(1), end = a.i(2), step = a.i(3);
+  ViewSpec v{dims(in.sizes()), dims(in.strides()), in.storage_offset() + start * in.stride(d)};
+  v.shape[d] = end > start ? (end - start + step - 1) / step : 0;
+  v.strides[d] *= step;
+  return v;
+}
+
+ViewSpec view_expand(const Tensor& in, const Attrs& a) {
+  const IntArrayRef target = a.ints(0);
+  const int64_t nd = int64_t(target.size()), lead = nd - in.dim();
+  NNVM_CHECK(lead >= 0, "expand", "the number of sizes (", nd, ") must be at least the tensor's rank (shape ",
+             shape_str(in.sizes()), ")");
+  ViewSpec v{DimVector(nd), DimVector(nd), in.storage_offset()};
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i < lead) {
+      NNVM_CHECK(target[i] >= 0, "expand", "size -1 is not allowed in a new leading dim (",
+                 shape_str(target), ")");
+      v.shape[i] = target[i];
+      v.strides[i] = 0;
+      continue;
+    }
+    const int64_t have = in.size(i - lead);
+    const int64_t want = target[i] == -1 ? have : target[i];
+    NNVM_CHECK(have == want || have == 1, "expand", "the expanded size ", want, " must match the existing size ",
+               have, " at dim ", i, " (shape ", shape_str(in.sizes()), " to ", shape_str(target),
+               "); only size-1 dims can grow");
+    v.shape[i] = want;
+    v.strides[i] = have == want ? in.stride(i - lead) : 0;
+  }
+  return v;
+}
+
+// attrs: the (sorted, wrapped) dims to drop; each must have size 1
+ViewSpec view_squeeze(const Tensor& in, const Attrs& a) {
+  const IntArrayRef drop = a.ints(0);
+  ViewSpec v{{}, {}, in.storage_offset()};
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    if (std::find(drop.begin(), drop.end(), d) != drop.end()) continue;
+    v.shape.push_back(in.size(d));
+    v.strides.push_back(in.stride(d));
+  }
+  return v;
+}
+
+ViewSpec view_unsqueeze(const Tensor& in, const Attrs& a) {
+  const int64_t d = wrap_dim(a.i(0), in.dim() + 1, "unsqueeze");
+  ViewSpec v{dims(in.sizes()), dims(in.strides()), in.storage_offset()};
+  const int64_t stride = d < in.dim() ? in.stride(d) * in.size(d) : 1;
+  v.shape.insert(v.shape.begin() + d, 1);
+  v.strides.insert(v.strides.begin() + d, stride);
+  return v;
+}
+
+ViewSpec view_select(const Tensor& in, const Attrs& a) {
+  NNVM_CHECK(in.dim() > 0, "select", "cannot select on a 0-d tensor");
+  const int64_t d = wrap_dim(a.i(0), in.dim(), "select");
+  const int64_t size = in.size(d);
+  int64_t index = a.i(1);
+  NNVM_CHECK(index >= -size && index < size, "select", "index ", index, " is out of range for dim ", d,
+             " of size ", size, " (shape ", shape_str(in.sizes()), ")");
+  if (index < 0) index += size;
+  ViewSpec v{dims(in.sizes()), dims(in.strides()), in.storage_offset() + index * in.stride(d)};
+  v.shape.erase(v.shape.begin() + d);
+  v.strides.erase(v.strides.begin() + d);
+  return v;
+}
+
+ViewSpec view_diagonal(const Tensor& in, const Attrs& a) {
+  NNVM_CHECK(in.dim() >= 2, "diagonal", "expected a tensor of rank >= 2 but got shape ", shape_str(in.sizes()));
+  const int64_t offset = a.i(0);
+  const int64_t d1 = wrap_dim(a.i(1), in.dim(), "diagonal"), d2 = wrap_dim(a.i(2), in.dim(), "diagonal");
+  NNVM_CHECK(d1 != d2, "diagonal", "dim1 and dim2 must differ, both are ", d1);
+  int64_t len, start = in.storage_offset();
+  if (offset >= 0) {
+    len = std::max<int64_t>(0, std::min(in.size(d1), in.size(d2) - offset));
+    if (len > 0) start += offset * in.stride(d2);
+  } else {
+    len = std::max<int64_t>(0, std::min(in.size(d1) + offset, in.size(d2)));
+    if (len > 0) start -= offset * in.stride(d1);
+  }
+  ViewSpec v{{}, {}, start};
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    v.shape.push_back(in.size(d));
+    v.strides.push_back(in.stride(d));
+  }
+  v.shape.push_back(len);
+  v.strides.push_back(in.stride(d1) + in.stride(d2));
+  return v;
+}
+
+const OpDef& op(std::string_view name) { return find_op(name); }
+
+}  // namespace
+
+NNVM_REGISTER(view_ops) {
+  register_op("view").view_with(view_view);
+  register_op("permute").view_with(view_permute);
+  register_op("transpose").view_with(view_transpose);
+  register_op("slice").view_with(view_slice);
+  register_op("expand").view_with(view_expand);
+  register_op("squeeze").view_with(view_squeeze);
+  register_op("unsqueeze").view_with(view_unsqueeze);
+  register_op("select").view_with(view_select);
+  register_op("diagonal").view_with(view_diagonal);
+}
+
+Tensor Tensor::view(IntArrayRef shape) const {
+  static const OpDef& o = op("view");
+  return call1(o, {*this}, {dims(shape)});
+}
+
+Tensor Tensor::reshape(IntArrayRef shape) const {
+  const DimVector resolved = infer_size(shape, numel(), "reshape", sizes());
+  if (view_strides(sizes(), strides(), resolved)) return view(resolved);
+  return contiguous().view(resolved);
+}
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  static const OpDef& o = op("transpose");
+  return call1(o, {*this}, {dim0, dim1});
+}
+
+Tensor Tensor::permute(IntArrayRef perm) const {
+  static const OpDef& o = op("permute");
+  return call1(o, {*this}, {dims(perm)});
+}
+
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
+  static const OpDef& o = op("slice");
+  NNVM_CHECK(this->dim() > 0, "slice", "cannot slice a 0-d tensor");
+  NNVM_CHECK(step > 0, "slice", "step must be positive, got ", step);
+  const int64_t d = wrap_dim(dim, this->dim(), "slice");
+  const int64_t size = this->size(d);
+  // Python slice semantics: negative bounds count from the end, then clamp.
+  auto clamp_bound = [&](std::optional<int64_t> b, int64_t fallback) {
+    if (!b) return fallback;
+    int64_t v = *b < 0 ? *b + size : *b;
+    return std::clamp<int64_t>(v, 0, size);
+  };
+  const int64_t s = clamp_bound(start, 0);
+  const int64_t e = std::max(s, clamp_bound(end, size));
+  return call1(o, {*this}, {d, s, e, step});
+}
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  NNVM_CHECK(this->dim() > 0, "narrow", "cannot narrow a 0-d tensor");
+  const int64_t d = wrap_dim(dim, this->dim(), "narrow");
+  const int64_t size = this->size(d);
+  if (start < 0) start += size;
+  NNVM_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow", "start ", start, " and length ",
+             length, " exceed dim ", d, " of size ", size, " (shape ", shape_str(sizes()), ")");
+  return slice(d, start, start + length);
+}
+
+Tensor Tensor::expand(IntArrayRef shape) const {
+  static const OpDef& o = op("expand");
+  return call1(o, {*this}, {dims(shape)});
+}
+
+Tensor Tensor::squeeze() const {
+  static const OpDef& o = op("squeeze");
+  DimVector drop;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (size(d) == 1) drop.push_back(d);
+  return call1(o, {*this}, {drop});
+}
+
+Tensor Tensor::squeeze(int64_t dim) const {
+  static const OpDef& o = op("squeeze");
+  if (this->dim() == 0) return call1(o, {*this}, {DimVector{}});
+  const int64_t d = wrap_dim(dim, this->dim(), "squeeze");
+  return call1(o, {*this}, {size(d) == 1 ? DimVector{d} : DimVector{}});
+}
+
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  static const OpDef& o = op("unsqueeze");
+  return call1(o, {*this}, {dim});
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) return reshape({1});
+  const int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
+  NNVM_CHECK(s <= e, "flatten", "start_dim ", s, " must not come after end_dim ", e);
+  DimVector shape(sizes().begin(), sizes().begin() + s);
+  int64_t n = 1;
+  for (int64_t d = s; d <= e; ++d) n *= size(d);
+  shape.push_back(n);
+  shape.insert(shape.end(), sizes().begin() + e + 1, sizes().end());
+  return reshape(shape);
+}
+
+Tensor Tensor::unflatten(int64_t dim, IntArrayRef sizes_) const {
+  const int64_t d = wrap_dim(dim, this->dim(), "unflatten");
+  const DimVector inner = infer_size(sizes_, size(d), "unflatten", sizes());
+  DimVector shape(sizes().begin(), sizes().begin() + d);
+  shape.insert(shape.end(), inner.begin(), inner.end());
+  shape.insert(shape.end(), sizes().begin() + d + 1, sizes().end());
+  return view(shape);
+}
+
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  static const OpDef& o = op("select");
+  return call1(o, {*this}, {dim, index});
+}
+
+Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  static const OpDef& o = op("diagonal");
+  return call1(o, {*this}, {offset, dim1, dim2});
+}
+
+Tensor Tensor::t() const {
+  NNVM_CHECK(dim() <= 2, "t", "expects a tensor with <= 2 dims but got shape ", shape_str(sizes()));
+  return dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::mT() const {
+  NNVM_CHECK(dim() >= 2, "mT", "expects a tensor with >= 2 dims but got shape ", shape_str(sizes()));
+  return transpose(-2, -1);
+}
+
+std::vector<Tensor> Tensor::unbind(int64_t dim) const {
+  const int64_t d = wrap_dim(dim, this->dim(), "unbind");
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
+  return out;
+}
+
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  const int64_t d = wrap_dim(dim, this->dim(), "split");
+  NNVM_CHECK(split_size > 0 || size(d) == 0, "split", "split_size must be positive, got ", split_size);
+  std::vector<Tensor> out;
+  for (int64_t s = 0; s < size(d); s += split_size) out.push_back(slice(d, s, std::min(size(d), s + split_size)));
+  if (out.empty()) out.push_back(*this);
+  return out;
+}
+
+std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t dim) const {
+  const int64_t d = wrap_dim(dim, this->dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    NNVM_CHECK(s >= 0, "split", "split sizes must be non-negative, got [", absl::StrJoin(split_sizes, ", "), "]");
+    total += s;
+  }
+  NNVM_CHECK(total == size(d), "split", "split sizes [", absl::StrJoin(split_sizes, ", "), "] sum to ", total,
+             " but dim ", d, " has size ", size(d));
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : split_sizes) {
+    out.push_back(slice(d, start, start + s));
+    start += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  NNVM_CHECK(chunks > 0, "chunk", "chunks must be positive, got ", chunks);
+  const int64_t d = wrap_dim(dim, this->dim(), "chunk");
+  const int64_t per = std::max<int64_t>(1, (size(d) + chunks - 1) / chunks);
+  return split(per, d);
+}
+
+}  // namespace nnvm

@@ -1,0 +1,91 @@
+#include "nnvm/core/shape.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nnvm/core/error.h"
+
+namespace nnvm {
+
+int64_t numel_of(IntArrayRef shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+DimVector contiguous_strides(IntArrayRef shape) {
+  DimVector strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+bool is_contiguous_layout(IntArrayRef shape, IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+std::string shape_str(IntArrayRef shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op) {
+  const int64_t r = std::max<int64_t>(rank, 1);  // a 0-d tensor accepts dim 0 and -1
+  NNVM_CHECK(dim >= -r && dim < r, op, "dim ", dim, " is out of range for a tensor of rank ", rank,
+             " (expected a dim in [", -r, ", ", r - 1, "])");
+  return dim < 0 ? dim + r : dim;
+}
+
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, std::string_view op) {
+  const size_t n = std::max(a.size(), b.size());
+  DimVector out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    NNVM_CHECK(da == db || da == 1 || db == 1, op, "shapes ", shape_str(a), " and ", shape_str(b),
+               " are not broadcastable (dim ", i, ": ", da, " vs ", db, "; expected equal sizes or 1)");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DimVector broadcast_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef target) {
+  DimVector out(target.size(), 0);
+  const size_t lead = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    out[lead + i] = shape[i] == 1 ? 0 : strides[i];
+  return out;
+}
+
+DimVector reduction_dims(IntArrayRef dims, int64_t rank, std::string_view op) {
+  DimVector out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(wrap_dim(d, rank, op));
+  std::sort(out.begin(), out.end());
+  NNVM_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end(), op, "dim list [",
+             absl::StrJoin(dims, ", "), "] names a dim twice");
+  if (rank == 0) out.clear();
+  return out;
+}
+
+DimVector reduced_shape(IntArrayRef shape, IntArrayRef dims, bool keepdim) {
+  DimVector out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
+    if (!reduced) out.push_back(shape[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+}  // namespace nnvm

@@ -1,0 +1,38 @@
+// Shapes, strides and the small helpers every op's shape inference uses.
+// Strides are in elements, like libtorch's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
+
+namespace nnvm {
+
+using IntArrayRef = absl::Span<const int64_t>;
+using DimVector = absl::InlinedVector<int64_t, 6>;
+
+int64_t numel_of(IntArrayRef shape);
+DimVector contiguous_strides(IntArrayRef shape);
+bool is_contiguous_layout(IntArrayRef shape, IntArrayRef strides);
+
+// "[2, 3]"
+std::string shape_str(IntArrayRef shape);
+
+// Maps a possibly negative dim into [0, rank); throws naming `op` when out of range.
+int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op);
+
+// NumPy broadcasting of two shapes; throws naming `op` when they do not broadcast.
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, std::string_view op);
+
+// Strides that view a tensor of (shape, strides) as broadcast to `target`
+// (0 for broadcast dims). `target` must be a broadcast of `shape`.
+DimVector broadcast_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef target);
+
+// Reduction dims: wraps, sorts and deduplicates; empty `dims` means all dims.
+DimVector reduction_dims(IntArrayRef dims, int64_t rank, std::string_view op);
+// The shape left after reducing `dims` (kept as size 1 when keepdim).
+DimVector reduced_shape(IntArrayRef shape, IntArrayRef dims, bool keepdim);
+
+}  // namespace nnvm

@@ -1,0 +1,22 @@
+#include "nnvm/core/storage.h"
+
+#include "nnvm/core/allocator.h"
+#include "nnvm/core/error.h"
+
+namespace nnvm {
+
+Storage::Storage(size_t nbytes, Device device)
+    : data_(nullptr), nbytes_(nbytes), device_(device), from_allocator_(true) {
+  NNVM_CHECK(device.is_cpu(), "empty", "device ", device, " has no allocator in this build");
+  data_ = CpuCachingAllocator::instance().allocate(nbytes);
+}
+
+Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), device_(device), from_allocator_(false), deleter_(std::move(deleter)) {}
+
+Storage::~Storage() {
+  if (from_allocator_) CpuCachingAllocator::instance().free(data_);
+  else if (deleter_) deleter_(data_);
+}
+
+}  // namespace nnvm

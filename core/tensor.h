@@ -1,0 +1,271 @@
+// nnvm::Tensor: a handle to a view of a Storage (DESIGN §3.2). Copying a Tensor
+// copies the handle, not the data, as in libtorch. Methods follow libtorch's
+// names and argument order; each forwards to one op of the op table.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "nnvm/core/device.h"
+#include "nnvm/core/dtype.h"
+#include "nnvm/core/error.h"
+#include "nnvm/core/scalar.h"
+#include "nnvm/core/shape.h"
+#include "nnvm/core/storage.h"
+
+namespace nnvm {
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  DimVector shape;
+  DimVector strides;
+  int64_t offset = 0;  // in elements
+  DType dtype = kFloat32;
+  Device device;
+};
+
+class Tensor;
+using TensorList = absl::Span<const Tensor>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+
+  // ---- metadata ----
+  IntArrayRef sizes() const { return impl_->shape; }
+  IntArrayRef shape() const { return impl_->shape; }
+  IntArrayRef strides() const { return impl_->strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return int64_t(impl_->shape.size()); }
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const { return numel_of(impl_->shape); }
+  DType dtype() const { return impl_->dtype; }
+  DType scalar_type() const { return impl_->dtype; }
+  Device device() const { return impl_->device; }
+  int64_t storage_offset() const { return impl_->offset; }
+  size_t element_size() const { return itemsize(impl_->dtype); }
+  size_t nbytes() const { return size_t(numel()) * element_size(); }
+  bool is_contiguous() const { return is_contiguous_layout(impl_->shape, impl_->strides); }
+  bool is_floating_point() const { return is_floating(impl_->dtype); }
+  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+  std::string toString() const;  // "CPUFloatType{2,3}"
+
+  // ---- data access ----
+  void* data_ptr() const;  // untyped pointer to element 0
+  template <class T> T* data_ptr() const {
+    check_dtype(dtype_of_v<T>, "data_ptr");
+    return static_cast<T*>(data_ptr());
+  }
+  template <class T> T item() const;
+  Scalar item() const;
+  template <class T> std::vector<T> to_vector() const;
+
+  // ---- views (no copies) ----
+  Tensor view(IntArrayRef shape) const;
+  Tensor reshape(IntArrayRef shape) const;  // a view when the layout allows, else a copy
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
+               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor expand(IntArrayRef shape) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor t() const;
+  Tensor mT() const;
+  Tensor view_as(const Tensor& other) const { return view(other.sizes()); }
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+
+  // ---- copies and casts ----
+  Tensor contiguous() const;  // returns *this when already contiguous
+  Tensor clone() const;
+  Tensor to(DType dtype) const;  // returns *this when the dtype already matches
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_();
+
+  // ---- pointwise unary (each has an in-place twin ending in _) ----
+#define NNVM_UNARY_METHOD(name) \
+  Tensor name() const;          \
+  Tensor& name##_();
+  NNVM_UNARY_METHOD(neg) NNVM_UNARY_METHOD(abs) NNVM_UNARY_METHOD(exp) NNVM_UNARY_METHOD(exp2)
+  NNVM_UNARY_METHOD(log) NNVM_UNARY_METHOD(log2) NNVM_UNARY_METHOD(log1p) NNVM_UNARY_METHOD(expm1)
+  NNVM_UNARY_METHOD(sqrt) NNVM_UNARY_METHOD(rsqrt) NNVM_UNARY_METHOD(sin) NNVM_UNARY_METHOD(cos)
+  NNVM_UNARY_METHOD(tan) NNVM_UNARY_METHOD(tanh) NNVM_UNARY_METHOD(sigmoid) NNVM_UNARY_METHOD(relu)
+  NNVM_UNARY_METHOD(erf) NNVM_UNARY_METHOD(floor) NNVM_UNARY_METHOD(ceil) NNVM_UNARY_METHOD(round)
+  NNVM_UNARY_METHOD(trunc) NNVM_UNARY_METHOD(sign) NNVM_UNARY_METHOD(reciprocal) NNVM_UNARY_METHOD(square)
+  NNVM_UNARY_METHOD(logical_not)
+#undef NNVM_UNARY_METHOD
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor nan_to_num(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
+
+  // ---- pointwise binary, with broadcasting and type promotion ----
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  // rounding_mode: "" (true division), "floor" or "trunc"
+  Tensor div(const Tensor& other, std::string_view rounding_mode = "") const;
+  Tensor div(const Scalar& other, std::string_view rounding_mode = "") const;
+  Tensor& div_(const Tensor& other, std::string_view rounding_mode = "");
+  Tensor& div_(const Scalar& other, std::string_view rounding_mode = "");
+#define NNVM_BINARY_METHOD(name)                \
+  Tensor name(const Tensor& other) const;       \
+  Tensor name(const Scalar& other) const;       \
+  Tensor& name##_(const Tensor& other);         \
+  Tensor& name##_(const Scalar& other);
+  NNVM_BINARY_METHOD(mul) NNVM_BINARY_METHOD(remainder) NNVM_BINARY_METHOD(pow)
+  NNVM_BINARY_METHOD(maximum) NNVM_BINARY_METHOD(minimum) NNVM_BINARY_METHOD(atan2)
+  NNVM_BINARY_METHOD(eq) NNVM_BINARY_METHOD(ne) NNVM_BINARY_METHOD(lt) NNVM_BINARY_METHOD(le)
+  NNVM_BINARY_METHOD(gt) NNVM_BINARY_METHOD(ge) NNVM_BINARY_METHOD(logical_and)
+  NNVM_BINARY_METHOD(logical_or) NNVM_BINARY_METHOD(logical_xor)
+#undef NNVM_BINARY_METHOD
+  Tensor floor_divide(const Tensor& other) const { return div(other, "floor"); }
+  Tensor floor_divide(const Scalar& other) const { return div(other, "floor"); }
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+
+  // ---- reductions (empty dims = all dims) ----
+  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+
+  // ---- linear algebra ----
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor outer(const Tensor& other) const;
+
+  // ---- data movement ----
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  // indices: one index tensor per leading dim (int64) or a single bool mask.
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;  // values, indices
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+
+  // ---- operators ----
+  Tensor operator-() const { return neg(); }
+  Tensor operator!() const { return logical_not(); }
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+
+  // Throws nnvm::Error naming `op` unless the dtype is `expected`.
+  void check_dtype(DType expected, std::string_view op) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Scalar& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator&&(const Tensor& a, const Tensor& b);
+Tensor operator||(const Tensor& a, const Tensor& b);
+
+// Prints like libtorch: the values, then "[ CPUFloatType{2,3} ]".
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- template definitions ----
+template <class T> T Tensor::item() const { return item().to<T>(); }
+
+template <class T> std::vector<T> Tensor::to_vector() const {
+  const Tensor c = to(dtype_of_v<T>).contiguous();
+  const T* p = c.data_ptr<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+}  // namespace nnvm

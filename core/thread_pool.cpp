@@ -1,0 +1,164 @@
+#include "nnvm/core/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "nnvm/core/knobs.h"
+
+namespace nnvm {
+
+namespace {
+
+thread_local bool t_in_parallel = false;
+
+// Workers sleep on a condition variable. A job lives on the caller's stack;
+// a worker that takes it counts itself in `active`, and the caller returns only
+// when every chunk is done and no worker still holds the job. The caller runs
+// chunks too, so a pool of n threads has n - 1 workers.
+struct Job {
+  const std::function<void(int64_t)>* fn;
+  int64_t chunks;
+  std::atomic<int64_t> next{0}, done{0};
+  int active = 0;  // workers holding the job, guarded by the pool mutex
+  std::exception_ptr error;
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) { resize(threads); }
+  ~ThreadPool() { stop(); }
+
+  void resize(int threads) {
+    std::lock_guard<std::mutex> run_lock(run_mu_);
+    stop();
+    stopping_ = false;
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+
+  void run(int64_t chunks, const std::function<void(int64_t)>& fn) {
+    std::lock_guard<std::mutex> run_lock(run_mu_);  // one job at a time
+    Job job;
+    job.fn = &fn;
+    job.chunks = chunks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &job;
+      ++generation_;
+    }
+    cv_.notify_all();
+    drain(job);
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return job.done.load() == chunks && job.active == 0; });
+    job_ = nullptr;
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  void drain(Job& job) {
+    t_in_parallel = true;
+    for (int64_t c; (c = job.next.fetch_add(1)) < job.chunks;) {
+      try {
+        (*job.fn)(c);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!job.error) job.error = std::current_exception();
+      }
+      if (job.done.fetch_add(1) + 1 == job.chunks) {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_cv_.notify_all();
+      }
+    }
+    t_in_parallel = false;
+  }
+
+  void work() {
+    uint64_t seen = 0;
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || (generation_ != seen && job_); });
+        if (stopping_) return;
+        seen = generation_;
+        job = job_;
+        ++job->active;
+      }
+      drain(*job);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--job->active == 0) done_cv_.notify_all();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex run_mu_, mu_;
+  std::condition_variable cv_, done_cv_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+std::mutex g_pool_mu;
+int g_threads = 0;
+
+ThreadPool& pool() {
+  // Leaked on purpose: worker threads must not be joined during static destruction.
+  static ThreadPool* p = new ThreadPool(get_num_threads());
+  return *p;
+}
+
+}  // namespace
+
+int get_num_threads() {
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  if (g_threads == 0) g_threads = knobs().threads;
+  return g_threads;
+}
+
+void set_num_threads(int n) {
+  n = std::max(1, n);
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mu);
+    g_threads = n;
+  }
+  pool().resize(n);
+}
+
+int64_t parallel_chunks(int64_t n, int64_t grain) {
+  if (n <= 0) return 0;
+  grain = std::max<int64_t>(grain, 1);
+  return std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain));
+}
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  const int64_t chunks = t_in_parallel ? 1 : parallel_chunks(n, grain);
+  if (chunks == 1) {
+    fn(begin, end);
+    return;
+  }
+  const int64_t per = (n + chunks - 1) / chunks;
+  pool().run(chunks, [&](int64_t c) {
+    const int64_t b = begin + c * per;
+    const int64_t e = std::min(end, b + per);
+    if (b < e) fn(b, e);
+  });
+}
+
+}  // namespace nnvm

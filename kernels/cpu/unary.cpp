@@ -1,0 +1,118 @@
+// CPU kernels of the pointwise unary ops declared in core/ops/unary.cpp.
+#include <cmath>
+
+#include "nnvm/kernels/cpu/pointwise.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+using R = ResultType;
+
+// An element function that needs no attributes.
+#define ELEMENT(expr) []<class T>(const Attrs&) { return [](T x) { return expr; }; }
+
+template <class T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+}  // namespace
+
+NNVM_REGISTER(cpu_unary_kernels) {
+  auto floating = [](const char* name, auto make) {
+    register_kernel(name, kCPU, pointwise_kernel<R::Floating, Types::Floating, 1>(0, make));
+  };
+  floating("exp", ELEMENT(std::exp(x)));
+  floating("exp2", ELEMENT(std::exp2(x)));
+  floating("log", ELEMENT(std::log(x)));
+  floating("log2", ELEMENT(std::log2(x)));
+  floating("log1p", ELEMENT(std::log1p(x)));
+  floating("expm1", ELEMENT(std::expm1(x)));
+  floating("sqrt", ELEMENT(std::sqrt(x)));
+  floating("rsqrt", ELEMENT(T(1) / std::sqrt(x)));
+  floating("sin", ELEMENT(std::sin(x)));
+  floating("cos", ELEMENT(std::cos(x)));
+  floating("tan", ELEMENT(std::tan(x)));
+  floating("tanh", ELEMENT(std::tanh(x)));
+  floating("sigmoid", ELEMENT(sigmoid(x)));
+  floating("erf", ELEMENT(std::erf(x)));
+  floating("reciprocal", ELEMENT(T(1) / x));
+  floating("silu", ELEMENT(x * sigmoid(x)));
+  floating("gelu", ELEMENT(T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)))));
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  floating("gelu_tanh",
+           ELEMENT(T(0.5) * x * (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)))));
+  floating("leaky_relu", []<class T>(const Attrs& a) {
+    const T slope = T(a.d(0));
+    return [slope](T x) { return x > T(0) ? x : x * slope; };
+  });
+  floating("elu", []<class T>(const Attrs& a) {
+    const T alpha = T(a.d(0));
+    return [alpha](T x) { return x > T(0) ? x : alpha * std::expm1(x); };
+  });
+  // log(1 + exp(beta x)) / beta, linear above threshold for stability (libtorch's rule)
+  floating("softplus", []<class T>(const Attrs& a) {
+    const T beta = T(a.d(0)), threshold = T(a.d(1));
+    return [beta, threshold](T x) { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; };
+  });
+
+  auto any = [](const char* name, auto make) {
+    register_kernel(name, kCPU, pointwise_kernel<R::Same, Types::All, 1>(0, make));
+  };
+  any("neg", ELEMENT(-x));
+  any("abs", ELEMENT(x < T(0) ? T(-x) : x));
+  any("relu", ELEMENT(x > T(0) ? x : T(0)));
+  any("square", ELEMENT(x * x));
+  any("sign", ELEMENT(T((T(0) < x) - (x < T(0)))));
+  any("floor", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::floor(x); };
+    else return [](T x) { return x; };
+  });
+  any("ceil", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::ceil(x); };
+    else return [](T x) { return x; };
+  });
+  // round half to even, like libtorch (nearbyint in the default rounding mode)
+  any("round", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::nearbyint(x); };
+    else return [](T x) { return x; };
+  });
+  any("trunc", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::trunc(x); };
+    else return [](T x) { return x; };
+  });
+  // NaN stays NaN: every comparison with it is false.
+  any("clamp", []<class T>(const Attrs& a) {
+    const bool has_min = a.b(0), has_max = a.b(2);
+    const T lo = scalar_as<T>(a.s(1)), hi = scalar_as<T>(a.s(3));
+    return [=](T x) {
+      x = has_min && x < lo ? lo : x;
+      return has_max && x > hi ? hi : x;
+    };
+  });
+  any("nan_to_num", []<class T>(const Attrs& a) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T nan = T(a.d(0)), pos = T(a.d(1)), neg = T(a.d(2));
+      return [=](T x) { return std::isnan(x) ? nan : x == INFINITY ? pos : x == -INFINITY ? neg : x; };
+    } else {
+      return [](T x) { return x; };
+    }
+  });
+
+  auto predicate = [](const char* name, auto make) {
+    register_kernel(name, kCPU, pointwise_kernel<R::Bool, Types::All, 1>(0, make));
+  };
+  predicate("logical_not", ELEMENT(!bool(x)));
+  predicate("isnan", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::isnan(x); };
+    else return [](T) { return false; };
+  });
+  predicate("isinf", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::isinf(x); };
+    else return [](T) { return false; };
+  });
+  predicate("isfinite", []<class T>(const Attrs&) {
+    if constexpr (std::is_floating_point_v<T>) return [](T x) { return std::isfinite(x); };
+    else return [](T) { return true; };
+  });
+}
+
+}  // namespace nnvm::cpu
