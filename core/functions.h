@@ -58,8 +58,8 @@ Tensor from_blob(void* data, IntArrayRef shape, std::function<void(void*)> delet
 
 // Copies values into a new 1-d tensor (or with `shape`): nnvm::tensor({1.f, 2.f}).
 template <class T> Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt);
-template <class T> Tensor tensor(std::initializer_list<T> values) { return tensor(std::vector<T>(values)); }
 Tensor tensor(const std::vector<bool>& values, std::optional<IntArrayRef> shape = std::nullopt);
+template <class T> Tensor tensor(std::initializer_list<T> values) { return tensor(std::vector<T>(values)); }
 
 // ---- pointwise functions that are not methods ----
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);

@@ -39,7 +39,8 @@ std::string type_name(const Tensor& t) {
 }
 
 // Formats every element of a contiguous double copy with one shared width,
-// the way libtorch lines up columns.
+// the way libtorch lines up columns: integer-valued floats without decimals,
+// otherwise 4 decimals, scientific notation for very large or small magnitudes.
 struct Formatter {
   bool integral = false;
   bool sci = false;
@@ -65,7 +66,7 @@ struct Formatter {
     if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
     if (integral) os << int64_t(x);
     else if (sci) os << std::scientific << std::setprecision(4) << x;
-    else if (precision == 0) os << std::fixed << std::setprecision(0) << x << ".";
+    else if (precision == 0) os << std::fixed << std::setprecision(0) << x;
     else os << std::fixed << std::setprecision(precision) << x;
     return os.str();
   }
@@ -73,7 +74,7 @@ struct Formatter {
 
 void print_matrix(std::ostream& os, const double* p, int64_t rows, int64_t cols, const Formatter& f) {
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) os << " " << std::setw(f.width) << f.str(p[r * cols + c]);
+    for (int64_t c = 0; c < cols; ++c) os << (c ? " " : "") << std::setw(f.width + 1) << f.str(p[r * cols + c]);
     os << "\n";
   }
 }

@@ -1,0 +1,342 @@
+// Pointwise unary and binary ops against double-precision references, over
+// dtypes, layouts, broadcasting, sizes 0/1/odd, in-place forms and errors.
+#include <cmath>
+
+#include "reference.h"
+
+namespace nnvm {
+namespace {
+
+using testing::expect_error;
+using testing::expect_values;
+using testing::kLayouts;
+using testing::random;
+using testing::values;
+using testing::with_layout;
+
+const std::vector<DimVector> kShapes = {{0}, {1}, {7}, {3, 5}, {2, 3, 33}, {4, 1, 70}};
+const DType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
+
+double atol_for(DType t) { return t == kFloat16 ? 2e-3 : t == kBFloat16 ? 2e-2 : 1e-6; }
+
+// Rounds a double to what a dtype can hold, so references see the same inputs.
+double round_to(double v, DType t) { return scalar_tensor(v, kFloat64).to(t).item<double>(); }
+
+struct UnaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&);
+  double (*ref)(double);
+  double lo, hi;
+};
+
+double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+
+const UnaryCase kFloatingUnary[] = {
+    {"exp", [](const Tensor& x) { return x.exp(); }, [](double x) { return std::exp(x); }, -3, 3},
+    {"exp2", [](const Tensor& x) { return x.exp2(); }, [](double x) { return std::exp2(x); }, -3, 3},
+    {"log", [](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); }, 0.1, 4},
+    {"log2", [](const Tensor& x) { return x.log2(); }, [](double x) { return std::log2(x); }, 0.1, 4},
+    {"log1p", [](const Tensor& x) { return x.log1p(); }, [](double x) { return std::log1p(x); }, -0.5, 3},
+    {"expm1", [](const Tensor& x) { return x.expm1(); }, [](double x) { return std::expm1(x); }, -2, 2},
+    {"sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, 0, 4},
+    {"rsqrt", [](const Tensor& x) { return x.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); }, 0.1, 4},
+    {"sin", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, -3, 3},
+    {"cos", [](const Tensor& x) { return x.cos(); }, [](double x) { return std::cos(x); }, -3, 3},
+    {"tan", [](const Tensor& x) { return x.tan(); }, [](double x) { return std::tan(x); }, -1.2, 1.2},
+    {"tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); }, -3, 3},
+    {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }, sigmoid_ref, -5, 5},
+    {"erf", [](const Tensor& x) { return x.erf(); }, [](double x) { return std::erf(x); }, -3, 3},
+    {"reciprocal", [](const Tensor& x) { return x.reciprocal(); }, [](double x) { return 1 / x; }, 0.2, 3},
+    {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); }, -4, 4},
+    {"gelu", [](const Tensor& x) { return gelu(x); },
+     [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4},
+    {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); },
+     [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, -4, 4},
+    {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, [](double x) { return x > 0 ? x : 0.2 * x; },
+     -3, 3},
+    {"elu", [](const Tensor& x) { return elu(x, 1.5); }, [](double x) { return x > 0 ? x : 1.5 * std::expm1(x); },
+     -3, 3},
+    {"softplus", [](const Tensor& x) { return softplus(x, 2.0, 5.0); },
+     [](double x) { return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2; }, -4, 4},
+};
+
+const UnaryCase kSameUnary[] = {
+    {"neg", [](const Tensor& x) { return x.neg(); }, [](double x) { return -x; }, -5, 5},
+    {"abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); }, -5, 5},
+    {"relu", [](const Tensor& x) { return x.relu(); }, [](double x) { return x > 0 ? x : 0; }, -5, 5},
+    {"square", [](const Tensor& x) { return x.square(); }, [](double x) { return x * x; }, -5, 5},
+    {"sign", [](const Tensor& x) { return x.sign(); }, [](double x) { return double((0 < x) - (x < 0)); }, -5, 5},
+    {"floor", [](const Tensor& x) { return x.floor(); }, [](double x) { return std::floor(x); }, -5, 5},
+    {"ceil", [](const Tensor& x) { return x.ceil(); }, [](double x) { return std::ceil(x); }, -5, 5},
+    {"round", [](const Tensor& x) { return x.round(); }, [](double x) { return std::nearbyint(x); }, -5, 5},
+    {"trunc", [](const Tensor& x) { return x.trunc(); }, [](double x) { return std::trunc(x); }, -5, 5},
+    {"clamp", [](const Tensor& x) { return x.clamp(-1, 2); }, [](double x) { return std::min(std::max(x, -1.0), 2.0); },
+     -5, 5},
+};
+
+void check_unary(const UnaryCase& c, DType dtype, DType expect_dtype) {
+  for (const DimVector& shape : kShapes) {
+    const Tensor base = random(shape, dtype, 17 + shape.size(), c.lo, c.hi);
+    std::vector<double> expected;
+    for (double v : values(base)) expected.push_back(round_to(c.ref(v), expect_dtype));
+    for (testing::Layout layout : kLayouts) {
+      SCOPED_TRACE(::testing::Message() << c.name << " " << dtype << " " << shape_str(shape) << " "
+                                        << testing::layout_name(layout));
+      const Tensor x = with_layout(base, layout);
+      const Tensor y = c.op(x);
+      EXPECT_EQ(y.dtype(), expect_dtype);
+      EXPECT_EQ(y.sizes(), x.sizes());
+      expect_values(y, expected, testing::rtol_for(expect_dtype) * 4, atol_for(expect_dtype));
+    }
+  }
+}
+
+TEST(Unary, FloatingOpsMatchReference) {
+  for (const UnaryCase& c : kFloatingUnary)
+    for (DType t : kFloatTypes) check_unary(c, t, t);
+}
+
+TEST(Unary, FloatingOpsPromoteIntegersToFloat32) {
+  for (const UnaryCase& c : kFloatingUnary) {
+    if (std::string(c.name) == "log" || std::string(c.name) == "rsqrt" || std::string(c.name) == "reciprocal") continue;
+    check_unary(c, kInt32, kFloat32);
+  }
+}
+
+TEST(Unary, SameTypeOpsOnEveryNumericType) {
+  for (const UnaryCase& c : kSameUnary)
+    for (DType t : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32, kInt8}) check_unary(c, t, t);
+}
+
+TEST(Unary, PredicatesAndSpecialValues) {
+  const Tensor x = tensor<float>({0.f, -1.5f, NAN, INFINITY, -INFINITY, 2.f});
+  expect_values(x.isnan(), {0, 0, 1, 0, 0, 0});
+  expect_values(x.isinf(), {0, 0, 0, 1, 1, 0});
+  expect_values(x.isfinite(), {1, 1, 0, 0, 0, 1});
+  EXPECT_EQ(x.isnan().dtype(), kBool);
+  expect_values(x.logical_not(), {1, 0, 0, 0, 0, 0});
+  expect_values(x.nan_to_num(), {0, -1.5, 0, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 2});
+  expect_values(x.nan_to_num(7.0, 100.0, -100.0), {0, -1.5, 7, 100, -100, 2});
+  expect_values(x.to(kFloat16).nan_to_num(), {0, -1.5, 0, 65504, -65504, 2});
+  // NaN passes through clamp and relu keeps its sign convention
+  const std::vector<double> c = values(x.clamp(-1, 1));
+  EXPECT_TRUE(std::isnan(c[2]));
+  EXPECT_EQ(c[3], 1);
+  expect_values(tensor<int64_t>({-3, 0, 3}).isnan(), {0, 0, 0});
+  expect_values(tensor<float>({0.5f, 1.5f, 2.5f, -0.5f}).round(), {0, 2, 2, -0});
+  // clamp with min > max gives max everywhere, like libtorch
+  expect_values(tensor<float>({-1.f, 5.f}).clamp(3, 1), {1, 1});
+  expect_values(tensor<float>({-1.f, 5.f}).clamp_min(0), {0, 5});
+  expect_values(tensor<float>({-1.f, 5.f}).clamp_max(0), {-1, 0});
+}
+
+TEST(Unary, InPlaceWritesThroughViews) {
+  Tensor base = arange(12, kFloat32).view({3, 4});
+  Tensor col = base.select(1, 2);  // strided view: 2, 6, 10
+  const uint64_t v0 = base.storage()->version();
+  col.neg_();
+  EXPECT_GT(base.storage()->version(), v0);
+  expect_values(base.select(1, 2), {-2, -6, -10});
+  expect_values(base.select(1, 1), {1, 5, 9});
+  base.exp_();
+  EXPECT_NEAR(base[0][1].item<float>(), std::exp(1.0f), 1e-5);
+  Tensor i = tensor<int64_t>({1, 2});
+  expect_error([&] { i.exp_(); }, {"exp", "float32", "int64"});
+  expect_error([&] { tensor<bool>({true}).neg(); }, {"neg", "bool"});
+}
+
+// ---- binary ----
+
+struct BinaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, const Tensor&);
+  double (*ref)(double, double);
+  bool divides;  // keep the second operand away from zero
+};
+
+double py_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+const BinaryCase kBinary[] = {
+    {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }, false},
+    {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double a, double b) { return a - b; }, false},
+    {"add_alpha", [](const Tensor& a, const Tensor& b) { return a.add(b, 3); },
+     [](double a, double b) { return a + 3 * b; }, false},
+    {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return a * b; }, false},
+    {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, [](double a, double b) { return a / b; }, true},
+    {"div_floor", [](const Tensor& a, const Tensor& b) { return a.div(b, "floor"); },
+     [](double a, double b) { return std::floor(a / b); }, true},
+    {"div_trunc", [](const Tensor& a, const Tensor& b) { return a.div(b, "trunc"); },
+     [](double a, double b) { return std::trunc(a / b); }, true},
+    {"remainder", [](const Tensor& a, const Tensor& b) { return a % b; }, py_mod, true},
+    {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
+     [](double a, double b) { return std::max(a, b); }, false},
+    {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
+     [](double a, double b) { return std::min(a, b); }, false},
+    {"atan2", [](const Tensor& a, const Tensor& b) { return atan2(a, b); },
+     [](double a, double b) { return std::atan2(a, b); }, false},
+    {"pow", [](const Tensor& a, const Tensor& b) { return a.abs().pow(b); },
+     [](double a, double b) { return std::pow(std::fabs(a), b); }, false},
+    {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }, [](double a, double b) { return double(a == b); }, false},
+    {"ne", [](const Tensor& a, const Tensor& b) { return a != b; }, [](double a, double b) { return double(a != b); }, false},
+    {"lt", [](const Tensor& a, const Tensor& b) { return a < b; }, [](double a, double b) { return double(a < b); }, false},
+    {"le", [](const Tensor& a, const Tensor& b) { return a <= b; }, [](double a, double b) { return double(a <= b); }, false},
+    {"gt", [](const Tensor& a, const Tensor& b) { return a > b; }, [](double a, double b) { return double(a > b); }, false},
+    {"ge", [](const Tensor& a, const Tensor& b) { return a >= b; }, [](double a, double b) { return double(a >= b); }, false},
+    {"logical_and", [](const Tensor& a, const Tensor& b) { return a && b; },
+     [](double a, double b) { return double(a != 0 && b != 0); }, false},
+    {"logical_or", [](const Tensor& a, const Tensor& b) { return a || b; },
+     [](double a, double b) { return double(a != 0 || b != 0); }, false},
+    {"logical_xor", [](const Tensor& a, const Tensor& b) { return a.logical_xor(b); },
+     [](double a, double b) { return double((a != 0) != (b != 0)); }, false},
+};
+
+// Pairs of shapes that broadcast, including size 0 and 1.
+const std::pair<DimVector, DimVector> kBroadcastPairs[] = {
+    {{0}, {0}},          {{1}, {1}},       {{7}, {7}},           {{3, 5}, {5}},
+    {{3, 1}, {1, 33}},   {{2, 3, 33}, {3, 1}}, {{4, 1, 70}, {4, 5, 70}}, {{0, 3}, {1, 3}},
+};
+
+Tensor away_from_zero(const Tensor& t) { return where(t.abs() < 0.5, t.sign() + (t == 0).to(t.dtype()) , t); }
+
+void check_binary(const BinaryCase& c, DType ta, DType tb) {
+  for (const auto& [sa, sb] : kBroadcastPairs) {
+    const Tensor a = random(sa, ta, 3, -4, 4);
+    Tensor b = random(sb, tb, 5, -4, 4);
+    if (c.divides) b = away_from_zero(b);
+    const DimVector out_shape = broadcast_shapes(sa, sb, "test");
+    const std::vector<double> va = values(a), vb = values(b);
+    const Tensor reference_dtype = c.op(a, b);
+    std::vector<double> expected;
+    testing::for_each_index(out_shape, [&](const DimVector& idx) {
+      expected.push_back(round_to(c.ref(va[testing::broadcast_offset(idx, sa)], vb[testing::broadcast_offset(idx, sb)]),
+                                  reference_dtype.dtype()));
+    });
+    for (testing::Layout la : kLayouts) {
+      for (testing::Layout lb : kLayouts) {
+        SCOPED_TRACE(::testing::Message() << c.name << " " << ta << "/" << tb << " " << shape_str(sa) << " & "
+                                          << shape_str(sb) << " " << testing::layout_name(la) << "/"
+                                          << testing::layout_name(lb));
+        const Tensor y = c.op(with_layout(a, la), with_layout(b, lb));
+        EXPECT_EQ(y.sizes(), IntArrayRef(out_shape));
+        const DType rt = y.dtype();
+        expect_values(y, expected, testing::rtol_for(rt) * 4, atol_for(rt));
+      }
+    }
+  }
+}
+
+TEST(Binary, MatchReferenceWithBroadcastingAndLayouts) {
+  for (const BinaryCase& c : kBinary)
+    for (DType t : {kFloat32, kFloat64, kFloat16}) check_binary(c, t, t);
+}
+
+TEST(Binary, MixedDtypes) {
+  for (const BinaryCase& c : kBinary) check_binary(c, kFloat16, kFloat32);
+  for (const BinaryCase& c : kBinary) check_binary(c, kInt32, kFloat64);
+}
+
+TEST(Binary, IntegerArithmetic) {
+  const Tensor a = tensor<int64_t>({7, -7, 7, -7, 0, 9});
+  const Tensor b = tensor<int64_t>({2, 2, -2, -2, 3, 3});
+  expect_values(a.div(b, "floor"), {3, -4, -4, 3, 0, 3});
+  expect_values(a.div(b, "trunc"), {3, -3, -3, 3, 0, 3});
+  expect_values(a % b, {1, 1, -1, -1, 0, 0});
+  expect_values(a / b, {3.5, -3.5, -3.5, 3.5, 0, 3});
+  EXPECT_EQ((a / b).dtype(), kFloat32);
+  EXPECT_EQ((a + b).dtype(), kInt64);
+  expect_values(tensor<int32_t>({2, 3, -2}).pow(3), {8, 27, -8});
+  expect_values(tensor<int32_t>({100, 200}).to(kInt8) + tensor<int32_t>({100, 100}).to(kInt8), {-56, 44});
+  expect_error([&] { (a.div(tensor<int64_t>({0, 1, 1, 1, 1, 1}), "floor")).numel(); }, {"division by zero"});
+  expect_error([&] { (a % 0).numel(); }, {"remainder", "division by zero"});
+  expect_error([&] { tensor<int64_t>({2}).pow(-1); }, {"pow", "negative"});
+}
+
+TEST(Binary, TypePromotion) {
+  const Tensor f16 = ones({2}, kFloat16), bf16 = ones({2}, kBFloat16), f32 = ones({2}), f64 = ones({2}, kFloat64);
+  const Tensor i8 = ones({2}, kInt8), u8 = ones({2}, kUInt8), i32 = ones({2}, kInt32), i64 = ones({2}, kInt64);
+  const Tensor b = ones({2}, kBool);
+  EXPECT_EQ((f16 + bf16).dtype(), kFloat32);
+  EXPECT_EQ((f16 + f32).dtype(), kFloat32);
+  EXPECT_EQ((f32 + f64).dtype(), kFloat64);
+  EXPECT_EQ((i8 + u8).dtype(), kInt32);
+  EXPECT_EQ((i32 + i64).dtype(), kInt64);
+  EXPECT_EQ((i64 + f16).dtype(), kFloat16);
+  EXPECT_EQ((b + b).dtype(), kBool);
+  EXPECT_EQ((b + i8).dtype(), kInt8);
+  // scalars change only the category
+  EXPECT_EQ((i32 + 2).dtype(), kInt32);
+  EXPECT_EQ((i32 + 2.5).dtype(), kFloat32);
+  EXPECT_EQ((f16 * 2.5).dtype(), kFloat16);
+  EXPECT_EQ((b + 1).dtype(), kInt64);
+  EXPECT_EQ((f32 < 2).dtype(), kBool);
+  expect_values(i32 + 2.5, {3.5, 3.5});
+}
+
+TEST(Binary, ScalarForms) {
+  const Tensor x = tensor<float>({1.f, -2.f, 3.f});
+  expect_values(x + 1, {2, -1, 4});
+  expect_values(1 + x, {2, -1, 4});
+  expect_values(x - 1, {0, -3, 2});
+  expect_values(1 - x, {0, 3, -2});
+  expect_values(x * 2, {2, -4, 6});
+  expect_values(2 * x, {2, -4, 6});
+  expect_values(x / 2, {0.5, -1, 1.5});
+  expect_values(2 / x, {2, -1, 2.0 / 3}, 1e-6);
+  expect_values(x.pow(2), {1, 4, 9});
+  expect_values(pow(2, x), {2, 0.25, 8});
+  expect_values(x % 2, {1, 0, 1});
+  expect_values(x.maximum(0), {1, 0, 3});
+  expect_values(x == 3, {0, 0, 1});
+  expect_values(x.sub(1, 2), {-1, -4, 1});
+  expect_values(x.add(1, 0.5), {1.5, -1.5, 3.5});
+}
+
+TEST(Binary, InPlaceAndAliasing) {
+  Tensor x = arange(6, kFloat32).view({2, 3});
+  x += tensor<float>({10.f, 20.f, 30.f});
+  expect_values(x, {10, 21, 32, 13, 24, 35});
+  x *= 2;
+  expect_values(x, {20, 42, 64, 26, 48, 70});
+  x.sub_(x);
+  expect_values(x, {0, 0, 0, 0, 0, 0});
+  // reading a transposed view of the output while writing it goes through a temporary
+  Tensor m = arange(4, kFloat32).view({2, 2});
+  m.add_(m.t());
+  expect_values(m, {0, 3, 3, 6});
+  // a float result cannot be written into an integer tensor; a broadcast result must fit self
+  Tensor i = zeros({3}, kInt64);
+  expect_error([&] { i.add_(1.5); }, {"add", "float32", "int64"});
+  expect_error([&] { i /= 2; }, {"div", "float32", "int64"});
+  Tensor small = zeros({3});
+  expect_error([&] { small.add_(ones({2, 3})); }, {"add", "[3]", "[2, 3]"});
+  Tensor expanded = zeros({1}).expand({3});
+  expect_error([&] { expanded.add_(1); }, {"add", "share memory"});
+}
+
+TEST(Binary, Errors) {
+  expect_error([&] { (ones({2, 3}) + ones({4})).numel(); }, {"add", "[2, 3]", "[4]", "broadcast"});
+  expect_error([&] { (ones({3}) < ones({2})).numel(); }, {"lt", "[3]", "[2]"});
+  expect_error([&] { ones({2}).div(ones({2}), "ceil"); }, {"div", "rounding_mode"});
+  expect_error([&] { where(ones({2}), ones({2}), ones({2})); }, {"where", "bool"});
+  expect_error([&] { ones({2}) + Tensor(); }, {"add", "undefined"});
+}
+
+TEST(Binary, WhereAndMaskedFill) {
+  const Tensor c = tensor<float>({1.f, -1.f, 2.f}) > 0;
+  expect_values(where(c, tensor<float>({1.f, 2.f, 3.f}), tensor<float>({-1.f, -2.f, -3.f})), {1, -2, 3});
+  expect_values(where(c, 0.5, tensor<float>({-1.f, -2.f, -3.f})), {0.5, -2, 0.5});
+  EXPECT_EQ(where(c, 1, tensor<int32_t>({4, 5, 6})).dtype(), kInt32);
+  expect_values(where(c.view({3, 1}), ones({1, 2}), zeros({1, 2})), {1, 1, 0, 0, 1, 1});
+  Tensor x = zeros({2, 3});
+  x.masked_fill_(tensor<float>({1.f, 0.f, 1.f}) > 0, 7);
+  expect_values(x, {7, 0, 7, 7, 0, 7});
+  expect_values(ones({2}, kInt32).masked_fill(tensor<float>({1.f, 0.f}) > 0, 5), {5, 1});
+  expect_error([&] { zeros({3}).masked_fill(ones({2, 3}) > 0, 1); }, {"masked_fill", "[2, 3]", "[3]"});
+  expect_error([&] { zeros({3}).masked_fill(ones({3}), 1); }, {"masked_fill", "bool"});
+}
+
+}  // namespace
+}  // namespace nnvm
