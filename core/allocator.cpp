@@ -8,6 +8,19 @@
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
 
+// Under AddressSanitizer a cached block is poisoned while it sits in a free
+// list, and the slack between the requested and the rounded size is poisoned
+// while it is in use, so ASan still sees kernels that overrun a tensor or use
+// a freed one, although the memory never goes back to malloc.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define NNVM_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define NNVM_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define NNVM_POISON(p, n) ((void)(p), (void)(n))
+#define NNVM_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace nnvm {
 
 namespace {
@@ -54,6 +67,8 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
     ++stats_.cache_misses;
     stats_.bytes_reserved += size;
   }
+  NNVM_UNPOISON(p, nbytes);
+  NNVM_POISON(static_cast<char*>(p) + nbytes, size - nbytes);
   live_.emplace(p, size);
   ++stats_.allocations;
   stats_.bytes_in_use += size;
@@ -68,6 +83,7 @@ void CpuCachingAllocator::free(void* ptr) {
   NNVM_DCHECK(it != live_.end());
   const size_t size = it->second;
   live_.erase(it);
+  NNVM_POISON(ptr, size);
   free_lists_[size].push_back(ptr);
   ++stats_.frees;
   stats_.bytes_in_use -= size;
@@ -75,7 +91,10 @@ void CpuCachingAllocator::free(void* ptr) {
 
 void CpuCachingAllocator::release_cached_locked() {
   for (auto& [size, blocks] : free_lists_) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) {
+      NNVM_UNPOISON(p, size);
+      std::free(p);
+    }
     stats_.bytes_reserved -= int64_t(size * blocks.size());
     blocks.clear();
   }

@@ -104,7 +104,11 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+namespace {
+
+using Outputs = absl::InlinedVector<Tensor, 2>;
+
+void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);
   if (op.view) {
     NNVM_DCHECK(!inputs.empty());
@@ -117,24 +121,32 @@ std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const
     impl->offset = v.offset;
     impl->dtype = in.dtype();
     impl->device = in.device();
-    return {Tensor(std::move(impl))};
+    outs.emplace_back(std::move(impl));
+    return;
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
   const OutputSpecs specs = op.infer(inputs, attrs);
   const Device device = inputs.empty() ? Device() : inputs[0].device();
   const KernelFn& kernel = kernel_for(op, device);
-  std::vector<Tensor> outs;
-  outs.reserve(specs.size());
   for (const OutputSpec& s : specs) {
-    NNVM_CHECK(numel_of(s.shape) >= 0, op.name, "inferred a negative size ", shape_str(s.shape));
+    for (int64_t d : s.shape)
+      NNVM_CHECK(d >= 0, op.name, "inferred a negative size in ", shape_str(s.shape));
     outs.push_back(make_output(s, device));
   }
   kernel(inputs, outs, attrs);
-  return outs;
+}
+
+}  // namespace
+
+std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+  Outputs outs;
+  run(op, inputs, attrs, outs);
+  return std::vector<Tensor>(std::make_move_iterator(outs.begin()), std::make_move_iterator(outs.end()));
 }
 
 Tensor call1(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
-  std::vector<Tensor> outs = call(op, inputs, attrs);
+  Outputs outs;
+  run(op, inputs, attrs, outs);
   NNVM_DCHECK(outs.size() == 1);
   return std::move(outs[0]);
 }

@@ -79,10 +79,11 @@ struct StridedLoop {
   size_t num_operands = 0;  // operand 0 is the output
   std::array<char*, kMaxOperands> base{};
   std::array<DType, kMaxOperands> dtype{};
-  std::array<DimVector, kMaxOperands> strides;  // bytes, one per dim of `shape`
+  absl::InlinedVector<int64_t, 24> strides;  // bytes: operand k's dims at [k * rank, (k + 1) * rank)
 
   StridedLoop(const Tensor& out, absl::Span<const Tensor* const> inputs);
   int64_t numel() const { return numel_of(shape); }
+  const int64_t* strides_of(size_t k) const { return strides.data() + k * shape.size(); }
 };
 
 // Calls body(ptrs, inner_strides, n) for each innermost run of the elements
@@ -105,8 +106,8 @@ template <class Body> void for_each_run(const StridedLoop& L, int64_t begin, int
   }
   for (size_t k = 0; k < nops; ++k) {
     ptrs[k] = L.base[k];
-    for (int d = 0; d < nd; ++d) ptrs[k] += idx[d] * L.strides[k][d];
-    inner[k] = L.strides[k][nd - 1];
+    for (int d = 0; d < nd; ++d) ptrs[k] += idx[d] * L.strides_of(k)[d];
+    inner[k] = L.strides_of(k)[nd - 1];
   }
   const int64_t n_inner = L.shape[nd - 1];
   for (int64_t pos = begin; pos < end;) {
@@ -120,9 +121,9 @@ template <class Body> void for_each_run(const StridedLoop& L, int64_t begin, int
     idx[nd - 1] = 0;
     for (int d = nd - 2; d >= 0; --d) {
       ++idx[d];
-      for (size_t k = 0; k < nops; ++k) ptrs[k] += L.strides[k][d];
+      for (size_t k = 0; k < nops; ++k) ptrs[k] += L.strides_of(k)[d];
       if (idx[d] < L.shape[d]) break;
-      for (size_t k = 0; k < nops; ++k) ptrs[k] -= L.shape[d] * L.strides[k][d];
+      for (size_t k = 0; k < nops; ++k) ptrs[k] -= L.shape[d] * L.strides_of(k)[d];
       idx[d] = 0;
     }
   }

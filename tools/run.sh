@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for nnvm (installs what is missing),
+# builds, and runs one job:
+#   tools/run.sh demo    build and run the demo
+#   tools/run.sh test    build and run the whole test suite (CTest)
+#   tools/run.sh asan    the test suite under AddressSanitizer + UBSan (build-asan/)
+#   tools/run.sh bench   build and run the benchmarks (extra arguments go to nnvm_bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+job="${1:-test}"
+shift || true
+
+packages=(cmake ninja-build g++ ccache libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc)
+configure() {  # build-dir, extra cmake args...
+  local dir="$1"
+  shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+case "$job" in
+  demo)
+    configure build -DNNVM_BUILD_TESTS=OFF -DNNVM_BUILD_BENCH=OFF
+    ./build/tools/nnvm_demo "$@"
+    ;;
+  test)
+    configure build
+    ctest --test-dir build --output-on-failure -j "$jobs" "$@"
+    ;;
+  asan)
+    configure build-asan -DNNVM_SANITIZE=ON -DNNVM_BUILD_BENCH=OFF
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" "$@"
+    ;;
+  bench)
+    configure build -DNNVM_BUILD_TESTS=OFF
+    ./build/bench/nnvm_bench "$@"
+    ;;
+  *)
+    echo "usage: tools/run.sh demo|test|asan|bench [args...]" >&2
+    exit 2
+    ;;
+esac
