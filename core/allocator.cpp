@@ -69,20 +69,16 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
   }
   NNVM_UNPOISON(p, nbytes);
   NNVM_POISON(static_cast<char*>(p) + nbytes, size - nbytes);
-  live_.emplace(p, size);
   ++stats_.allocations;
   stats_.bytes_in_use += size;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   return p;
 }
 
-void CpuCachingAllocator::free(void* ptr) {
+void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
   if (!ptr) return;
+  const size_t size = round_size(nbytes);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = live_.find(ptr);
-  NNVM_DCHECK(it != live_.end());
-  const size_t size = it->second;
-  live_.erase(it);
   NNVM_POISON(ptr, size);
   free_lists_[size].push_back(ptr);
   ++stats_.frees;

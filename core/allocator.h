@@ -36,7 +36,9 @@ class CpuCachingAllocator {
   static CpuCachingAllocator& instance();
 
   void* allocate(size_t nbytes);  // never returns null; throws nnvm::Error when the OS refuses
-  void free(void* ptr);
+  // `nbytes` is the size given to allocate: it names the block's size class,
+  // so the allocator keeps no per-block table.
+  void free(void* ptr, size_t nbytes);
   AllocatorStats stats() const;
   void reset_peak();
   void empty_cache();  // returns every cached block to the OS
@@ -50,7 +52,6 @@ class CpuCachingAllocator {
 
   mutable std::mutex mu_;
   absl::flat_hash_map<size_t, std::vector<void*>> free_lists_;  // size class -> blocks
-  absl::flat_hash_map<void*, size_t> live_;                      // block -> size class
   AllocatorStats stats_;
   int64_t cache_limit_;
 };

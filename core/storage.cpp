@@ -15,7 +15,7 @@ Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(vo
     : data_(data), nbytes_(nbytes), device_(device), from_allocator_(false), deleter_(std::move(deleter)) {}
 
 Storage::~Storage() {
-  if (from_allocator_) CpuCachingAllocator::instance().free(data_);
+  if (from_allocator_) CpuCachingAllocator::instance().free(data_, nbytes_);
   else if (deleter_) deleter_(data_);
 }
 
