@@ -1,0 +1,114 @@
+// Matrix products: the one op that does the arithmetic ("matmul": batched,
+// with broadcast batch dims, rank >= 2 on both sides), and the public
+// functions built from it with views (1-D promotion, mm, bmm, outer, linear).
+// Kernel: kernels/cpu/linalg.cpp on the GEMM of kernels/cpu/gemm.h.
+#include <algorithm>
+
+#include "nnvm/core/functions.h"
+#include "nnvm/core/op.h"
+
+namespace nnvm {
+
+namespace {
+
+void check_operands(const Tensor& a, const Tensor& b, std::string_view op) {
+  NNVM_CHECK(a.dtype() == b.dtype(), op, "expected both operands to have the same dtype, got ", a.dtype(), " and ",
+             b.dtype(), " (shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
+  NNVM_CHECK(a.dtype() != kBool, op, "bool operands are not supported (shapes ", shape_str(a.sizes()), " and ",
+             shape_str(b.sizes()), ")");
+}
+
+// a: [*batch_a, m, k], b: [*batch_b, k, n] -> [*broadcast(batch_a, batch_b), m, n]
+OutputSpecs infer_matmul(absl::Span<const Tensor> in, const Attrs&) {
+  const Tensor &a = in[0], &b = in[1];
+  NNVM_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul", "expected operands of rank >= 2, got ", shape_str(a.sizes()),
+             " and ", shape_str(b.sizes()));
+  check_operands(a, b, "matmul");
+  NNVM_CHECK(a.size(-1) == b.size(-2), "matmul", "shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+             " cannot be multiplied (", a.size(-1), " columns against ", b.size(-2), " rows)");
+  const IntArrayRef batch_a = a.sizes().first(a.dim() - 2), batch_b = b.sizes().first(b.dim() - 2);
+  for (size_t i = 1; i <= std::min(batch_a.size(), batch_b.size()); ++i) {
+    const int64_t da = batch_a[batch_a.size() - i], db = batch_b[batch_b.size() - i];
+    NNVM_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dims of ", shape_str(a.sizes()), " and ",
+               shape_str(b.sizes()), " do not broadcast (", da, " vs ", db, ")");
+  }
+  DimVector shape = broadcast_shapes(batch_a, batch_b, "matmul");
+  shape.push_back(a.size(-2));
+  shape.push_back(b.size(-1));
+  return {{std::move(shape), a.dtype()}};
+}
+
+const OpDef& matmul_op() {
+  static const OpDef& op = find_op("matmul");
+  return op;
+}
+
+}  // namespace
+
+NNVM_REGISTER(linalg_ops) { register_op("matmul").inputs(2).infer_with(infer_matmul); }
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  NNVM_CHECK(a.defined() && b.defined(), "matmul", "an operand is an undefined tensor");
+  NNVM_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul", "both operands need at least one dimension, got ",
+             shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  const int64_t k_b = b.dim() == 1 ? b.size(0) : b.size(-2);
+  NNVM_CHECK(a.size(-1) == k_b, "matmul", "shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+             " cannot be multiplied (", a.size(-1), " columns against ", k_b, " rows)");
+  // A 1-D operand is a row (left) or column (right) vector whose unit dim is dropped afterwards.
+  Tensor r = call1(matmul_op(), {a.dim() == 1 ? a.unsqueeze(0) : a, b.dim() == 1 ? b.unsqueeze(1) : b});
+  if (a.dim() == 1) r = r.squeeze(-2);
+  if (b.dim() == 1) r = r.squeeze(-1);
+  return r;
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  NNVM_CHECK(a.defined() && b.defined(), "mm", "an operand is an undefined tensor");
+  NNVM_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D matrices, got ", shape_str(a.sizes()), " and ",
+             shape_str(b.sizes()));
+  check_operands(a, b, "mm");
+  NNVM_CHECK(a.size(1) == b.size(0), "mm", "shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+             " cannot be multiplied (", a.size(1), " columns against ", b.size(0), " rows)");
+  return call1(matmul_op(), {a, b});
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  NNVM_CHECK(a.defined() && b.defined(), "bmm", "an operand is an undefined tensor");
+  NNVM_CHECK(a.dim() == 3 && b.dim() == 3, "bmm", "expected 3-D batches of matrices, got ", shape_str(a.sizes()),
+             " and ", shape_str(b.sizes()));
+  check_operands(a, b, "bmm");
+  NNVM_CHECK(a.size(0) == b.size(0), "bmm", "batch sizes differ: ", shape_str(a.sizes()), " and ",
+             shape_str(b.sizes()));
+  NNVM_CHECK(a.size(2) == b.size(1), "bmm", "shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+             " cannot be multiplied (", a.size(2), " columns against ", b.size(1), " rows)");
+  return call1(matmul_op(), {a, b});
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  NNVM_CHECK(a.defined() && b.defined(), "outer", "an operand is an undefined tensor");
+  NNVM_CHECK(a.dim() == 1 && b.dim() == 1, "outer", "expected 1-D vectors, got ", shape_str(a.sizes()), " and ",
+             shape_str(b.sizes()));
+  check_operands(a, b, "outer");
+  return call1(matmul_op(), {a.unsqueeze(1), b.unsqueeze(0)});
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  NNVM_CHECK(x.defined() && weight.defined(), "linear", "input and weight must be defined tensors");
+  NNVM_CHECK(weight.dim() == 2 && x.dim() >= 1, "linear", "expected an input of rank >= 1 and a 2-D weight, got ",
+             shape_str(x.sizes()), " and ", shape_str(weight.sizes()));
+  NNVM_CHECK(x.size(-1) == weight.size(1), "linear", "input ", shape_str(x.sizes()), " has ", x.size(-1),
+             " features but weight ", shape_str(weight.sizes()), " expects ", weight.size(1));
+  check_operands(x, weight, "linear");
+  const Tensor y = matmul(x, weight.t());
+  if (!bias.defined()) return y;
+  NNVM_CHECK(bias.dim() == 0 || (bias.dim() == 1 && (bias.size(0) == weight.size(0) || bias.size(0) == 1)),
+             "linear", "bias of shape ", shape_str(bias.sizes()), " does not match weight ",
+             shape_str(weight.sizes()), " (expected [", weight.size(0), "])");
+  return y + bias;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return nnvm::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& other) const { return nnvm::mm(*this, other); }
+Tensor Tensor::bmm(const Tensor& other) const { return nnvm::bmm(*this, other); }
+Tensor Tensor::outer(const Tensor& other) const { return nnvm::outer(*this, other); }
+
+}  // namespace nnvm

@@ -1,0 +1,168 @@
+// CPU kernels of "conv2d" and "conv_transpose2d" (core/ops/conv.cpp), both
+// lowered to the GEMM of gemm.h one (image, group) at a time:
+//   conv2d:           out[o, p]  = W[o, (c,kh,kw)] · im2col(x)[(c,kh,kw), p]
+//   conv_transpose2d: col[(o,kh,kw), p] = Wᵀ · x[c, p], then col2im adds each
+//                     column into the output pixels it touches, in a fixed order.
+// Images go to threads whole when there are several; a single image gives its
+// GEMM the whole pool.
+#include <vector>
+
+#include "nnvm/core/op.h"
+#include "nnvm/kernels/cpu/gemm.h"
+#include "nnvm/kernels/cpu/staging.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+struct Geometry {
+  int64_t batch, channels, height, width;             // input
+  int64_t out_channels, out_height, out_width;        // output
+  int64_t kernel_h, kernel_w, groups;
+  int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+};
+
+Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& out, const Attrs& a, bool transposed) {
+  const IntArrayRef stride = a.ints(0), pad = a.ints(1), dil = a.ints(transposed ? 4 : 2);
+  return {x.size(0), x.size(1), x.size(2), x.size(3), out.size(1), out.size(2), out.size(3),
+          w.size(2), w.size(3), a.i(3), stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
+}
+
+template <class T> T* thread_buffer(int64_t count) {
+  thread_local std::vector<T> buf;
+  if (int64_t(buf.size()) < count) buf.resize(size_t(count));
+  return buf.data();
+}
+
+// col[(c, kh, kw), (oh, ow)] for `channels` channels of one image (strides in elements).
+template <class T>
+void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, const Geometry& g, T* col) {
+  const int64_t pixels = g.out_height * g.out_width;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        T* dst = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * pixels;
+        for (int64_t oh = 0; oh < g.out_height; ++oh, dst += g.out_width) {
+          const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dil_h;
+          if (ih < 0 || ih >= g.height) {
+            std::fill(dst, dst + g.out_width, T(0));
+            continue;
+          }
+          const T* row = x + c * sc + ih * sh;
+          for (int64_t ow = 0; ow < g.out_width; ++ow) {
+            const int64_t iw = ow * g.stride_w - g.pad_w + kw * g.dil_w;
+            dst[ow] = iw >= 0 && iw < g.width ? row[iw * sw] : T(0);
+          }
+        }
+      }
+}
+
+// Adds col[(o, kh, kw), (ih, iw)] into out[o, oh, ow] (contiguous) for the pixels each reaches.
+template <class T> void col2im(const T* col, int64_t channels, const Geometry& g, T* out) {
+  const int64_t pixels = g.height * g.width;
+  for (int64_t o = 0; o < channels; ++o)
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        const T* src = col + ((o * g.kernel_h + kh) * g.kernel_w + kw) * pixels;
+        T* plane = out + o * g.out_height * g.out_width;
+        for (int64_t ih = 0; ih < g.height; ++ih) {
+          const int64_t oh = ih * g.stride_h - g.pad_h + kh * g.dil_h;
+          if (oh < 0 || oh >= g.out_height) continue;
+          for (int64_t iw = 0; iw < g.width; ++iw) {
+            const int64_t ow = iw * g.stride_w - g.pad_w + kw * g.dil_w;
+            if (ow >= 0 && ow < g.out_width) plane[oh * g.out_width + ow] += src[ih * g.width + iw];
+          }
+        }
+      }
+}
+
+template <class T> void add_bias(const T* pb, const Geometry& g, T* out) {
+  const int64_t pixels = g.out_height * g.out_width;
+  for (int64_t o = 0; o < g.out_channels; ++o)
+    for (int64_t p = 0; p < pixels; ++p) out[o * pixels + p] += pb[o];
+}
+
+template <class T>
+void conv2d(const Tensor& x, const Tensor& weight, const Tensor* bias, const Geometry& g, T* out) {
+  const Tensor w = staged(weight, dtype_of_v<T>);
+  const T* pw = w.data_ptr<T>();
+  const T* px = x.data_ptr<T>();
+  const Tensor b = bias ? staged(*bias, dtype_of_v<T>) : Tensor();
+  const T* pb = bias ? b.data_ptr<T>() : nullptr;
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups;
+  const int64_t k = cg * g.kernel_h * g.kernel_w, pixels = g.out_height * g.out_width;
+  const int64_t sn = x.stride(0), sc = x.stride(1), sh = x.stride(2), sw = x.stride(3);
+  // A 1×1, stride-1, unpadded kernel reads the image itself as the GEMM's right operand.
+  const bool pointwise = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+                         g.pad_h == 0 && g.pad_w == 0 && (g.height == 1 || sh == g.width * sw);
+  parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
+    T* col = pointwise ? nullptr : thread_buffer<T>(k * pixels);
+    for (int64_t n = begin; n < end; ++n) {
+      T* image_out = out + n * g.out_channels * pixels;
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const T* image = px + n * sn + grp * cg * sc;
+        MatrixRef<T> rhs{image, sc, sw};
+        if (!pointwise) {
+          im2col(image, sc, sh, sw, cg, g, col);
+          rhs = {col, pixels, 1};
+        }
+        gemm(og, pixels, k, MatrixRef<T>{pw + grp * og * k, k, 1}, rhs, T(0), image_out + grp * og * pixels,
+             pixels);
+      }
+      if (pb) add_bias(pb, g, image_out);
+    }
+  });
+}
+
+template <class T>
+void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias, const Geometry& g, T* out) {
+  const Tensor x = staged(xs, dtype_of_v<T>), w = staged(weight, dtype_of_v<T>);
+  const T* pw = w.data_ptr<T>();
+  const T* px = x.data_ptr<T>();
+  const Tensor b = bias ? staged(*bias, dtype_of_v<T>) : Tensor();
+  const T* pb = bias ? b.data_ptr<T>() : nullptr;
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups;
+  const int64_t rows = og * g.kernel_h * g.kernel_w, pixels = g.height * g.width;
+  const int64_t out_pixels = g.out_height * g.out_width;
+  parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
+    T* col = thread_buffer<T>(rows * pixels);
+    for (int64_t n = begin; n < end; ++n) {
+      T* image_out = out + n * g.out_channels * out_pixels;
+      std::fill(image_out, image_out + g.out_channels * out_pixels, T(0));
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        // weight[g·cg + c, (o, kh, kw)] read transposed: row (o, kh, kw), column c.
+        gemm(rows, pixels, cg, MatrixRef<T>{pw + grp * cg * rows, 1, rows},
+             MatrixRef<T>{px + (n * g.channels + grp * cg) * pixels, pixels, 1}, T(0), col, pixels);
+        col2im(col, og, g, image_out + grp * og * out_pixels);
+      }
+      if (pb) add_bias(pb, g, image_out);
+    }
+  });
+}
+
+template <bool transposed> void conv_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                                            const Attrs& a) {
+  const Tensor& y = out[0];
+  if (y.numel() == 0) return;
+  const Geometry g = geometry(in[0], in[1], y, a, transposed);
+  const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
+  auto run = [&](auto zero, const Tensor& x, const Tensor& result) {
+    using T = decltype(zero);
+    if constexpr (transposed) conv_transpose2d<T>(x, in[1], bias, g, result.data_ptr<T>());
+    else conv2d<T>(x, in[1], bias, g, result.data_ptr<T>());
+  };
+  if (y.dtype() == kFloat64) return run(double{}, in[0], y);
+  if (y.dtype() == kFloat32) return run(float{}, in[0], y);
+  const Tensor result = empty(y.sizes(), kFloat32);
+  run(float{}, staged(in[0], kFloat32), result);
+  convert_into(y, result);
+}
+
+}  // namespace
+
+NNVM_REGISTER(cpu_conv_kernels) {
+  register_kernel("conv2d", kCPU, conv_kernel<false>);
+  register_kernel("conv_transpose2d", kCPU, conv_kernel<true>);
+}
+
+}  // namespace nnvm::cpu

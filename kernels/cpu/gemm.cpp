@@ -1,0 +1,199 @@
+#include "nnvm/kernels/cpu/gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "nnvm/core/thread_pool.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+// Register blocking: an MR×NR tile of C lives in 2·MR vector registers (12 of
+// AVX-512's 32) while the k loop streams one packed row of B (two vectors) and
+// MR broadcast values of A per step.
+// Cache blocking: a packed MC×KC block of A stays in L2; the KC×NR micro-panel
+// of B it is multiplied with stays in L1 (256·32·4 bytes = 32 KiB for float).
+template <class T> struct Blocking;
+template <> struct Blocking<float> {
+  typedef float V __attribute__((vector_size(64)));
+  static constexpr int64_t kLanes = 16, MR = 6, NR = 32, KC = 256, MC = 144, NC = 2048;
+};
+template <> struct Blocking<double> {
+  typedef double V __attribute__((vector_size(64)));
+  static constexpr int64_t kLanes = 8, MR = 6, NR = 16, KC = 256, MC = 72, NC = 2048;
+};
+
+// Below this many multiply-adds a product runs on one thread: waking the pool costs more.
+constexpr int64_t kParallelWork = int64_t(1) << 18;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// A per-thread, 64-byte aligned scratch buffer that only grows.
+template <class T> T* scratch(int slot, int64_t count) {
+  struct Free {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  thread_local std::unique_ptr<T[], Free> buf[2];
+  thread_local int64_t cap[2] = {0, 0};
+  if (cap[slot] < count) {
+    buf[slot].reset(static_cast<T*>(::operator new[](size_t(count) * sizeof(T), std::align_val_t(64))));
+    cap[slot] = count;
+  }
+  return buf[slot].get();
+}
+
+// Rows [0, rows) × cols [0, kc) of A into micro-panels of MR rows, each stored
+// column by column; rows past the end are zero so the micro-kernel never branches.
+template <class T> void pack_a(const T* a, int64_t rs, int64_t cs, int64_t rows, int64_t kc, T* out) {
+  constexpr int64_t MR = Blocking<T>::MR;
+  for (int64_t i0 = 0; i0 < rows; i0 += MR) {
+    const int64_t mr = std::min(MR, rows - i0);
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = a + i0 * rs + p * cs;
+      for (int64_t i = 0; i < mr; ++i) out[i] = src[i * rs];
+      for (int64_t i = mr; i < MR; ++i) out[i] = T(0);
+      out += MR;
+    }
+  }
+}
+
+// Rows [0, kc) × cols [0, cols) of B (cols <= NR) into one micro-panel stored
+// row by row, zero-padded to NR columns.
+template <class T> void pack_b(const T* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols, T* out) {
+  constexpr int64_t NR = Blocking<T>::NR;
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* src = b + p * rs;
+    if (cs == 1) {
+      std::memcpy(out, src, size_t(cols) * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < cols; ++j) out[j] = src[j * cs];
+    }
+    for (int64_t j = cols; j < NR; ++j) out[j] = T(0);
+    out += NR;
+  }
+}
+
+// C[rows×cols] = A_panel · B_panel + beta·C over one k block; the full MR×NR
+// tile is always computed, only the valid part is written.
+template <class T>
+void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c, int64_t ldc, int64_t rows,
+                  int64_t cols, T beta) {
+  using B = Blocking<T>;
+  using V = typename B::V;
+  constexpr int64_t MR = B::MR, NR = B::NR, L = B::kLanes;
+  V acc[MR][2];
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = V{};
+  for (int64_t p = 0; p < kc; ++p) {
+    const V b0 = *reinterpret_cast<const V*>(b + p * NR);
+    const V b1 = *reinterpret_cast<const V*>(b + p * NR + L);
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < MR; ++i) {
+      const T ai = a[p * MR + i];
+      acc[i][0] += ai * b0;
+      acc[i][1] += ai * b1;
+    }
+  }
+  if (rows == MR && cols == NR) {
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < MR; ++i) {
+      T* row = c + i * ldc;
+      for (int64_t h = 0; h < 2; ++h) {
+        V v = acc[i][h];
+        if (beta != T(0)) {
+          V old;
+          std::memcpy(&old, row + h * L, sizeof(V));
+          v += beta * old;
+        }
+        std::memcpy(row + h * L, &v, sizeof(V));
+      }
+    }
+    return;
+  }
+  alignas(64) T tile[MR][NR];
+  std::memcpy(tile, acc, sizeof(tile));
+  for (int64_t i = 0; i < rows; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T(0)) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = tile[i][j];
+    } else {
+      for (int64_t j = 0; j < cols; ++j) row[j] = tile[i][j] + beta * row[j];
+    }
+  }
+}
+
+// One mc×nc tile of C, accumulated over k in KC blocks in increasing order.
+template <class T>
+void gemm_tile(int64_t mc, int64_t nc, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T beta, T* c, int64_t ldc) {
+  using B = Blocking<T>;
+  constexpr int64_t MR = B::MR, NR = B::NR, KC = B::KC;
+  T* abuf = scratch<T>(0, round_up(mc, MR) * std::min(KC, k));
+  T* bbuf = scratch<T>(1, NR * std::min(KC, k));
+  for (int64_t pc = 0; pc < k; pc += KC) {
+    const int64_t kc = std::min(KC, k - pc);
+    const T block_beta = pc == 0 ? beta : T(1);
+    pack_a(a.data + pc * a.cs, a.rs, a.cs, mc, kc, abuf);
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+      const int64_t cols = std::min(NR, nc - jr);
+      pack_b(b.data + pc * b.rs + jr * b.cs, b.rs, b.cs, kc, cols, bbuf);
+      for (int64_t ir = 0; ir < mc; ir += MR) {
+        micro_kernel<T>(kc, abuf + ir * kc, bbuf, c + ir * ldc + jr, ldc, std::min(MR, mc - ir), cols,
+                        block_beta);
+      }
+    }
+  }
+}
+
+template <class T>
+void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T beta, T* c, int64_t ldc) {
+  using B = Blocking<T>;
+  constexpr int64_t MR = B::MR, NR = B::NR;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  // Tiles of C are the unit of parallel work: shrink them until every thread
+  // has one, and even out the row tiles over the threads when there are few.
+  const int64_t threads = m * n * k < kParallelWork ? 1 : get_num_threads();
+  int64_t mc = std::min(B::MC, round_up(m, MR)), nc = std::min(B::NC, round_up(n, NR));
+  while (ceil_div(m, mc) * ceil_div(n, nc) < threads) {
+    if (mc > MR && (mc >= nc || nc <= NR)) mc = round_up(ceil_div(mc, 2), MR);
+    else if (nc > NR) nc = round_up(ceil_div(nc, 2), NR);
+    else break;
+  }
+  const int64_t nt = ceil_div(n, nc);
+  int64_t mt = ceil_div(m, mc);
+  if ((mt * nt) % threads != 0 && mt * nt < 8 * threads) {
+    mc = round_up(ceil_div(m, round_up(mt, threads)), MR);
+    mt = ceil_div(m, mc);
+  }
+  const int64_t grain = threads == 1 ? mt * nt : 1;
+  parallel_for(0, mt * nt, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t i0 = (t / nt) * mc, j0 = (t % nt) * nc;
+      const MatrixRef<T> at{a.data + i0 * a.rs, a.rs, a.cs};
+      const MatrixRef<T> bt{b.data + j0 * b.cs, b.rs, b.cs};
+      gemm_tile<T>(std::min(mc, m - i0), std::min(nc, n - j0), k, at, bt, beta, c + i0 * ldc + j0, ldc);
+    }
+  });
+}
+
+}  // namespace
+
+void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta, float* c,
+          int64_t ldc) {
+  gemm_impl<float>(m, n, k, a, b, beta, c, ldc);
+}
+void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
+          int64_t ldc) {
+  gemm_impl<double>(m, n, k, a, b, beta, c, ldc);
+}
+
+}  // namespace nnvm::cpu

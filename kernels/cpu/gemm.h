@@ -1,0 +1,29 @@
+// The reference GEMM every CPU matmul and convolution kernel runs on:
+//   C = A·B + beta·C     (A: m×k, B: k×n, C: m×n, row-major with row stride ldc)
+// A and B are read through arbitrary row and column strides (in elements), so
+// a transposed or sliced view needs no copy: panels of A and B are packed into
+// contiguous, cache-sized buffers before the register-blocked micro-kernel runs.
+//
+// Blocks of C are spread over the thread pool. Every element of C is summed
+// over k in the same fixed order whatever the blocking or thread count, so the
+// result is bit-identical from run to run.
+#pragma once
+
+#include <cstdint>
+
+namespace nnvm::cpu {
+
+// Strided view of a matrix operand: element (i, j) is at data[i * rs + j * cs].
+template <class T> struct MatrixRef {
+  const T* data;
+  int64_t rs;
+  int64_t cs;
+};
+
+// beta == 0 never reads C (it may hold garbage or NaN).
+void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta, float* c,
+          int64_t ldc);
+void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
+          int64_t ldc);
+
+}  // namespace nnvm::cpu

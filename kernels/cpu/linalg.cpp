@@ -1,0 +1,99 @@
+// CPU kernel of "matmul" (core/ops/linalg.cpp): one GEMM per batch entry,
+// reading every operand through its strides (broadcast batch dims have stride
+// 0, transposed views are read as they are).
+#include "nnvm/core/op.h"
+#include "nnvm/kernels/cpu/gemm.h"
+#include "nnvm/kernels/cpu/staging.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+// Below this many multiply-adds per matrix, batch entries go to threads whole
+// and each GEMM runs on one thread.
+constexpr int64_t kSmallProduct = int64_t(1) << 21;
+
+// Element offsets of each batch entry of an operand broadcast to `batch`.
+std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
+  const int64_t rank = t.dim() - 2;
+  const DimVector strides = broadcast_strides(t.sizes().first(rank), t.strides().first(rank), batch);
+  std::vector<int64_t> offsets(size_t(numel_of(batch)));
+  DimVector idx(batch.size(), 0);
+  for (int64_t& off : offsets) {
+    off = 0;
+    for (size_t d = 0; d < batch.size(); ++d) off += idx[d] * strides[d];
+    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const int64_t m = c.size(-2), n = c.size(-1), k = a.size(-1);
+  const IntArrayRef batch = c.sizes().first(c.dim() - 2);
+  const std::vector<int64_t> off_a = batch_offsets(a, batch), off_b = batch_offsets(b, batch);
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* pc = c.data_ptr<T>();
+  auto one = [&](int64_t i) {
+    gemm(m, n, k, MatrixRef<T>{pa + off_a[i], a.stride(-2), a.stride(-1)},
+         MatrixRef<T>{pb + off_b[i], b.stride(-2), b.stride(-1)}, T(0), pc + i * m * n, n);
+  };
+  const int64_t entries = int64_t(off_a.size());
+  if (entries > 1 && m * n * k < kSmallProduct) {
+    parallel_for(0, entries, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < entries; ++i) one(i);
+  }
+}
+
+// Integers: exact int64 sums (wrapping on overflow like libtorch), plain loops.
+void batched_integer(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const int64_t m = c.size(-2), n = c.size(-1), k = a.size(-1);
+  const IntArrayRef batch = c.sizes().first(c.dim() - 2);
+  const std::vector<int64_t> off_a = batch_offsets(a, batch), off_b = batch_offsets(b, batch);
+  const int64_t *pa = a.data_ptr<int64_t>(), *pb = b.data_ptr<int64_t>();
+  const int64_t ars = a.stride(-2), acs = a.stride(-1), brs = b.stride(-2), bcs = b.stride(-1);
+  int64_t* pc = c.data_ptr<int64_t>();
+  parallel_for(0, int64_t(off_a.size()) * m, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n * k)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   const int64_t e = r / m, i = r % m;
+                   for (int64_t j = 0; j < n; ++j) {
+                     uint64_t sum = 0;
+                     for (int64_t p = 0; p < k; ++p)
+                       sum += uint64_t(pa[off_a[e] + i * ars + p * acs]) * uint64_t(pb[off_b[e] + p * brs + j * bcs]);
+                     pc[r * n + j] = int64_t(sum);
+                   }
+                 }
+               });
+}
+
+void matmul_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
+  const Tensor& c = out[0];
+  if (c.numel() == 0) return;
+  switch (c.dtype()) {
+    case kFloat32: return batched_gemm<float>(in[0], in[1], c);
+    case kFloat64: return batched_gemm<double>(in[0], in[1], c);
+    case kFloat16: case kBFloat16: {
+      const Tensor result = empty(c.sizes(), kFloat32);
+      batched_gemm<float>(staged(in[0], kFloat32), staged(in[1], kFloat32), result);
+      return convert_into(c, result);
+    }
+    default: {
+      const Tensor result = empty(c.sizes(), kInt64);
+      batched_integer(staged(in[0], kInt64), staged(in[1], kInt64), result);
+      return convert_into(c, result);
+    }
+  }
+}
+
+}  // namespace
+
+NNVM_REGISTER(cpu_linalg_kernels) { register_kernel("matmul", kCPU, matmul_kernel); }
+
+}  // namespace nnvm::cpu

@@ -1,0 +1,170 @@
+// CPU kernels of the pooling and resampling ops declared in core/ops/pool.cpp.
+// Each output plane (one image, one channel) depends on one input plane only,
+// so planes are the unit of parallel work and every output element is
+// computed by a single loop in a fixed order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "nnvm/core/op.h"
+#include "nnvm/kernels/cpu/staging.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+struct Planes {
+  int64_t height, width, out_height, out_width;
+};
+
+// Calls body(in, row_stride, col_stride, out) for every (image, channel)
+// plane: `in` is the input plane read through its strides, `out` the
+// contiguous output plane. Runs in double for float64 and in float otherwise.
+template <class Body> void for_each_plane(const Tensor& x, const Tensor& y, Body body) {
+  if (y.numel() == 0) return;
+  const Planes p{x.size(2), x.size(3), y.size(2), y.size(3)};
+  auto run = [&](auto zero, const Tensor& in, const Tensor& out) {
+    using T = decltype(zero);
+    const T* px = in.data_ptr<T>();
+    T* py = out.data_ptr<T>();
+    const int64_t channels = in.size(1), out_plane = p.out_height * p.out_width;
+    const int64_t s0 = in.stride(0), s1 = in.stride(1), sh = in.stride(2), sw = in.stride(3);
+    const int64_t work = std::max<int64_t>(1, out_plane + p.height * p.width);
+    parallel_for(0, in.size(0) * channels, std::max<int64_t>(1, kGrain / work), [&](int64_t begin, int64_t end) {
+      for (int64_t q = begin; q < end; ++q)
+        body(p, px + (q / channels) * s0 + (q % channels) * s1, sh, sw, py + q * out_plane);
+    });
+  };
+  if (y.dtype() == kFloat64) return run(double{}, x, y);
+  if (y.dtype() == kFloat32) return run(float{}, x, y);
+  const Tensor result = empty(y.sizes(), kFloat32);
+  run(float{}, staged(x, kFloat32), result);
+  convert_into(y, result);
+}
+
+void max_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
+  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    for (int64_t oh = 0; oh < p.out_height; ++oh)
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        // Padding is -inf: positions outside the input never win. NaN wins, as in libtorch.
+        T best = -std::numeric_limits<T>::infinity();
+        for (int64_t kh = 0; kh < k[0]; ++kh) {
+          const int64_t ih = oh * s[0] - pad[0] + kh * dil[0];
+          if (ih < 0 || ih >= p.height) continue;
+          for (int64_t kw = 0; kw < k[1]; ++kw) {
+            const int64_t iw = ow * s[1] - pad[1] + kw * dil[1];
+            if (iw < 0 || iw >= p.width) continue;
+            const T v = x[ih * sh + iw * sw];
+            if (v > best || std::isnan(v)) best = v;
+          }
+        }
+        y[oh * p.out_width + ow] = best;
+      }
+  });
+}
+
+// libtorch's rule: a window is clipped to the padded input to count its size
+// (count_include_pad), then to the input to sum.
+void avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2);
+  const bool count_include_pad = a.b(4);
+  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    for (int64_t oh = 0; oh < p.out_height; ++oh)
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        int64_t h0 = oh * s[0] - pad[0], w0 = ow * s[1] - pad[1];
+        int64_t h1 = std::min(h0 + k[0], p.height + pad[0]), w1 = std::min(w0 + k[1], p.width + pad[1]);
+        const int64_t padded_count = (h1 - h0) * (w1 - w0);
+        h0 = std::max<int64_t>(h0, 0);
+        w0 = std::max<int64_t>(w0, 0);
+        h1 = std::min(h1, p.height);
+        w1 = std::min(w1, p.width);
+        T sum = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * sh + iw * sw];
+        const int64_t count = count_include_pad ? padded_count : (h1 - h0) * (w1 - w0);
+        y[oh * p.out_width + ow] = h0 < h1 && w0 < w1 ? sum / T(count) : T(0);
+      }
+  });
+}
+
+void adaptive_avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
+  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      const int64_t h0 = oh * p.height / p.out_height, h1 = ((oh + 1) * p.height + p.out_height - 1) / p.out_height;
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        const int64_t w0 = ow * p.width / p.out_width, w1 = ((ow + 1) * p.width + p.out_width - 1) / p.out_width;
+        T sum = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * sh + iw * sw];
+        y[oh * p.out_width + ow] = sum / T((h1 - h0) * (w1 - w0));
+      }
+    }
+  });
+}
+
+// Source pixels per output pixel: a user's scale factor maps back by its
+// inverse, otherwise by in/out (libtorch's area_pixel_compute_scale).
+template <class T> T source_scale(int64_t in, int64_t out, double user_scale, bool align_corners) {
+  if (align_corners) return out > 1 ? T(in - 1) / T(out - 1) : T(0);
+  return user_scale > 0 ? T(1.0 / user_scale) : T(in) / T(out);
+}
+
+void nearest_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const double user_h = a.d(1), user_w = a.d(2);
+  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    // Indices are computed in float whatever the dtype, as libtorch does, so edge pixels agree.
+    const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
+    const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      const int64_t ih = std::min(int64_t(std::floor(float(oh) * scale_h)), p.height - 1);
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        const int64_t iw = std::min(int64_t(std::floor(float(ow) * scale_w)), p.width - 1);
+        y[oh * p.out_width + ow] = x[ih * sh + iw * sw];
+      }
+    }
+  });
+}
+
+// The two source indices and weights of one output coordinate.
+template <class T> struct Lerp {
+  int64_t i0, i1;
+  T w0, w1;
+};
+template <class T> Lerp<T> lerp_at(int64_t dst, int64_t in, T scale, bool align_corners) {
+  T src = align_corners ? scale * T(dst) : scale * (T(dst) + T(0.5)) - T(0.5);
+  if (src < T(0)) src = T(0);
+  const int64_t i0 = std::min(int64_t(src), in - 1);
+  const T w1 = src - T(i0);
+  return {i0, i0 < in - 1 ? i0 + 1 : i0, T(1) - w1, w1};
+}
+
+void bilinear_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const double user_h = a.d(1), user_w = a.d(2);
+  const bool align_corners = a.b(3);
+  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    const T scale_h = source_scale<T>(p.height, p.out_height, user_h, align_corners);
+    const T scale_w = source_scale<T>(p.width, p.out_width, user_w, align_corners);
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      const Lerp<T> h = lerp_at(oh, p.height, scale_h, align_corners);
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        const Lerp<T> w = lerp_at(ow, p.width, scale_w, align_corners);
+        const T top = w.w0 * x[h.i0 * sh + w.i0 * sw] + w.w1 * x[h.i0 * sh + w.i1 * sw];
+        const T bottom = w.w0 * x[h.i1 * sh + w.i0 * sw] + w.w1 * x[h.i1 * sh + w.i1 * sw];
+        y[oh * p.out_width + ow] = h.w0 * top + h.w1 * bottom;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+NNVM_REGISTER(cpu_pool_kernels) {
+  register_kernel("max_pool2d", kCPU, max_pool_kernel);
+  register_kernel("avg_pool2d", kCPU, avg_pool_kernel);
+  register_kernel("adaptive_avg_pool2d", kCPU, adaptive_avg_pool_kernel);
+  register_kernel("upsample_nearest2d", kCPU, nearest_kernel);
+  register_kernel("upsample_bilinear2d", kCPU, bilinear_kernel);
+}
+
+}  // namespace nnvm::cpu

@@ -1,0 +1,188 @@
+// matmul, mm, bmm, outer and linear against naive triple loops over doubles.
+#include <cmath>
+
+#include "reference.h"
+
+namespace nnvm {
+namespace {
+
+using testing::values;
+
+// Batched a·b with broadcast batch dims (both operands of rank >= 2).
+std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, DimVector* shape_out = nullptr) {
+  const std::vector<double> va = values(a), vb = values(b);
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  const IntArrayRef ba = a.sizes().first(a.dim() - 2), bb = b.sizes().first(b.dim() - 2);
+  DimVector batch = broadcast_shapes(ba, bb, "test");
+  std::vector<double> out;
+  testing::for_each_index(batch, [&](const DimVector& idx) {
+    const int64_t oa = testing::broadcast_offset(idx, ba) * m * k, ob = testing::broadcast_offset(idx, bb) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) s += va[size_t(oa + i * k + p)] * vb[size_t(ob + p * n + j)];
+        out.push_back(s);
+      }
+  });
+  if (shape_out) {
+    *shape_out = batch;
+    shape_out->push_back(m);
+    shape_out->push_back(n);
+  }
+  return out;
+}
+
+double atol_for(DType t, int64_t k) { return (t == kFloat64 ? 1e-12 : 2e-6) * double(k + 1) * 4; }
+
+TEST(LinalgMatmul, MatchesNaiveOnOddSizesAndLayouts) {
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 33, 1}, {1, 65, 7}, {33, 7, 65}, {65, 130, 33}, {130, 65, 130},
+                              {7, 1, 130}, {6, 256, 32}, {13, 300, 47}};
+  for (DType dt : {kFloat32, kFloat64}) {
+    uint64_t seed = 1;
+    for (const auto& s : sizes) {
+      const Tensor a0 = testing::random({s[0], s[1]}, dt, seed++), b0 = testing::random({s[1], s[2]}, dt, seed++);
+      const std::vector<double> expected = naive_matmul(a0, b0);
+      for (testing::Layout la : testing::kLayouts)
+        for (testing::Layout lb : testing::kLayouts) {
+          SCOPED_TRACE(testing::layout_name(la) + std::string(" x ") + testing::layout_name(lb) + " " +
+                       shape_str(a0.sizes()) + shape_str(b0.sizes()) + " " + std::string(dtype_name(dt)));
+          const Tensor c = matmul(testing::with_layout(a0, la), testing::with_layout(b0, lb));
+          ASSERT_EQ(shape_str(c.sizes()), shape_str({s[0], s[2]}));
+          EXPECT_EQ(c.dtype(), dt);
+          testing::expect_values(c, expected, testing::rtol_for(dt), atol_for(dt, s[1]));
+        }
+    }
+  }
+}
+
+TEST(LinalgMatmul, LargeProductIsCorrectAndDeterministic) {
+  const Tensor a = testing::random({257, 700}, kFloat32, 11), b = testing::random({700, 263}, kFloat32, 12);
+  const Tensor c = matmul(a, b);
+  testing::expect_values(c, naive_matmul(a, b), 1e-5, atol_for(kFloat32, 700));
+  const Tensor again = matmul(a, b);
+  EXPECT_EQ(values(c), values(again));
+}
+
+TEST(LinalgMatmul, VectorOperandsArePromotedAndDropped) {
+  struct Case { DimVector a, b, out; };
+  const Case cases[] = {{{5}, {5}, {}},          {{4, 5}, {5}, {4}},          {{5}, {5, 3}, {3}},
+                        {{5}, {2, 5, 3}, {2, 3}}, {{2, 4, 5}, {5}, {2, 4}},   {{1}, {1}, {}},
+                        {{0}, {0}, {}}};
+  uint64_t seed = 20;
+  for (const Case& cs : cases) {
+    const Tensor a = testing::random(cs.a, kFloat64, seed++), b = testing::random(cs.b, kFloat64, seed++);
+    const Tensor c = matmul(a, b);
+    ASSERT_EQ(shape_str(c.sizes()), shape_str(cs.out)) << shape_str(cs.a) << " x " << shape_str(cs.b);
+    const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a, b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+    testing::expect_values(c, naive_matmul(a2, b2), 1e-12, 1e-12);
+  }
+}
+
+TEST(LinalgMatmul, BroadcastsBatchDims) {
+  struct Case { DimVector a, b, out; };
+  const Case cases[] = {{{2, 1, 3, 4}, {5, 4, 6}, {2, 5, 3, 6}},
+                        {{3, 4}, {2, 4, 5}, {2, 3, 5}},
+                        {{2, 3, 4}, {4, 5}, {2, 3, 5}},
+                        {{1, 7, 9}, {3, 9, 2}, {3, 7, 2}},
+                        {{0, 3, 4}, {4, 2}, {0, 3, 2}}};
+  uint64_t seed = 40;
+  for (const Case& cs : cases)
+    for (DType dt : {kFloat32, kFloat64})
+      for (testing::Layout l : testing::kLayouts) {
+        const Tensor a = testing::with_layout(testing::random(cs.a, dt, seed++), l);
+        const Tensor b = testing::with_layout(testing::random(cs.b, dt, seed++), l);
+        DimVector shape;
+        const std::vector<double> expected = naive_matmul(a, b, &shape);
+        const Tensor c = matmul(a, b);
+        ASSERT_EQ(shape_str(c.sizes()), shape_str(cs.out));
+        ASSERT_EQ(shape_str(c.sizes()), shape_str(shape));
+        testing::expect_values(c, expected, testing::rtol_for(dt), atol_for(dt, a.size(-1)));
+      }
+  // An expanded (stride-0) batch is read in place.
+  const Tensor a = testing::random({3, 4}, kFloat32, 60).expand({5, 3, 4});
+  const Tensor b = testing::random({5, 4, 2}, kFloat32, 61);
+  testing::expect_values(bmm(a, b), naive_matmul(a, b), 1e-5, atol_for(kFloat32, 4));
+}
+
+TEST(LinalgMatmul, EmptyDims) {
+  EXPECT_EQ(shape_str(matmul(zeros({0, 3}), zeros({3, 4})).sizes()), "[0, 4]");
+  EXPECT_EQ(shape_str(matmul(zeros({3, 4}), zeros({4, 0})).sizes()), "[3, 0]");
+  // k == 0: an empty sum is zero everywhere.
+  const Tensor c = matmul(ones({2, 0}), ones({0, 3}));
+  ASSERT_EQ(shape_str(c.sizes()), "[2, 3]");
+  testing::expect_values(c, std::vector<double>(6, 0.0));
+  const Tensor d = matmul(ones({4, 2, 0}, kFloat64), ones({0, 3}, kFloat64));
+  testing::expect_values(d, std::vector<double>(24, 0.0));
+}
+
+TEST(LinalgMatmul, HalfAndIntegerOperands) {
+  const Tensor a = testing::random({7, 33}, kFloat16, 70), b = testing::random({33, 5}, kFloat16, 71);
+  const Tensor c = matmul(a, testing::with_layout(b, testing::Layout::Transposed));
+  EXPECT_EQ(c.dtype(), kFloat16);
+  testing::expect_values(c, naive_matmul(a, b), 5e-3, 2e-2);
+
+  const Tensor bf = testing::random({3, 9, 4}, kBFloat16, 72), bg = testing::random({3, 4, 2}, kBFloat16, 73);
+  const Tensor bc = bmm(bf, bg);
+  EXPECT_EQ(bc.dtype(), kBFloat16);
+  testing::expect_values(bc, naive_matmul(bf, bg), 2e-2, 5e-2);
+
+  for (DType dt : {kInt32, kInt64, kUInt8}) {
+    const Tensor x = testing::random({5, 65}, dt, 74, 0, 9), y = testing::random({65, 3}, dt, 75, 0, 9);
+    const Tensor z = matmul(testing::with_layout(x, testing::Layout::Strided), y);
+    EXPECT_EQ(z.dtype(), dt);
+    if (dt == kUInt8) continue;  // sums past 255 wrap
+    testing::expect_values(z, naive_matmul(x, y), 0, 0);
+  }
+}
+
+TEST(LinalgMatmul, MmBmmOuter) {
+  const Tensor a = testing::random({33, 7}, kFloat64, 80), b = testing::random({7, 65}, kFloat64, 81);
+  testing::expect_values(mm(a, b), naive_matmul(a, b), 1e-12, 1e-12);
+  testing::expect_values(a.mm(b), naive_matmul(a, b), 1e-12, 1e-12);
+  const Tensor x = testing::random({4, 7, 33}, kFloat32, 82), y = testing::random({4, 33, 1}, kFloat32, 83);
+  testing::expect_values(x.bmm(testing::with_layout(y, testing::Layout::Strided)), naive_matmul(x, y), 1e-5,
+                         atol_for(kFloat32, 33));
+  const Tensor u = testing::random({7}, kFloat64, 84), v = testing::random({130}, kFloat64, 85);
+  const Tensor o = outer(u, testing::with_layout(v, testing::Layout::Strided));
+  ASSERT_EQ(shape_str(o.sizes()), "[7, 130]");
+  testing::expect_values(o, naive_matmul(u.unsqueeze(1), v.unsqueeze(0)), 1e-12, 0);
+  EXPECT_EQ(shape_str(u.outer(zeros({0}, kFloat64)).sizes()), "[7, 0]");
+}
+
+TEST(LinalgLinear, MatchesNaive) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor x = testing::random({2, 5, 33}, dt, 90), w = testing::random({7, 33}, dt, 91);
+    const Tensor bias = testing::random({7}, dt, 92);
+    std::vector<double> expected = naive_matmul(x, w.t());
+    const Tensor y0 = linear(x, w);
+    ASSERT_EQ(shape_str(y0.sizes()), "[2, 5, 7]");
+    testing::expect_values(y0, expected, testing::rtol_for(dt), atol_for(dt, 33));
+    const std::vector<double> vb = values(bias);
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] += vb[i % 7];
+    testing::expect_values(linear(x, testing::with_layout(w, testing::Layout::Transposed), bias), expected,
+                           testing::rtol_for(dt), atol_for(dt, 33));
+  }
+  const Tensor v = testing::random({4}, kFloat64, 93), w = testing::random({3, 4}, kFloat64, 94);
+  const Tensor y = linear(v, w);
+  ASSERT_EQ(shape_str(y.sizes()), "[3]");
+  testing::expect_values(y, naive_matmul(v.unsqueeze(0), w.t()), 1e-12, 1e-12);
+}
+
+TEST(LinalgErrors, NameOpAndShapes) {
+  testing::expect_error([] { matmul(ones({2, 3}), ones({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]"});
+  testing::expect_error([] { matmul(ones({3}), ones({4})); }, {"matmul", "[3]", "[4]"});
+  testing::expect_error([] { matmul(ones({2, 2, 3}), ones({3, 3, 1})); }, {"matmul", "[2, 2, 3]", "[3, 3, 1]"});
+  testing::expect_error([] { matmul(ones({}), ones({3})); }, {"matmul", "[]"});
+  testing::expect_error([] { matmul(ones({2, 3}), ones({3, 2}, kFloat64)); }, {"matmul", "float32", "float64"});
+  testing::expect_error([] { matmul(ones({2, 3}, kBool), ones({3, 2}, kBool)); }, {"matmul", "bool"});
+  testing::expect_error([] { mm(ones({2, 3, 1}), ones({3, 2})); }, {"mm", "[2, 3, 1]", "2-D"});
+  testing::expect_error([] { mm(ones({2, 3}), ones({2, 3})); }, {"mm", "[2, 3]"});
+  testing::expect_error([] { bmm(ones({2, 3}), ones({2, 3, 4})); }, {"bmm", "[2, 3]", "3-D"});
+  testing::expect_error([] { bmm(ones({2, 3, 4}), ones({3, 4, 1})); }, {"bmm", "[2, 3, 4]", "[3, 4, 1]"});
+  testing::expect_error([] { outer(ones({2, 3}), ones({3})); }, {"outer", "[2, 3]"});
+  testing::expect_error([] { linear(ones({2, 3}), ones({4, 5})); }, {"linear", "[2, 3]", "[4, 5]"});
+  testing::expect_error([] { linear(ones({2, 3}), ones({4, 3}), ones({5})); }, {"linear", "[5]", "[4, 3]"});
+}
+
+}  // namespace
+}  // namespace nnvm
