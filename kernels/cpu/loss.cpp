@@ -1,0 +1,200 @@
+// CPU kernels of the loss ops (core/ops/loss.cpp).
+//
+// Each computes its per-element (mse, l1, bce) or per-row (nll, cross-entropy)
+// loss and reduces it in the same kernel. Sums run over fixed blocks of
+// kBlock terms in parallel and add the block sums in order, so a loss is the
+// same for every thread count.
+#include <cmath>
+#include <vector>
+
+#include "nnvm/core/functions.h"
+#include "nnvm/core/op.h"
+#include "nnvm/kernels/cpu/floating.h"
+#include "nnvm/kernels/cpu/loops.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+constexpr int64_t kBlock = 4096;
+
+template <class T, class F> T ordered_sum(int64_t n, F term) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<T> partial(static_cast<size_t>(blocks));
+  parallel_for(0, blocks, std::max<int64_t>(1, kGrain / kBlock), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      T sum = 0;
+      for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) sum += term(i);
+      partial[size_t(b)] = sum;
+    }
+  });
+  T total = 0;
+  for (T v : partial) total += v;
+  return total;
+}
+
+// Writes loss(i) for i in [0, n) into `out` (None), or their sum (Sum), or
+// their sum divided by denominator() (Mean).
+template <class S, class T, class Loss, class Denominator>
+void reduce_loss(const Tensor& out, int64_t n, Reduction reduction, Loss loss, Denominator denominator) {
+  S* po = out.data_ptr<S>();
+  if (reduction == Reduction::None) {
+    parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = convert<S>(loss(i));
+    });
+    return;
+  }
+  const T total = ordered_sum<T>(n, loss);
+  *po = convert<S>(reduction == Reduction::Sum ? total : total / denominator());
+}
+
+// mse_loss, l1_loss: attrs: reduction
+template <bool kSquared> void pointwise_loss_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                                                    const Attrs& a) {
+  const DType dt = out[0].dtype();
+  const Tensor x = in[0].to(dt).contiguous(), y = in[1].to(dt).contiguous();
+  const int64_t n = x.numel();
+  dispatch_floating(dt, kSquared ? "mse_loss" : "l1_loss", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const S *px = x.data_ptr<S>(), *py = y.data_ptr<S>();
+    auto loss = [&](int64_t i) {
+      const T d = convert<T>(px[i]) - convert<T>(py[i]);
+      return kSquared ? d * d : std::abs(d);
+    };
+    reduce_loss<S, T>(out[0], n, Reduction(a.i(0)), loss, [&] { return T(n); });
+  });
+}
+
+// input, target, [weight], [pos_weight]. attrs: reduction, has_weight, has_pos_weight
+//   loss = w * ((1 - y) x + (1 + (pos_weight - 1) y) * -log_sigmoid(x)),
+//   -log_sigmoid(x) = max(-x, 0) + log1p(exp(-|x|)), which never overflows.
+void bce_with_logits_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const DType dt = out[0].dtype();
+  const Tensor x = in[0].to(dt).contiguous(), y = in[1].to(dt).contiguous();
+  const bool has_weight = a.b(1), has_pos_weight = a.b(2);
+  const int64_t n = x.numel();
+  dispatch_floating(dt, "binary_cross_entropy_with_logits", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    // Weights broadcast to the input's shape, so element i of each lines up.
+    const Tensor w = has_weight ? contiguous_as<T>(in[2].expand(x.sizes())) : Tensor();
+    const Tensor pw = has_pos_weight ? contiguous_as<T>(in[2 + has_weight].expand(x.sizes())) : Tensor();
+    const S *px = x.data_ptr<S>(), *py = y.data_ptr<S>();
+    const T* pweight = has_weight ? w.data_ptr<T>() : nullptr;
+    const T* ppos = has_pos_weight ? pw.data_ptr<T>() : nullptr;
+    auto loss = [&](int64_t i) {
+      const T xi = convert<T>(px[i]), yi = convert<T>(py[i]);
+      const T neg_log_sigmoid = std::max(-xi, T(0)) + std::log1p(std::exp(-std::abs(xi)));
+      const T log_weight = ppos ? T(1) + (ppos[i] - T(1)) * yi : T(1);
+      const T l = (T(1) - yi) * xi + log_weight * neg_log_sigmoid;
+      return pweight ? l * pweight[i] : l;
+    };
+    reduce_loss<S, T>(out[0], n, Reduction(a.i(0)), loss, [&] { return T(n); });
+  });
+}
+
+// Scores [n, classes, spatial] (contiguous) with one target per (sample, position) row.
+struct ClassRows {
+  int64_t samples, classes, spatial;
+
+  explicit ClassRows(const Tensor& x) {
+    if (x.dim() == 1) {
+      samples = 1, classes = x.size(0), spatial = 1;
+      return;
+    }
+    samples = x.size(0), classes = x.size(1), spatial = 1;
+    for (int64_t d = 2; d < x.dim(); ++d) spatial *= x.size(d);
+  }
+  int64_t rows() const { return samples * spatial; }
+  // Element offset of class 0 of `row`; classes are `spatial` apart.
+  int64_t base(int64_t row) const { return (row / spatial) * classes * spatial + row % spatial; }
+};
+
+// Every target is a class index or ignore_index; checked before any work so a
+// bad target never reads out of bounds.
+void check_targets(const int64_t* t, const ClassRows& rows, int64_t ignore_index, std::string_view op,
+                   const Tensor& scores, const Tensor& target) {
+  for (int64_t r = 0; r < rows.rows(); ++r)
+    NNVM_CHECK(t[r] == ignore_index || (t[r] >= 0 && t[r] < rows.classes), op, "target ", t[r], " at index ", r,
+               " is out of range (expected a class index in [0, ", rows.classes, ") or ignore_index ",
+               ignore_index, "; input of shape ", shape_str(scores.sizes()), ", target of shape ",
+               shape_str(target.sizes()), ")");
+}
+
+// The shared frame of nll_loss and cross_entropy: row_loss(row, class, weight)
+// gives the loss of one non-ignored row; ignored rows count neither loss nor
+// weight, and Mean divides by the summed weights of the counted rows.
+// inputs: scores, target, [weight]; attrs: reduction, ignore_index, has_weight, ...
+template <class RowLoss>
+void class_loss(absl::Span<const Tensor> in, const Tensor& out, const Attrs& a, std::string_view op,
+                RowLoss row_loss) {
+  const Tensor x = in[0].contiguous(), target = in[1].contiguous();
+  const ClassRows rows(x);
+  const int64_t ignore_index = a.i(1);
+  const int64_t* pt = target.data_ptr<int64_t>();
+  check_targets(pt, rows, ignore_index, op, in[0], in[1]);
+  dispatch_floating(x.dtype(), op, [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const Tensor w = a.b(2) ? contiguous_as<T>(in[2]) : Tensor();
+    const T* pw = a.b(2) ? w.data_ptr<T>() : nullptr;
+    const S* px = x.data_ptr<S>();
+    const int64_t n = rows.rows();
+    std::vector<T> losses(static_cast<size_t>(n)), weights(static_cast<size_t>(n));
+    parallel_for(0, n, std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.classes, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r) {
+                     if (pt[r] == ignore_index) continue;  // zero loss, zero weight
+                     weights[size_t(r)] = pw ? pw[pt[r]] : T(1);
+                     losses[size_t(r)] = row_loss(px + rows.base(r), rows, pt[r], pw, T{});
+                   }
+                 });
+    reduce_loss<S, T>(out, n, Reduction(a.i(0)), [&](int64_t r) { return losses[size_t(r)]; },
+                      [&] { return ordered_sum<T>(n, [&](int64_t r) { return weights[size_t(r)]; }); });
+  });
+}
+
+// loss = -weight[t] * log_probs[t]
+void nll_loss_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  class_loss(in, out[0], a, "nll_loss", [](const auto* p, const ClassRows& rows, int64_t t, const auto* w, auto z) {
+    using T = decltype(z);
+    return -(w ? w[t] : T(1)) * convert<T>(p[t * rows.spatial]);
+  });
+}
+
+// libtorch's formula: with lp = log_softmax(logits) and smoothing ls,
+//   loss = (1 - ls) * -w[t] lp[t] + ls / C * -sum_c w[c] lp[c]
+// (w = 1 without weights); Mean divides both terms by the summed w[t].
+void cross_entropy_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const double smoothing = a.d(3);
+  class_loss(in, out[0], a, "cross_entropy",
+             [smoothing](const auto* p, const ClassRows& rows, int64_t t, const auto* w, auto z) {
+               using T = decltype(z);
+               const int64_t classes = rows.classes, stride = rows.spatial;
+               T max = -INFINITY;
+               for (int64_t c = 0; c < classes; ++c) max = std::max(max, convert<T>(p[c * stride]));
+               T sum = 0;
+               for (int64_t c = 0; c < classes; ++c) sum += std::exp(convert<T>(p[c * stride]) - max);
+               const T lse = max + std::log(sum);
+               const T nll = -(w ? w[t] : T(1)) * (convert<T>(p[t * stride]) - lse);
+               if (smoothing == 0) return nll;
+               T smooth = 0;
+               for (int64_t c = 0; c < classes; ++c)
+                 smooth -= (w ? w[c] : T(1)) * (convert<T>(p[c * stride]) - lse);
+               const T ls = T(smoothing);
+               return (T(1) - ls) * nll + ls / T(classes) * smooth;
+             });
+}
+
+}  // namespace
+
+NNVM_REGISTER(cpu_loss_kernels) {
+  register_kernel("mse_loss", kCPU, pointwise_loss_kernel<true>);
+  register_kernel("l1_loss", kCPU, pointwise_loss_kernel<false>);
+  register_kernel("binary_cross_entropy_with_logits", kCPU, bce_with_logits_kernel);
+  register_kernel("nll_loss", kCPU, nll_loss_kernel);
+  register_kernel("cross_entropy", kCPU, cross_entropy_kernel);
+}
+
+}  // namespace nnvm::cpu
