@@ -15,8 +15,10 @@ NNVM_REGISTER(sort_ops) {
     const Tensor& x = in[0];
     const int64_t k = a.i(0), dim = wrap_dim(a.i(1), x.dim(), "topk");
     const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
-    NNVM_CHECK(k >= 0 && k <= n, "topk", "k = ", k, " is out of range for dim ", dim, " of size ", n,
-               " (input shape ", shape_str(x.sizes()), "; expected 0 <= k <= ", n, ")");
+    // A 0-d result always holds one element, so a 0-d input takes k = 1 only.
+    const int64_t lo = x.dim() == 0 ? 1 : 0;
+    NNVM_CHECK(k >= lo && k <= n, "topk", "k = ", k, " is out of range for dim ", dim, " of size ", n,
+               " (input shape ", shape_str(x.sizes()), "; expected ", lo, " <= k <= ", n, ")");
     DimVector shape = dims(x.sizes());
     if (x.dim() > 0) shape[dim] = k;
     return {{shape, x.dtype()}, {shape, kInt64}};
