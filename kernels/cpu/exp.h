@@ -22,7 +22,9 @@ inline float exp_vec(float x) {
   float v = nan ? 0.0f : x;
   v = v < -87.3365448f ? -87.3365448f : v;
   v = v > 88.0f ? 88.0f : v;
-  const float n = std::floor(v * 1.44269504088896341f + 0.5f);
+  // Round to nearest by adding and subtracting 1.5 * 2^23: std::floor would
+  // keep GCC from vectorising the loop.
+  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = v - n * 0.693359375f + n * 2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;

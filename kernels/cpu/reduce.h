@@ -45,6 +45,9 @@ inline constexpr int64_t kLanes = 16;
 // in parallel and results never depend on the thread count.
 inline constexpr int64_t kRowBlock = 16384;
 inline constexpr int64_t kMaxTile = 1024;
+// Column reductions over more rows than this accumulate blocks of this many
+// rows in parallel, each streaming whole rows, and merge them in order.
+inline constexpr int64_t kColumnBlock = 256;
 
 // A Reducer has `acc_t`, `init()`, `step(acc, x, r)` (r: the position in the
 // reduced extent) and `merge(a, b)`. Lanes reduce interleaved elements, so
@@ -110,15 +113,40 @@ template <class T, class Red, class Store> void reduce(const ReduceLayout& L, co
     }
     return;
   }
+  auto columns = [&](int64_t o, int64_t i0, int64_t n, int64_t r0, int64_t r1, auto emit) {
+    A acc[kMaxTile];
+    for (int64_t i = 0; i < n; ++i) acc[i] = red.init();
+    const T* p = x + (o * R + r0) * I + i0;
+    for (int64_t r = r0; r < r1; ++r, p += I)
+      for (int64_t i = 0; i < n; ++i) acc[i] = red.step(acc[i], p[i], r);
+    for (int64_t i = 0; i < n; ++i) emit(i0 + i, acc[i]);
+  };
+  const int64_t row_blocks = (R + kColumnBlock - 1) / kColumnBlock;
+  if (I > 1 && row_blocks > 1) {
+    // Blocks of rows accumulate whole rows in parallel, then merge in order.
+    const int64_t tile = std::min(I, kMaxTile), tiles = (I + tile - 1) / tile;
+    const std::unique_ptr<A[]> part(new A[size_t(L.outer * row_blocks * I)]);
+    parallel_for(0, L.outer * row_blocks * tiles, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t i0 = (t % tiles) * tile, ob = t / tiles, r0 = (ob % row_blocks) * kColumnBlock;
+        columns(ob / row_blocks, i0, std::min(tile, I - i0), r0, std::min(R, r0 + kColumnBlock),
+                [&](int64_t i, const A& acc) { part[size_t(ob * I + i)] = acc; });
+      }
+    });
+    parallel_for(0, L.outer * I, std::max<int64_t>(1, kGrain / row_blocks), [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const A* p = &part[size_t((k / I) * row_blocks * I + k % I)];
+        A acc = p[0];
+        for (int64_t rb = 1; rb < row_blocks; ++rb) acc = red.merge(acc, p[rb * I]);
+        store(k, acc);
+      }
+    });
+    return;
+  }
   for_each_slice(
       L, [&](int64_t o) { store(o, reduce_run(red, x + o * R, R, 0)); },
       [&](int64_t o, int64_t i0, int64_t n) {
-        A acc[kMaxTile];
-        for (int64_t i = 0; i < n; ++i) acc[i] = red.init();
-        const T* p = x + o * R * I + i0;
-        for (int64_t r = 0; r < R; ++r, p += I)
-          for (int64_t i = 0; i < n; ++i) acc[i] = red.step(acc[i], p[i], r);
-        for (int64_t i = 0; i < n; ++i) store(o * I + i0 + i, acc[i]);
+        columns(o, i0, n, 0, R, [&](int64_t i, const A& acc) { store(o * I + i, acc); });
       });
 }
 

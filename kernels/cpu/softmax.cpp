@@ -16,6 +16,16 @@ template <class T> struct ExpSumReducer {
   double merge(double a, double b) const { return a + b; }
 };
 
+// The max subtracted before exp. A NaN is skipped here (x > a is false, and
+// the compare vectorises) but still makes its whole row NaN through the
+// exp-sum, as in libtorch.
+template <class T> struct ShiftReducer {
+  using acc_t = T;
+  T init() const { return lowest<T>(); }
+  T step(T a, T x, int64_t) const { return x > a ? x : a; }
+  T merge(T a, T b) const { return step(a, b, 0); }
+};
+
 // Runs fn(T{}) with T the floating compute type of `t` (float or double).
 template <class Fn> void with_floating_type(DType t, Fn fn) {
   if (t == kFloat64) fn(double{});
@@ -26,7 +36,7 @@ template <class Fn> void with_floating_type(DType t, Fn fn) {
 template <class T, bool kLog> void softmax_into(const ReduceLayout& L, T* y) {
   const T* x = L.base<T>();
   const int64_t R = L.reduced, I = L.inner;
-  const ExtremumReducer<T, true> max;
+  const ShiftReducer<T> max;
   for_each_slice(
       L,
       [&](int64_t o) {
