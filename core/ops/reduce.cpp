@@ -1,0 +1,197 @@
+// Reductions, scans and softmax: declarations and the public API, with
+// libtorch's dtype rules. Every reduction takes (dims, keepdim, ...) as its
+// first two attributes; an empty dims list reduces every dim.
+// Kernels: kernels/cpu/reduce.cpp, moments.cpp, softmax.cpp, scan.cpp.
+#include <cmath>
+
+#include "absl/strings/str_join.h"
+#include "nnvm/core/functions.h"
+#include "nnvm/core/op.h"
+
+namespace nnvm {
+
+namespace {
+
+enum class Result {
+  Attr,           // the dtype attribute at index 2 (sum, prod, mean)
+  Same,           // the input's dtype
+  Floating,       // the input's dtype, float32 for integral inputs (logsumexp)
+  Int64,          // argmax, argmin
+  Bool,           // all, any
+  ValuesIndices,  // (input dtype, int64): max.dim, min.dim
+  SameTwice,      // (input dtype, input dtype): var_mean
+};
+
+struct ReductionRule {
+  Result result = Result::Same;
+  bool needs_floating = false;  // var, std, norm, mean: libtorch rejects integral inputs
+  bool needs_nonempty = false;  // no identity: max, min, argmax
+};
+
+int64_t reduced_numel(const Tensor& x, IntArrayRef dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.size(d);
+  return n;
+}
+
+void check_nonempty(const Tensor& x, IntArrayRef dims, std::string_view op) {
+  NNVM_CHECK(reduced_numel(x, dims) > 0, op, "cannot reduce over a zero-size extent (input shape ",
+             shape_str(x.sizes()), ", dims [", absl::StrJoin(dims, ", "),
+             "]); the op has no identity, so the reduced dims must be non-empty");
+}
+
+InferFn reduction(std::string name, ReductionRule rule) {
+  return [name, rule](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {
+    const Tensor& x = in[0];
+    const DimVector rdims = reduction_dims(a.ints(0), x.dim(), name);
+    DimVector shape = reduced_shape(x.sizes(), rdims, a.b(1));
+    const DType dt = rule.result == Result::Attr ? a.dtype(2) : x.dtype();
+    NNVM_CHECK(!rule.needs_floating || is_floating(dt), name, "expected a floating-point input",
+               rule.result == Result::Attr ? " or dtype" : "", " but got ", dt, " (input shape ",
+               shape_str(x.sizes()), ")");
+    if (rule.needs_nonempty) check_nonempty(x, rdims, name);
+    switch (rule.result) {
+      case Result::Attr: case Result::Same: return {{std::move(shape), dt}};
+      case Result::Floating: return {{std::move(shape), is_floating(dt) ? dt : kFloat32}};
+      case Result::Int64: return {{std::move(shape), kInt64}};
+      case Result::Bool: return {{std::move(shape), kBool}};
+      case Result::ValuesIndices: return {{shape, dt}, {shape, kInt64}};
+      case Result::SameTwice: return {{shape, dt}, {shape, dt}};
+    }
+    return {};
+  };
+}
+
+// attrs: dim, dtype. The output has the input's shape.
+InferFn along_dim(std::string name, bool needs_floating) {
+  return [name, needs_floating](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {
+    wrap_dim(a.i(0), in[0].dim(), name);
+    NNVM_CHECK(!needs_floating || is_floating(a.dtype(1)), name, "expected a floating-point dtype but got ",
+               a.dtype(1), " (input shape ", shape_str(in[0].sizes()), ")");
+    return {{dims(in[0].sizes()), a.dtype(1)}};
+  };
+}
+
+}  // namespace
+
+NNVM_REGISTER(reduce_ops) {
+  using R = Result;
+  register_op("sum").infer_with(reduction("sum", {R::Attr}));    // dims, keepdim, dtype
+  register_op("prod").infer_with(reduction("prod", {R::Attr}));  // dims, keepdim, dtype
+  register_op("mean").infer_with(reduction("mean", {R::Attr, true}));
+  for (const char* name : {"amax", "amin", "max", "min"})  // max, min: every dim
+    register_op(name).infer_with(reduction(name, {R::Same, false, true}));
+  register_op("max.dim").infer_with(reduction("max", {R::ValuesIndices, false, true}));
+  register_op("min.dim").infer_with(reduction("min", {R::ValuesIndices, false, true}));
+  register_op("argmax").infer_with(reduction("argmax", {R::Int64, false, true}));
+  register_op("argmin").infer_with(reduction("argmin", {R::Int64, false, true}));
+  register_op("all").infer_with(reduction("all", {R::Bool}));
+  register_op("any").infer_with(reduction("any", {R::Bool}));
+  register_op("var").infer_with(reduction("var", {R::Same, true}));  // dims, keepdim, correction
+  register_op("std").infer_with(reduction("std", {R::Same, true}));
+  register_op("var_mean").infer_with(reduction("var_mean", {R::SameTwice, true}));
+  register_op("logsumexp").infer_with(reduction("logsumexp", {R::Floating}));
+  // dims, keepdim, p. The inf norms are a max/min and have no identity.
+  register_op("norm").infer_with([base = reduction("norm", {R::Same, true})](absl::Span<const Tensor> in,
+                                                                                const Attrs& a) {
+    if (std::isinf(a.d(2))) check_nonempty(in[0], reduction_dims(a.ints(0), in[0].dim(), "norm"), "norm");
+    return base(in, a);
+  });
+  register_op("cumsum").infer_with(along_dim("cumsum", false));  // dim, dtype
+  register_op("softmax").infer_with(along_dim("softmax", true));
+  register_op("log_softmax").infer_with(along_dim("log_softmax", true));
+}
+
+namespace {
+
+DType widened(DType t) { return is_integral(t, true) ? kInt64 : t; }
+
+// (dims, keepdim, extra...): every reduction's attributes.
+Attrs reduce_attrs(IntArrayRef d, bool keepdim, std::initializer_list<AttrValue> extra) {
+  Attrs attrs{dims(d), keepdim};
+  for (const AttrValue& v : extra) attrs.push_back(v);
+  return attrs;
+}
+
+Tensor reduce1(std::string_view name, const Tensor& x, IntArrayRef d, bool keepdim,
+               std::initializer_list<AttrValue> extra = {}) {
+  return call1(find_op(name), {x}, reduce_attrs(d, keepdim, extra));
+}
+
+std::tuple<Tensor, Tensor> reduce2(std::string_view name, const Tensor& x, IntArrayRef d, bool keepdim,
+                                   std::initializer_list<AttrValue> extra = {}) {
+  std::vector<Tensor> out = call(find_op(name), {x}, reduce_attrs(d, keepdim, extra));
+  return {std::move(out[0]), std::move(out[1])};
+}
+
+}  // namespace
+
+Tensor Tensor::sum(std::optional<DType> dtype) const { return sum({}, false, dtype); }
+Tensor Tensor::sum(IntArrayRef d, bool keepdim, std::optional<DType> dtype) const {
+  return reduce1("sum", *this, d, keepdim, {dtype.value_or(widened(this->dtype()))});
+}
+Tensor Tensor::mean(std::optional<DType> dtype) const { return mean({}, false, dtype); }
+Tensor Tensor::mean(IntArrayRef d, bool keepdim, std::optional<DType> dtype) const {
+  return reduce1("mean", *this, d, keepdim, {dtype.value_or(this->dtype())});
+}
+Tensor Tensor::prod(std::optional<DType> dtype) const {
+  return reduce1("prod", *this, {}, false, {dtype.value_or(widened(this->dtype()))});
+}
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
+  return reduce1("prod", *this, {dim}, keepdim, {dtype.value_or(widened(this->dtype()))});
+}
+Tensor Tensor::max() const { return reduce1("max", *this, {}, false); }
+Tensor Tensor::min() const { return reduce1("min", *this, {}, false); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return reduce2("max.dim", *this, {dim}, keepdim);
+}
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return reduce2("min.dim", *this, {dim}, keepdim);
+}
+Tensor Tensor::amax(IntArrayRef d, bool keepdim) const { return reduce1("amax", *this, d, keepdim); }
+Tensor Tensor::amin(IntArrayRef d, bool keepdim) const { return reduce1("amin", *this, d, keepdim); }
+// Without a dim, the index is into the flattened tensor.
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return reduce1("argmax", *this, dim ? IntArrayRef(&*dim, 1) : IntArrayRef(), keepdim);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return reduce1("argmin", *this, dim ? IntArrayRef(&*dim, 1) : IntArrayRef(), keepdim);
+}
+Tensor Tensor::var(IntArrayRef d, int64_t correction, bool keepdim) const {
+  return reduce1("var", *this, d, keepdim, {correction});
+}
+Tensor Tensor::std(IntArrayRef d, int64_t correction, bool keepdim) const {
+  return reduce1("std", *this, d, keepdim, {correction});
+}
+Tensor Tensor::logsumexp(IntArrayRef d, bool keepdim) const {
+  return reduce1("logsumexp", *this, d, keepdim);
+}
+Tensor Tensor::norm(const Scalar& p, IntArrayRef d, bool keepdim) const {
+  return reduce1("norm", *this, d, keepdim, {Scalar(p.to_double())});
+}
+Tensor Tensor::all() const { return reduce1("all", *this, {}, false); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return reduce1("all", *this, {dim}, keepdim); }
+Tensor Tensor::any() const { return reduce1("any", *this, {}, false); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return reduce1("any", *this, {dim}, keepdim); }
+Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype) const {
+  static const OpDef& op = find_op("cumsum");
+  return call1(op, {*this}, {dim, dtype.value_or(widened(this->dtype()))});
+}
+Tensor Tensor::softmax(int64_t dim) const { return nnvm::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return nnvm::log_softmax(*this, dim); }
+
+// Integral inputs compute in float32, like libtorch's softmax.
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  static const OpDef& op = find_op("softmax");
+  return call1(op, {x}, {dim, dtype.value_or(x.is_floating_point() ? x.dtype() : kFloat32)});
+}
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  static const OpDef& op = find_op("log_softmax");
+  return call1(op, {x}, {dim, dtype.value_or(x.is_floating_point() ? x.dtype() : kFloat32)});
+}
+Tensor logsumexp(const Tensor& x, IntArrayRef d, bool keepdim) { return x.logsumexp(d, keepdim); }
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef d, int64_t correction, bool keepdim) {
+  return reduce2("var_mean", x, d, keepdim, {correction});
+}
+
+}  // namespace nnvm

@@ -1,0 +1,49 @@
+// A float exp the compiler vectorises. std::exp stays a scalar libm call
+// without -ffast-math, and softmax spends most of its time in exp.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace nnvm::cpu {
+
+// Cephes expf (S. Moshier, Cephes Math Library, expf.c): x = n ln2 + r with
+// ln2 split into 0.693359375 (exact in a few bits, so n * C1 is exact) and
+// -2.12194440e-4, then a degree-6 polynomial for e^r on |r| <= ln2 / 2. Cephes
+// documents a peak relative error of 1.7e-7 (about 2 ulp) on [-87.3, 88.7].
+// Below -87.33 (where 2^n would be denormal) the result is 0; above 88 it is
+// +inf (a little early: true overflow is at 88.72, but 2^n must stay a normal
+// float and the callers only pass x <= 0); NaN stays NaN. Branch-free: every
+// choice is a select, so loops over it vectorise.
+inline float exp_vec(float x) {
+  const bool nan = x != x;
+  const bool under = x < -87.3365448f, over = x > 88.0f;
+  float v = nan ? 0.0f : x;
+  v = v < -87.3365448f ? -87.3365448f : v;
+  v = v > 88.0f ? 88.0f : v;
+  // Round to nearest by adding and subtracting 1.5 * 2^23: std::floor would
+  // keep GCC from vectorising the loop.
+  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = v - n * 0.693359375f + n * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  const float scale = std::bit_cast<float>((int32_t(n) + 127) << 23);
+  float e = y * scale;
+  e = under ? 0.0f : e;
+  e = over ? INFINITY : e;
+  return nan ? x : e;
+}
+
+// exp in the compute type: the vectorised float version, libm for double.
+template <class T> inline T exp_of(T x) {
+  if constexpr (sizeof(T) == 4) return exp_vec(x);
+  else return std::exp(x);
+}
+
+}  // namespace nnvm::cpu
