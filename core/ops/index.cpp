@@ -72,6 +72,15 @@ OutputSpecs infer_index_select(absl::Span<const Tensor> in, const Attrs& a) {
   return {{std::move(shape), self.dtype()}};
 }
 
+bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
 // inputs: self, values, then one int index per leading dim or one bool mask;
 // attrs: accumulate
 OutputSpecs infer_index_put(absl::Span<const Tensor> in, const Attrs&) {
@@ -97,7 +106,7 @@ OutputSpecs infer_index_put(absl::Span<const Tensor> in, const Attrs&) {
     target = broadcast_shapes(target, index.sizes(), "index_put");
   }
   target.insert(target.end(), self.sizes().begin() + int64_t(indices.size()), self.sizes().end());
-  NNVM_CHECK(broadcast_shapes(values.sizes(), target, "index_put") == target, "index_put", "values of shape ",
+  NNVM_CHECK(broadcasts_to(values.sizes(), target), "index_put", "values of shape ",
              shape_str(values.sizes()), " cannot be broadcast to the indexed shape ", shape_str(target));
   return {{dims(self.sizes()), self.dtype()}};
 }

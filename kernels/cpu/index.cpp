@@ -153,6 +153,15 @@ void one_hot_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, c
   });
 }
 
+bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
 // The element offset, in contiguous `o`, of each slab an index_put writes (in
 // order), and the shape those slabs form.
 struct Targets {
@@ -203,7 +212,7 @@ void index_put_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
     const IntArrayRef slab = o.sizes().subspan(indexed);
     DimVector target = t.shape;
     target.insert(target.end(), slab.begin(), slab.end());
-    NNVM_CHECK(broadcast_shapes(values.sizes(), target, "index_put") == target, "index_put", "values of shape ",
+    NNVM_CHECK(broadcasts_to(values.sizes(), target), "index_put", "values of shape ",
                shape_str(values.sizes()), " cannot be broadcast to the indexed shape ", shape_str(target));
     const DimVector vstrides = broadcast_strides(values.sizes(), values.strides(), target);
     const IntArrayRef vs(vstrides);
