@@ -56,6 +56,15 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, std::string_view op) {
   return out;
 }
 
+bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
 DimVector broadcast_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef target) {
   DimVector out(target.size(), 0);
   const size_t lead = target.size() - shape.size();

@@ -26,6 +26,9 @@ int64_t wrap_dim(int64_t dim, int64_t rank, std::string_view op);
 // NumPy broadcasting of two shapes; throws naming `op` when they do not broadcast.
 DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, std::string_view op);
 
+// Whether `from` broadcasts to exactly `to` (NumPy rules, `to` unchanged).
+bool broadcasts_to(IntArrayRef from, IntArrayRef to);
+
 // Strides that view a tensor of (shape, strides) as broadcast to `target`
 // (0 for broadcast dims). `target` must be a broadcast of `shape`.
 DimVector broadcast_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef target);

@@ -6,6 +6,7 @@
 
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
+#include "nnvm/core/ops/image.h"
 
 namespace nnvm {
 
@@ -99,15 +100,6 @@ OutputSpecs infer_conv(absl::Span<const Tensor> in, const Attrs& a, bool transpo
 std::vector<Tensor> operands(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (b.defined()) return {x, w, b};
   return {x, w};
-}
-
-// Runs a 2-D op on a batched view of an unbatched (rank 3) input.
-template <class F> Tensor with_batch(const Tensor& x, std::string_view op, F run) {
-  NNVM_CHECK(x.defined(), op, "the input is an undefined tensor");
-  NNVM_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected a 3-D (CHW) or 4-D (NCHW) input, got ",
-             shape_str(x.sizes()));
-  if (x.dim() == 4) return run(x);
-  return run(x.unsqueeze(0)).squeeze(0);
 }
 
 }  // namespace

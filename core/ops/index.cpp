@@ -72,15 +72,6 @@ OutputSpecs infer_index_select(absl::Span<const Tensor> in, const Attrs& a) {
   return {{std::move(shape), self.dtype()}};
 }
 
-bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 0; i < from.size(); ++i) {
-    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
-    if (f != t && f != 1) return false;
-  }
-  return true;
-}
-
 // inputs: self, values, then one int index per leading dim or one bool mask;
 // attrs: accumulate
 OutputSpecs infer_index_put(absl::Span<const Tensor> in, const Attrs&) {

@@ -6,6 +6,7 @@
 
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
+#include "nnvm/core/ops/image.h"
 
 namespace nnvm {
 
@@ -60,14 +61,6 @@ OutputSpecs infer_upsample(absl::Span<const Tensor> in, const Attrs& a) {
   const Tensor& x = in[0];
   check_image(x, "interpolate");
   return {{{x.size(0), x.size(1), a.ints(0)[0], a.ints(0)[1]}, x.dtype()}};
-}
-
-template <class F> Tensor with_batch(const Tensor& x, std::string_view op, F run) {
-  NNVM_CHECK(x.defined(), op, "the input is an undefined tensor");
-  NNVM_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected a 3-D (CHW) or 4-D (NCHW) input, got ",
-             shape_str(x.sizes()));
-  if (x.dim() == 4) return run(x);
-  return run(x.unsqueeze(0)).squeeze(0);
 }
 
 }  // namespace

@@ -153,15 +153,6 @@ void one_hot_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, c
   });
 }
 
-bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 0; i < from.size(); ++i) {
-    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
-    if (f != t && f != 1) return false;
-  }
-  return true;
-}
-
 // The element offset, in contiguous `o`, of each slab an index_put writes (in
 // order), and the shape those slabs form.
 struct Targets {
