@@ -1,6 +1,7 @@
 // CPU kernels of the pointwise unary ops declared in core/ops/unary.cpp.
 #include <cmath>
 
+#include "nnvm/kernels/cpu/exp.h"
 #include "nnvm/kernels/cpu/pointwise.h"
 
 namespace nnvm::cpu {
@@ -12,7 +13,8 @@ using R = ResultType;
 // An element function that needs no attributes.
 #define ELEMENT(expr) []<class T>(const Attrs&) { return [](T x) { return expr; }; }
 
-template <class T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+// exp_of is the vectorisable float exp (kernels/cpu/exp.h), libm for double.
+template <class T> T sigmoid(T x) { return T(1) / (T(1) + exp_of(-x)); }
 
 }  // namespace
 
@@ -20,7 +22,7 @@ NNVM_REGISTER(cpu_unary_kernels) {
   auto floating = [](const char* name, auto make) {
     register_kernel(name, kCPU, pointwise_kernel<R::Floating, Types::Floating, 1>(0, make));
   };
-  floating("exp", ELEMENT(std::exp(x)));
+  floating("exp", ELEMENT(exp_of(x)));
   floating("exp2", ELEMENT(std::exp2(x)));
   floating("log", ELEMENT(std::log(x)));
   floating("log2", ELEMENT(std::log2(x)));
