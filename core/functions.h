@@ -77,6 +77,10 @@ Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 
 // ---- reductions ----
+// Sums `t` over the dims along which `shape` was broadcast to t's shape (libtorch's at::sum_to).
+Tensor sum_to(const Tensor& t, IntArrayRef shape);
+// Broadcasts the result `g` of reducing `reduced` dims of `x` back to x's shape (for gradients).
+Tensor expand_reduced(const Tensor& g, const Tensor& x, IntArrayRef reduced, bool keepdim);
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nnvm/core/autograd.h"
 
 namespace nnvm {
 
@@ -121,7 +122,9 @@ void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, O
     impl->offset = v.offset;
     impl->dtype = in.dtype();
     impl->device = in.device();
+    impl->is_view = true;
     outs.emplace_back(std::move(impl));
+    autograd::record(op, inputs, attrs, outs, false);
     return;
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
@@ -134,6 +137,7 @@ void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, O
     outs.push_back(make_output(s, device));
   }
   kernel(inputs, outs, attrs);
+  autograd::record(op, inputs, attrs, outs, false);
 }
 
 }  // namespace
@@ -173,6 +177,7 @@ void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& at
                              in.strides() == out.strides() && in.dtype() == out.dtype();
     if (!op.elementwise || !same_layout) needs_temporary = true;
   }
+  const std::optional<std::vector<Tensor>> saved = autograd::prepare_inplace(op, inputs, out);
   if (needs_temporary) {
     static const OpDef& copy = find_op("copy");
     const Tensor tmp = call1(op, inputs, attrs);
@@ -181,6 +186,7 @@ void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& at
     kernel_for(op, out.device())(inputs, absl::MakeConstSpan(&out, 1), attrs);
   }
   out.storage()->bump_version();
+  if (saved) autograd::record_inplace(op, *saved, inputs, attrs, out);
 }
 
 }  // namespace nnvm

@@ -36,6 +36,12 @@ class Attrs {
   size_t size() const { return values_.size(); }
   const AttrValue& operator[](size_t k) const { return values_[k]; }
   void push_back(AttrValue v) { values_.push_back(std::move(v)); }
+  // The attributes from position `from` on.
+  Attrs tail(size_t from) const {
+    Attrs t;
+    for (size_t i = from; i < values_.size(); ++i) t.push_back(values_[i]);
+    return t;
+  }
 
   int64_t i(size_t k) const { return std::get<int64_t>(values_[k]); }
   bool b(size_t k) const { return std::get<bool>(values_[k]); }
@@ -71,6 +77,20 @@ using ViewFn = std::function<ViewSpec(const Tensor& input, const Attrs& attrs)>;
 using KernelFn =
     std::function<void(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs, const Attrs& attrs)>;
 
+// What an op's gradient function sees (core/autograd.h). Gradients are
+// written with ops, so they are recorded, differentiable and traceable.
+struct GradContext {
+  absl::Span<const Tensor> inputs;        // the forward inputs (undefined unless saved)
+  absl::Span<const Tensor> outputs;       // the forward outputs (undefined unless saved)
+  absl::Span<const Tensor> grad_outputs;  // one per output; undefined = zero
+  const Attrs& attrs;
+  std::vector<bool> needs_input_grad;     // one per input
+};
+// Returns one gradient per input (undefined where none is needed or none
+// exists). A gradient may have the broadcast shape or a wider dtype: the
+// engine sums it back to the input's shape and casts it to the input's dtype.
+using GradFn = std::function<std::vector<Tensor>(const GradContext& ctx)>;
+
 struct OpDef {
   std::string name;
   int num_inputs = 1;  // -1: any number (cat, stack)
@@ -80,6 +100,9 @@ struct OpDef {
   // Output element i depends only on input elements at index i (after
   // broadcasting): such a kernel may write over an input with the same layout.
   bool elementwise = false;
+  GradFn grad;                    // null: not differentiable (an error if a gradient reaches it)
+  bool grad_saves_inputs = true;  // what `grad` reads from the context
+  bool grad_saves_outputs = false;
 
   // Fluent set-up: register_op("add").inputs(2).infer(f);
   OpDef& inputs(int n) { num_inputs = n; return *this; }
@@ -87,6 +110,13 @@ struct OpDef {
   OpDef& view_with(ViewFn f) { view = std::move(f); return *this; }
   OpDef& kernel(DeviceType d, KernelFn f) { kernels[size_t(d)] = std::move(f); return *this; }
   OpDef& is_elementwise() { elementwise = true; return *this; }
+  // Declares the gradient and which forward tensors it needs kept alive.
+  OpDef& grad_with(GradFn f, bool saves_inputs = true, bool saves_outputs = false) {
+    grad = std::move(f);
+    grad_saves_inputs = saves_inputs;
+    grad_saves_outputs = saves_outputs;
+    return *this;
+  }
 };
 
 // Declares (or returns the already declared) op `name`. Entries never move,

@@ -19,6 +19,11 @@
 
 namespace nnvm {
 
+namespace autograd {
+struct AutogradMeta;
+struct Node;
+}  // namespace autograd
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   DimVector shape;
@@ -26,6 +31,8 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   DType dtype = kFloat32;
   Device device;
+  bool is_view = false;  // made by a view op: shares another tensor's storage
+  std::shared_ptr<autograd::AutogradMeta> autograd;  // null: no gradient business
 };
 
 class Tensor;
@@ -38,6 +45,7 @@ class Tensor {
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
   // ---- metadata ----
@@ -69,6 +77,25 @@ class Tensor {
   template <class T> T item() const;
   Scalar item() const;
   template <class T> std::vector<T> to_vector() const;
+
+  // ---- autograd (core/autograd.h) ----
+  bool requires_grad() const;
+  // Only floating tensors can require grad; throws nnvm::Error otherwise.
+  Tensor& requires_grad_(bool requires_grad = true);
+  const Tensor& grad() const;  // undefined until a backward pass reaches this leaf
+  Tensor& mutable_grad();      // assign or reset the accumulated gradient
+  void set_grad(const Tensor& grad) { mutable_grad() = grad; }
+  bool is_leaf() const;
+  void retain_grad();
+  // The recorded op that made this tensor ("mul", "matmul"), empty for leaves.
+  std::string grad_fn_name() const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  // A scalar output needs no gradient argument; others need one of their shape.
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  // The same data, cut from the graph.
+  Tensor detach() const;
+  Tensor& detach_();
 
   // ---- views (no copies) ----
   Tensor view(IntArrayRef shape) const;

@@ -87,6 +87,73 @@ void expect_error(const std::function<void()>& fn, std::initializer_list<std::st
   ADD_FAILURE() << "expected an nnvm::Error";
 }
 
+Tensor leaf(IntArrayRef shape, uint64_t seed, double lo, double hi) {
+  return random(shape, kFloat64, seed, lo, hi).requires_grad_();
+}
+
+namespace {
+
+// sum(fn(inputs) * weights), the scalar both derivative methods differentiate.
+Tensor weighted(const DiffFn& fn, const std::vector<Tensor>& inputs, Tensor& weights) {
+  const Tensor out = fn(inputs);
+  if (!weights.defined()) weights = random(out.sizes(), kFloat64, 4242, 0.5, 1.5);
+  return (out.to(kFloat64) * weights).sum();
+}
+
+}  // namespace
+
+void gradcheck(const DiffFn& fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
+  std::vector<Tensor> checked;
+  for (const Tensor& t : inputs) {
+    if (!t.requires_grad()) continue;
+    ASSERT_EQ(t.dtype(), kFloat64) << "gradcheck needs float64 inputs";
+    ASSERT_TRUE(t.is_contiguous()) << "gradcheck perturbs inputs in place; pass contiguous leaves";
+    checked.push_back(t);
+  }
+  ASSERT_FALSE(checked.empty()) << "no input requires grad";
+  Tensor weights;
+  const Tensor loss = weighted(fn, inputs, weights);
+  // A loss that does not depend on the inputs through the graph (the
+  // derivative of a linear function, in gradgradcheck) has zero gradients.
+  const std::vector<Tensor> analytic = loss.requires_grad()
+                                           ? autograd::grad({loss}, checked, {}, std::nullopt, false, true)
+                                           : std::vector<Tensor>(checked.size());
+  for (size_t i = 0; i < checked.size(); ++i) {
+    double* x = checked[i].data_ptr<double>();
+    const std::vector<double> got =
+        analytic[i].defined() ? values(analytic[i]) : std::vector<double>(size_t(checked[i].numel()), 0.0);
+    int reported = 0;
+    for (int64_t j = 0; j < checked[i].numel(); ++j) {
+      const double saved = x[j];
+      x[j] = saved + eps;
+      const double plus = weighted(fn, inputs, weights).item<double>();
+      x[j] = saved - eps;
+      const double minus = weighted(fn, inputs, weights).item<double>();
+      x[j] = saved;
+      const double numeric = (plus - minus) / (2 * eps);
+      if (std::fabs(got[size_t(j)] - numeric) > atol + rtol * std::fabs(numeric) && reported++ < 5)
+        ADD_FAILURE() << "input " << i << " (shape " << shape_str(checked[i].sizes()) << ") element " << j
+                      << ": autograd " << got[size_t(j)] << ", finite difference " << numeric;
+    }
+  }
+}
+
+void gradgradcheck(const DiffFn& fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
+  std::vector<Tensor> diff;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) diff.push_back(t);
+  auto first_derivatives = [&](const std::vector<Tensor>& in) {
+    Tensor weights;
+    const Tensor loss = weighted(fn, in, weights);
+    const std::vector<Tensor> grads = autograd::grad({loss}, diff, {}, std::nullopt, true, true);
+    Tensor total = zeros({}, kFloat64);
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (grads[i].defined()) total = total + (grads[i] * random(grads[i].sizes(), kFloat64, 77 + i, 0.5, 1.5)).sum();
+    return total;
+  };
+  gradcheck(first_derivatives, inputs, eps, atol, rtol);
+}
+
 double rtol_for(DType t) {
   switch (t) {
     case kFloat16: return 2e-3;

@@ -44,6 +44,20 @@ void expect_tensors_close(const Tensor& actual, const Tensor& expected, double r
 // Asserts that `fn` throws nnvm::Error whose message contains every piece.
 void expect_error(const std::function<void()>& fn, std::initializer_list<std::string_view> pieces);
 
+// Checks autograd's gradients of `fn` at `inputs` against central finite
+// differences. Inputs are contiguous float64 tensors; those with
+// requires_grad() are checked (fn may take views of them to test
+// non-contiguous layouts). The output is weighted by fixed random values, so
+// every output element's gradient matters.
+using DiffFn = std::function<Tensor(const std::vector<Tensor>&)>;
+void gradcheck(const DiffFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,
+               double rtol = 1e-4);
+// Second derivatives: gradcheck of the first derivatives, taken with create_graph.
+void gradgradcheck(const DiffFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-4,
+                   double rtol = 1e-3);
+// A float64 leaf that requires grad, with values in [lo, hi).
+Tensor leaf(IntArrayRef shape, uint64_t seed, double lo = -2.0, double hi = 2.0);
+
 // Tolerances suited to a dtype's precision.
 double rtol_for(DType t);
 

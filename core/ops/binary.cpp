@@ -2,6 +2,8 @@
 // the public API and the operators. Each op X has a tensor-scalar twin
 // "X.Scalar" whose scalar is a promoting run-time attribute.
 // Kernels: kernels/cpu/binary.cpp.
+#include <cmath>
+
 #include "nnvm/core/functions.h"
 #include "nnvm/core/ops/pointwise.h"
 
@@ -10,6 +12,108 @@ namespace nnvm {
 #define NNVM_SAME_BINARY(X) X(mul) X(remainder) X(pow) X(maximum) X(minimum) X(div_floor) X(div_trunc)
 #define NNVM_FLOATING_BINARY(X) X(div) X(atan2)
 #define NNVM_BOOL_BINARY(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or) X(logical_xor)
+
+namespace {
+
+using Ctx = GradContext;
+
+// Declares the gradient of a two-tensor op: df(ctx, g, a, b) -> {ga, gb}.
+template <class F> void grad2(const char* name, F df) {
+  register_op(name).grad_with([df](const Ctx& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor(), Tensor()};
+    return df(c, g, c.inputs[0], c.inputs[1]);
+  });
+}
+// The same for a tensor-scalar op: df(ctx, g, x, scalar) -> gx.
+template <class F> void grad1(const char* name, F df) {
+  register_op(name).grad_with([df](const Ctx& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor()};
+    return {df(c, g, c.inputs[0], c.attrs.s(0))};
+  });
+}
+
+// maximum/minimum: the winner takes the gradient, a tie splits it.
+std::vector<Tensor> select_grad(const Tensor& g, const Tensor& a, const Tensor& b, bool max) {
+  const Tensor a_wins = max ? a > b : a < b, b_wins = max ? b > a : b < a, tie = a == b;
+  const Tensor half = g * 0.5;
+  return {where(tie, half, g.masked_fill(a_wins.logical_not(), 0)),
+          where(tie, half, g.masked_fill(b_wins.logical_not(), 0))};
+}
+
+void register_binary_grads() {
+  grad2("add", [](const Ctx& c, const Tensor& g, const Tensor&, const Tensor&) {
+    return std::vector<Tensor>{g, g * c.attrs.s(0)};
+  });
+  grad1("add.Scalar", [](const Ctx&, const Tensor& g, const Tensor&, const Scalar&) { return g; });
+  grad2("mul", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    return std::vector<Tensor>{g * b, g * a};
+  });
+  grad1("mul.Scalar", [](const Ctx&, const Tensor& g, const Tensor&, const Scalar& s) { return g * s; });
+  grad2("div", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    return std::vector<Tensor>{g / b, -g * a / b.square()};
+  });
+  grad1("div.Scalar", [](const Ctx&, const Tensor& g, const Tensor&, const Scalar& s) { return g / s; });
+  for (const char* name : {"div_floor", "div_trunc"}) {
+    grad2(name, [](const Ctx&, const Tensor& g, const Tensor&, const Tensor&) {
+      return std::vector<Tensor>{zeros_like(g), zeros_like(g)};
+    });
+  }
+  for (const char* name : {"div_floor.Scalar", "div_trunc.Scalar"})
+    grad1(name, [](const Ctx&, const Tensor& g, const Tensor&, const Scalar&) { return zeros_like(g); });
+  // a - b * floor(a / b)
+  grad2("remainder", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    return std::vector<Tensor>{g, -g * a.div(b, "floor")};
+  });
+  grad1("remainder.Scalar", [](const Ctx&, const Tensor& g, const Tensor&, const Scalar&) { return g; });
+  // d/da a^b = b a^(b-1) (0 where b == 0); d/db a^b = a^b ln a (0 where a == 0 and b >= 0)
+  grad2("pow", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    const Tensor ga = (g * b * a.pow(b - 1)).masked_fill(b == 0, 0);
+    const Tensor gb = (g * a.pow(b) * a.log()).masked_fill((a == 0) && (b >= 0), 0);
+    return std::vector<Tensor>{ga, gb};
+  });
+  grad1("pow.Scalar", [](const Ctx&, const Tensor& g, const Tensor& x, const Scalar& s) {
+    return s.to_double() == 0 ? zeros_like(g) : g * s * x.pow(s.to_double() - 1);
+  });
+  grad1("pow.ScalarBase", [](const Ctx&, const Tensor& g, const Tensor& x, const Scalar& base) {
+    const double b = base.to_double();
+    if (b == 0) return (g * 0).masked_fill(x < 0, NAN);
+    return g * pow(base, x) * std::log(b);
+  });
+  grad2("maximum", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    return select_grad(g, a, b, true);
+  });
+  grad2("minimum", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    return select_grad(g, a, b, false);
+  });
+  grad1("maximum.Scalar", [](const Ctx&, const Tensor& g, const Tensor& x, const Scalar& s) {
+    return where(x == s, g * 0.5, g.masked_fill(x < s, 0));
+  });
+  grad1("minimum.Scalar", [](const Ctx&, const Tensor& g, const Tensor& x, const Scalar& s) {
+    return where(x == s, g * 0.5, g.masked_fill(x > s, 0));
+  });
+  grad2("atan2", [](const Ctx&, const Tensor& g, const Tensor& a, const Tensor& b) {
+    const Tensor r = a.square() + b.square();
+    return std::vector<Tensor>{g * b / r, -g * a / r};
+  });
+  grad1("atan2.Scalar", [](const Ctx&, const Tensor& g, const Tensor& x, const Scalar& s) {
+    return g * s / (x.square() + s.to_double() * s.to_double());
+  });
+  register_op("where").grad_with([](const Ctx& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor& cond = c.inputs[0];
+    return {Tensor(), g.masked_fill(cond.logical_not(), 0), g.masked_fill(cond, 0)};
+  });
+  register_op("masked_fill").grad_with([](const Ctx& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor(), Tensor()};
+    return {g.masked_fill(c.inputs[1], 0), Tensor()};
+  });
+}
+
+}  // namespace
 
 NNVM_REGISTER(binary_ops) {
 #define DECLARE(name, rule)                                     \
@@ -40,6 +144,7 @@ NNVM_REGISTER(binary_ops) {
                    " must broadcast to the tensor's shape ", shape_str(in[0].sizes()));
         return {{dims(in[0].sizes()), in[0].dtype()}};
       });
+  register_binary_grads();
 }
 
 namespace {

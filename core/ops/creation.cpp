@@ -64,7 +64,9 @@ NNVM_REGISTER(creation_ops) {
                    in[0].dtype());
         return {{dims(in[0].sizes()), in[0].dtype()}};
       });
-  register_op("copy").inputs(1).is_elementwise().infer_with(infer_copy);  // dtype
+  // copy's gradient is the incoming one; the engine casts it back to the input's dtype.
+  register_op("copy").inputs(1).is_elementwise().infer_with(infer_copy).grad_with(
+      [](const GradContext& c) -> std::vector<Tensor> { return {c.grad_outputs[0]}; }, false);  // dtype
 }
 
 // ---- creation ----

@@ -74,11 +74,44 @@ InferFn along_dim(std::string name, bool needs_floating) {
 
 }  // namespace
 
+// ---- gradients ----
+
+Tensor expand_reduced(const Tensor& g, const Tensor& x, IntArrayRef reduced, bool keepdim) {
+  Tensor r = g;
+  if (!keepdim)
+    for (int64_t d : reduced) r = r.unsqueeze(d);
+  return r.expand(x.sizes());
+}
+
+namespace {
+
+// The reduced dims of a (dims, keepdim, ...) reduction of `x`, wrapped and sorted.
+DimVector reduced_dims_of(const Tensor& x, const Attrs& a, std::string_view op) {
+  return reduction_dims(a.ints(0), x.dim(), op);
+}
+
+std::vector<Tensor> sum_grad(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor()};
+  const Tensor& x = c.inputs[0];
+  return {expand_reduced(g, x, reduced_dims_of(x, c.attrs, "sum"), c.attrs.b(1))};
+}
+
+std::vector<Tensor> mean_grad(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor()};
+  const Tensor& x = c.inputs[0];
+  const DimVector reduced = reduced_dims_of(x, c.attrs, "mean");
+  return {expand_reduced(g, x, reduced, c.attrs.b(1)) / double(std::max<int64_t>(1, reduced_numel(x, reduced)))};
+}
+
+}  // namespace
+
 NNVM_REGISTER(reduce_ops) {
   using R = Result;
-  register_op("sum").infer_with(reduction("sum", {R::Attr}));    // dims, keepdim, dtype
+  register_op("sum").infer_with(reduction("sum", {R::Attr})).grad_with(sum_grad);  // dims, keepdim, dtype
   register_op("prod").infer_with(reduction("prod", {R::Attr}));  // dims, keepdim, dtype
-  register_op("mean").infer_with(reduction("mean", {R::Attr, true}));
+  register_op("mean").infer_with(reduction("mean", {R::Attr, true})).grad_with(mean_grad);
   for (const char* name : {"amax", "amin", "max", "min"})  // max, min: every dim
     register_op(name).infer_with(reduction(name, {R::Same, false, true}));
   register_op("max.dim").infer_with(reduction("max", {R::ValuesIndices, false, true}));

@@ -1,4 +1,5 @@
 // Pointwise unary ops: declarations and the public API. Kernels: kernels/cpu/unary.cpp.
+#include <cmath>
 #include <limits>
 
 #include "nnvm/core/functions.h"
@@ -11,6 +12,31 @@ namespace nnvm {
   X(sigmoid) X(erf) X(reciprocal)
 #define NNVM_SAME_UNARY(X) X(neg) X(abs) X(relu) X(floor) X(ceil) X(round) X(trunc) X(sign) X(square)
 #define NNVM_BOOL_UNARY(X) X(logical_not) X(isnan) X(isinf) X(isfinite)
+
+namespace {
+
+// Gradient helpers: g is the incoming gradient, x the input, y the output.
+using Ctx = GradContext;
+const Tensor& g_of(const Ctx& c) { return c.grad_outputs[0]; }
+const Tensor& x_of(const Ctx& c) { return c.inputs[0]; }
+const Tensor& y_of(const Ctx& c) { return c.outputs[0]; }
+
+// Declares a unary op whose gradient is `df(ctx)`: one tensor, the input's gradient.
+template <class F> void with_grad(OpDef& op, F df, bool saves_inputs = true, bool saves_outputs = false) {
+  op.grad_with([df](const Ctx& c) -> std::vector<Tensor> {
+    if (!g_of(c).defined()) return {Tensor()};
+    return {df(c)};
+  }, saves_inputs, saves_outputs);
+}
+
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+
+Tensor zero_grad(const Ctx& c) { return zeros_like(g_of(c)); }
+
+}  // namespace
 
 NNVM_REGISTER(unary_ops) {
 #define DECLARE_FLOATING(name) declare_pointwise(#name, 1, 0, ResultType::Floating);
@@ -27,6 +53,71 @@ NNVM_REGISTER(unary_ops) {
   declare_pointwise("gelu_tanh", 1, 0, ResultType::Floating);   // tanh approximation
   declare_pointwise("silu", 1, 0, ResultType::Floating);
   declare_pointwise("softplus", 1, 0, ResultType::Floating);    // beta, threshold
+
+  // Gradients that read the output only.
+  auto from_output = [](const char* name, auto df) { with_grad(register_op(name), df, false, true); };
+  from_output("exp", [](const Ctx& c) { return g_of(c) * y_of(c); });
+  from_output("exp2", [](const Ctx& c) { return g_of(c) * y_of(c) * kLn2; });
+  from_output("expm1", [](const Ctx& c) { return g_of(c) * (y_of(c) + 1); });
+  from_output("sqrt", [](const Ctx& c) { return g_of(c) / (y_of(c) * 2); });
+  from_output("rsqrt", [](const Ctx& c) { return g_of(c) * y_of(c).pow(3) * -0.5; });
+  from_output("tan", [](const Ctx& c) { return g_of(c) * (y_of(c).square() + 1); });
+  from_output("tanh", [](const Ctx& c) { return g_of(c) * (1 - y_of(c).square()); });
+  from_output("sigmoid", [](const Ctx& c) { return g_of(c) * y_of(c) * (1 - y_of(c)); });
+  from_output("reciprocal", [](const Ctx& c) { return -g_of(c) * y_of(c).square(); });
+  from_output("neg", [](const Ctx& c) { return -g_of(c); });
+  for (const char* name : {"floor", "ceil", "round", "trunc", "sign"}) from_output(name, zero_grad);
+
+  // Gradients that read the input.
+  auto from_input = [](const char* name, auto df) { with_grad(register_op(name), df); };
+  from_input("log", [](const Ctx& c) { return g_of(c) / x_of(c); });
+  from_input("log2", [](const Ctx& c) { return g_of(c) / (x_of(c) * kLn2); });
+  from_input("log1p", [](const Ctx& c) { return g_of(c) / (x_of(c) + 1); });
+  from_input("sin", [](const Ctx& c) { return g_of(c) * x_of(c).cos(); });
+  from_input("cos", [](const Ctx& c) { return -g_of(c) * x_of(c).sin(); });
+  from_input("erf", [](const Ctx& c) { return g_of(c) * (-x_of(c).square()).exp() * kTwoOverSqrtPi; });
+  from_input("abs", [](const Ctx& c) { return g_of(c) * x_of(c).sign(); });
+  from_input("relu", [](const Ctx& c) { return g_of(c).masked_fill(x_of(c) <= 0, 0); });
+  from_input("square", [](const Ctx& c) { return g_of(c) * x_of(c) * 2; });
+  from_input("clamp", [](const Ctx& c) {
+    const Tensor& x = x_of(c);
+    Tensor g = g_of(c);
+    if (c.attrs.b(0)) g = g.masked_fill(x < c.attrs.s(1), 0);
+    if (c.attrs.b(2)) g = g.masked_fill(x > c.attrs.s(3), 0);
+    return g;
+  });
+  from_input("nan_to_num", [](const Ctx& c) { return g_of(c).masked_fill(x_of(c).isfinite().logical_not(), 0); });
+  from_input("leaky_relu", [](const Ctx& c) {
+    return where(x_of(c) > 0, g_of(c), g_of(c) * c.attrs.d(0));
+  });
+  // elu: alpha (e^x - 1) has slope alpha e^x for x <= 0
+  from_input("elu", [](const Ctx& c) {
+    return where(x_of(c) > 0, g_of(c), g_of(c) * x_of(c).exp() * c.attrs.d(0));
+  });
+  // d/dx x Phi(x) = Phi(x) + x phi(x)
+  from_input("gelu", [](const Ctx& c) {
+    const Tensor& x = x_of(c);
+    const Tensor cdf = ((x * (1 / std::sqrt(2.0))).erf() + 1) * 0.5;
+    const Tensor pdf = (x.square() * -0.5).exp() * kInvSqrt2Pi;
+    return g_of(c) * (cdf + x * pdf);
+  });
+  // u = k (x + 0.044715 x^3), t = tanh u: d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) u'
+  from_input("gelu_tanh", [](const Ctx& c) {
+    const Tensor& x = x_of(c);
+    const Tensor x2 = x.square();
+    const Tensor t = ((x + x * x2 * 0.044715) * kSqrt2OverPi).tanh();
+    const Tensor du = (x2 * (3 * 0.044715) + 1) * kSqrt2OverPi;
+    return g_of(c) * ((t + 1) * 0.5 + x * (1 - t.square()) * du * 0.5);
+  });
+  from_input("silu", [](const Ctx& c) {
+    const Tensor s = x_of(c).sigmoid();
+    return g_of(c) * s * (x_of(c) * (1 - s) + 1);
+  });
+  from_input("softplus", [](const Ctx& c) {
+    const double beta = c.attrs.d(0), threshold = c.attrs.d(1);
+    const Tensor bx = x_of(c) * beta;
+    return where(bx > threshold, g_of(c), g_of(c) * bx.sigmoid());
+  });
 }
 
 namespace {

@@ -203,18 +203,71 @@ ViewSpec view_diagonal(const Tensor& in, const Attrs& a) {
 
 const OpDef& op(std::string_view name) { return find_op(name); }
 
+
+// ---- gradients ----
+// A view's gradient puts the incoming gradient back where the view's
+// elements sit in the input: a reshape, an inverse permutation, a sum over
+// expanded dims, or, for slice/select/diagonal, "view_scatter": zeros of the
+// input's shape with the gradient written through the same view.
+
+using Ctx = GradContext;
+
+template <class F> GradFn view_grad(F df) {
+  return [df](const Ctx& c) -> std::vector<Tensor> {
+    if (!c.grad_outputs[0].defined()) return {Tensor()};
+    return {df(c, c.grad_outputs[0], c.inputs[0].sizes())};
+  };
+}
+
+// attrs of view_scatter: input shape, view op name, then the view op's own attrs.
+Attrs scatter_attrs(IntArrayRef shape, std::string_view view_op, const Attrs& view_attrs) {
+  Attrs a{dims(shape), std::string(view_op)};
+  for (size_t i = 0; i < view_attrs.size(); ++i) a.push_back(view_attrs[i]);
+  return a;
+}
+
+
+GradFn scatter_grad(std::string_view view_op) {
+  const std::string name(view_op);
+  return view_grad([name](const Ctx& c, const Tensor& g, IntArrayRef shape) {
+    static const OpDef& scatter = find_op("view_scatter");
+    return call1(scatter, {g}, scatter_attrs(shape, name, c.attrs));
+  });
+}
+
 }  // namespace
 
 NNVM_REGISTER(view_ops) {
-  register_op("view").view_with(view_view);
-  register_op("permute").view_with(view_permute);
-  register_op("transpose").view_with(view_transpose);
-  register_op("slice").view_with(view_slice);
-  register_op("expand").view_with(view_expand);
+  register_op("view").view_with(view_view).grad_with(
+      view_grad([](const Ctx&, const Tensor& g, IntArrayRef shape) { return g.reshape(shape); }));
+  register_op("permute").view_with(view_permute).grad_with(view_grad([](const Ctx& c, const Tensor& g, IntArrayRef) {
+    const IntArrayRef perm = c.attrs.ints(0);
+    DimVector inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inverse[wrap_dim(perm[i], int64_t(perm.size()), "permute")] = int64_t(i);
+    return g.permute(inverse);
+  }));
+  register_op("transpose").view_with(view_transpose).grad_with(
+      view_grad([](const Ctx& c, const Tensor& g, IntArrayRef) { return g.transpose(c.attrs.i(0), c.attrs.i(1)); }));
+  register_op("expand").view_with(view_expand).grad_with(
+      view_grad([](const Ctx&, const Tensor& g, IntArrayRef shape) { return sum_to(g, shape); }));
+  for (const char* name : {"squeeze", "unsqueeze"})
+    register_op(name).grad_with(
+        view_grad([](const Ctx&, const Tensor& g, IntArrayRef shape) { return g.reshape(shape); }));
   register_op("squeeze").view_with(view_squeeze);
   register_op("unsqueeze").view_with(view_unsqueeze);
-  register_op("select").view_with(view_select);
-  register_op("diagonal").view_with(view_diagonal);
+  register_op("slice").view_with(view_slice).grad_with(scatter_grad("slice"));
+  register_op("select").view_with(view_select).grad_with(scatter_grad("select"));
+  register_op("diagonal").view_with(view_diagonal).grad_with(scatter_grad("diagonal"));
+
+  // view_scatter(g): zeros of the input's shape with g written through the view.
+  register_op("view_scatter")
+      .infer_with([](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {
+        return {{dims(a.ints(0)), in[0].dtype()}};
+      })
+      .grad_with([](const Ctx& c) -> std::vector<Tensor> {
+        if (!c.grad_outputs[0].defined()) return {Tensor()};
+        return {call1(find_op(c.attrs.str(1)), {c.grad_outputs[0]}, c.attrs.tail(2))};
+      }, /*saves_inputs=*/false);
 }
 
 Tensor Tensor::view(IntArrayRef shape) const {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "nnvm/core/allocator.h"
+#include "nnvm/core/autograd.h"
 #include "nnvm/core/device.h"
 #include "nnvm/core/dtype.h"
 #include "nnvm/core/error.h"
