@@ -45,7 +45,17 @@ const OpDef& matmul_op() {
 
 }  // namespace
 
-NNVM_REGISTER(linalg_ops) { register_op("matmul").inputs(2).infer_with(infer_matmul); }
+// d(a b) = da b + a db: ga = g bᵀ, gb = aᵀ g (broadcast batch dims are summed back by the engine).
+std::vector<Tensor> matmul_grad(const GradContext& c) {
+  static const OpDef& op = find_op("matmul");
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor()};
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  return {c.needs_input_grad[0] ? call1(op, {g, b.mT()}) : Tensor(),
+          c.needs_input_grad[1] ? call1(op, {a.mT(), g}) : Tensor()};
+}
+
+NNVM_REGISTER(linalg_ops) { register_op("matmul").inputs(2).infer_with(infer_matmul).grad_with(matmul_grad); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   NNVM_CHECK(a.defined() && b.defined(), "matmul", "an operand is an undefined tensor");

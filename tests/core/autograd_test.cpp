@@ -290,3 +290,23 @@ TEST(AutogradViews, CopyIntoANonLeaf) {
 
 }  // namespace
 }  // namespace nnvm
+
+namespace nnvm {
+namespace {
+
+TEST(AutogradLinalg, MatmulFirstAndSecondDerivatives) {
+  const Tensor a = testing::leaf({2, 3, 4}, 71), b = testing::leaf({4, 5}, 72), v = testing::leaf({4}, 73);
+  const testing::DiffFn fns[] = {
+      [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
+      [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]).tanh().matmul(in[1].t()); },
+      [](const std::vector<Tensor>& in) { return in[0].matmul(in[2]); },
+      [](const std::vector<Tensor>& in) { return linear(in[0], in[1].t(), in[2].slice(0, 0, 5, 1).sum() * ones({5}, kFloat64)); },
+  };
+  for (const auto& fn : fns) {
+    testing::gradcheck(fn, {a, b, v});
+    testing::gradgradcheck(fn, {a, b, v});
+  }
+}
+
+}  // namespace
+}  // namespace nnvm
