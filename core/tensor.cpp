@@ -9,6 +9,10 @@
 
 namespace nnvm {
 
+void Tensor::throw_undefined() {
+  throw Error("tensor: this tensor is undefined (default-constructed or moved from); expected a defined tensor");
+}
+
 int64_t Tensor::size(int64_t dim) const { return impl_->shape[wrap_dim(dim, this->dim(), "size")]; }
 int64_t Tensor::stride(int64_t dim) const { return impl_->strides[wrap_dim(dim, this->dim(), "stride")]; }
 

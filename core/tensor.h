@@ -48,24 +48,24 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
-  // ---- metadata ----
-  IntArrayRef sizes() const { return impl_->shape; }
-  IntArrayRef shape() const { return impl_->shape; }
-  IntArrayRef strides() const { return impl_->strides; }
+  // ---- metadata (each throws nnvm::Error on an undefined tensor) ----
+  IntArrayRef sizes() const { return checked().shape; }
+  IntArrayRef shape() const { return checked().shape; }
+  IntArrayRef strides() const { return checked().strides; }
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
-  int64_t dim() const { return int64_t(impl_->shape.size()); }
+  int64_t dim() const { return int64_t(checked().shape.size()); }
   int64_t ndimension() const { return dim(); }
-  int64_t numel() const { return numel_of(impl_->shape); }
-  DType dtype() const { return impl_->dtype; }
-  DType scalar_type() const { return impl_->dtype; }
-  Device device() const { return impl_->device; }
-  int64_t storage_offset() const { return impl_->offset; }
-  size_t element_size() const { return itemsize(impl_->dtype); }
+  int64_t numel() const { return numel_of(checked().shape); }
+  DType dtype() const { return checked().dtype; }
+  DType scalar_type() const { return checked().dtype; }
+  Device device() const { return checked().device; }
+  int64_t storage_offset() const { return checked().offset; }
+  size_t element_size() const { return itemsize(checked().dtype); }
   size_t nbytes() const { return size_t(numel()) * element_size(); }
-  bool is_contiguous() const { return is_contiguous_layout(impl_->shape, impl_->strides); }
-  bool is_floating_point() const { return is_floating(impl_->dtype); }
-  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+  bool is_contiguous() const { return is_contiguous_layout(checked().shape, checked().strides); }
+  bool is_floating_point() const { return is_floating(checked().dtype); }
+  const std::shared_ptr<Storage>& storage() const { return checked().storage; }
   std::string toString() const;  // "CPUFloatType{2,3}"
 
   // ---- data access ----
@@ -251,6 +251,12 @@ class Tensor {
   void check_dtype(DType expected, std::string_view op) const;
 
  private:
+  const TensorImpl& checked() const {
+    if (!impl_) [[unlikely]] throw_undefined();
+    return *impl_;
+  }
+  [[noreturn]] static void throw_undefined();
+
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -78,6 +78,17 @@ TEST(Tensor, FromVectorBlobAndAccess) {
   expect_error([&] { Tensor().item<float>(); }, {"item", "undefined"});
 }
 
+TEST(Tensor, UndefinedTensorsThrowInsteadOfCrashing) {
+  const Tensor u;
+  EXPECT_FALSE(u.defined());
+  expect_error([&] { u.sizes(); }, {"undefined"});
+  expect_error([&] { u.unsqueeze(0); }, {"undefined"});
+  expect_error([&] { u.sum(); }, {"undefined"});
+  expect_error([&] { u.view({1}); }, {"undefined"});
+  expect_error([&] { u.t(); }, {"undefined"});
+  expect_error([&] { ones({2}).add(u); }, {"add", "undefined"});
+}
+
 TEST(Tensor, Printing) {
   std::ostringstream os;
   os << arange(6, kFloat32).view({2, 3});
