@@ -13,3 +13,7 @@
 #include "nnvm/core/shape.h"
 #include "nnvm/core/tensor.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/data/dataloader.h"
+#include "nnvm/data/example.h"
+#include "nnvm/data/fashion_mnist.h"
+#include "nnvm/data/idx.h"
