@@ -102,15 +102,87 @@ std::vector<Tensor> operands(const Tensor& x, const Tensor& w, const Tensor& b) 
   return {x, w};
 }
 
+// ---- gradients ----
+// conv2d and conv_transpose2d are each other's adjoint in the input, so each
+// op's input gradient is the other op; both weight gradients are the same
+// correlation of an image with a gradient, "conv2d_backward_weight".
+
+// inputs: image [N, C, H, W], grad [N, O, OH, OW]; attrs: kernel [kh, kw],
+// stride, padding, dilation, groups. The result is conv2d's weight gradient
+// [O, C / groups, kh, kw] for an input `image` whose output gradient is `grad`.
+OutputSpecs infer_backward_weight(absl::Span<const Tensor> in, const Attrs& a) {
+  const char* op = "conv2d_backward_weight";
+  const Tensor &image = in[0], &grad = in[1];
+  NNVM_CHECK(image.dim() == 4 && grad.dim() == 4 && image.size(0) == grad.size(0), op,
+             "expected 4-D image and gradient with one batch size, got ", shape_str(image.sizes()), " and ",
+             shape_str(grad.sizes()));
+  NNVM_CHECK(image.dtype() == grad.dtype(), op, "image and gradient dtypes differ: ", image.dtype(), " and ",
+             grad.dtype());
+  const int64_t groups = a.i(4);
+  NNVM_CHECK(groups > 0 && image.size(1) % groups == 0 && grad.size(1) % groups == 0, op, "channels of ",
+             shape_str(image.sizes()), " and ", shape_str(grad.sizes()), " are not divisible by groups = ", groups);
+  return {{{grad.size(1), image.size(1) / groups, a.ints(0)[0], a.ints(0)[1]}, image.dtype()}};
+}
+
+Tensor weight_grad(const Tensor& image, const Tensor& grad, const Tensor& w, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  static const OpDef& op = find_op("conv2d_backward_weight");
+  return call1(op, {image, grad}, {DimVector{w.size(2), w.size(3)}, dims(stride), dims(padding), dims(dilation),
+                                   groups});
+}
+
+std::vector<Tensor> conv2d_grad(const GradContext& c) {
+  static const OpDef& transposed = find_op("conv_transpose2d");
+  std::vector<Tensor> grads(c.needs_input_grad.size());
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return grads;
+  const Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const IntArrayRef stride = c.attrs.ints(0), padding = c.attrs.ints(1), dilation = c.attrs.ints(2);
+  const int64_t groups = c.attrs.i(3);
+  if (c.needs_input_grad[0]) {
+    // The rows and columns the forward's stride skipped at the end come back as output_padding.
+    DimVector output_padding;
+    for (int64_t d = 0; d < 2; ++d)
+      output_padding.push_back(x.size(2 + d) - ((g.size(2 + d) - 1) * stride[d] - 2 * padding[d] +
+                                                dilation[d] * (w.size(2 + d) - 1) + 1));
+    grads[0] = call1(transposed, {g, w}, {dims(stride), dims(padding), output_padding, groups, dims(dilation)});
+  }
+  if (c.needs_input_grad[1]) grads[1] = weight_grad(x, g, w, stride, padding, dilation, groups);
+  if (grads.size() == 3 && c.needs_input_grad[2]) grads[2] = g.sum({0, 2, 3});
+  return grads;
+}
+
+std::vector<Tensor> conv_transpose2d_grad(const GradContext& c) {
+  static const OpDef& conv = find_op("conv2d");
+  std::vector<Tensor> grads(c.needs_input_grad.size());
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return grads;
+  const Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const IntArrayRef stride = c.attrs.ints(0), padding = c.attrs.ints(1), dilation = c.attrs.ints(4);
+  const int64_t groups = c.attrs.i(3);
+  if (c.needs_input_grad[0]) {
+    // An output_padding of at least the stride adds rows no input pixel reaches.
+    grads[0] = call1(conv, {g, w}, {dims(stride), dims(padding), dims(dilation), groups})
+                   .narrow(2, 0, x.size(2))
+                   .narrow(3, 0, x.size(3));
+  }
+  if (c.needs_input_grad[1]) grads[1] = weight_grad(g, x, w, stride, padding, dilation, groups);
+  if (grads.size() == 3 && c.needs_input_grad[2]) grads[2] = g.sum({0, 2, 3});
+  return grads;
+}
+
 }  // namespace
 
 NNVM_REGISTER(conv_ops) {
   // attrs: stride, padding, dilation, groups
   register_op("conv2d").inputs(-1).infer_with(
-      [](absl::Span<const Tensor> in, const Attrs& a) { return infer_conv(in, a, false); });
+      [](absl::Span<const Tensor> in, const Attrs& a) { return infer_conv(in, a, false); })
+      .grad_with(conv2d_grad);
   // attrs: stride, padding, output_padding, groups, dilation
   register_op("conv_transpose2d").inputs(-1).infer_with(
-      [](absl::Span<const Tensor> in, const Attrs& a) { return infer_conv(in, a, true); });
+      [](absl::Span<const Tensor> in, const Attrs& a) { return infer_conv(in, a, true); })
+      .grad_with(conv_transpose2d_grad);
+  register_op("conv2d_backward_weight").inputs(2).infer_with(infer_backward_weight);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,

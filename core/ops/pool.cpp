@@ -63,6 +63,41 @@ OutputSpecs infer_upsample(absl::Span<const Tensor> in, const Attrs& a) {
   return {{{x.size(0), x.size(1), a.ints(0)[0], a.ints(0)[1]}, x.dtype()}};
 }
 
+// ---- gradients ----
+// Each op's gradient is a dedicated "<op>_backward" op with a CPU kernel.
+// The linear ones take the input's shape then the forward's attributes, and
+// their own gradient is the forward op again (the adjoint of an adjoint).
+
+void declare_linear_backward(const std::string& name) {
+  const OpDef* forward = &register_op(name);
+  const OpDef* backward = &register_op(name + "_backward");
+  register_op(name).grad_with([backward](const GradContext& c) -> std::vector<Tensor> {
+    if (!c.grad_outputs[0].defined()) return {Tensor()};
+    Attrs attrs{dims(c.inputs[0].sizes())};
+    for (size_t i = 0; i < c.attrs.size(); ++i) attrs.push_back(c.attrs[i]);
+    return {call1(*backward, {c.grad_outputs[0]}, attrs)};
+  });
+  register_op(name + "_backward")
+      .inputs(1)
+      .infer_with([](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {
+        return {{dims(a.ints(0)), in[0].dtype()}};
+      })
+      .grad_with(
+          [forward](const GradContext& c) -> std::vector<Tensor> {
+            if (!c.grad_outputs[0].defined()) return {Tensor()};
+            return {call1(*forward, {c.grad_outputs[0]}, c.attrs.tail(1))};
+          },
+          /*saves_inputs=*/false);
+}
+
+// inputs: grad, input; attrs: max_pool2d's. Each window's gradient goes to
+// the position its maximum came from (the first of equal values).
+std::vector<Tensor> max_pool_grad(const GradContext& c) {
+  static const OpDef& op = find_op("max_pool2d_backward");
+  if (!c.grad_outputs[0].defined()) return {Tensor()};
+  return {call1(op, {c.grad_outputs[0], c.inputs[0]}, c.attrs)};
+}
+
 }  // namespace
 
 NNVM_REGISTER(pool_ops) {
@@ -80,6 +115,13 @@ NNVM_REGISTER(pool_ops) {
       });
   register_op("upsample_nearest2d").inputs(1).infer_with(infer_upsample);
   register_op("upsample_bilinear2d").inputs(1).infer_with(infer_upsample);
+
+  register_op("max_pool2d").grad_with(max_pool_grad);
+  register_op("max_pool2d_backward").inputs(2).infer_with([](absl::Span<const Tensor> in, const Attrs&) -> OutputSpecs {
+    return {{dims(in[1].sizes()), in[1].dtype()}};
+  });
+  for (const char* name : {"avg_pool2d", "adaptive_avg_pool2d", "upsample_nearest2d", "upsample_bilinear2d"})
+    declare_linear_backward(name);
 }
 
 Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,

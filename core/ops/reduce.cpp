@@ -105,6 +105,161 @@ std::vector<Tensor> mean_grad(const GradContext& c) {
   return {expand_reduced(g, x, reduced, c.attrs.b(1)) / double(std::max<int64_t>(1, reduced_numel(x, reduced)))};
 }
 
+// `t`, of a reduction's result shape, with the reduced dims back as size 1: it broadcasts against x.
+Tensor unreduce(const Tensor& t, IntArrayRef reduced, bool keepdim) {
+  Tensor r = t;
+  if (!keepdim)
+    for (int64_t d : reduced) r = r.unsqueeze(d);
+  return r;
+}
+
+// Declares a single-output reduction's gradient df(c, x, dims, gu) where gu is
+// the incoming gradient unreduced (broadcasting against x) and `out(t)`
+// unreduces another result-shaped tensor.
+template <class F> GradFn reduction_grad(std::string name, F df) {
+  return [name, df](const GradContext& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor()};
+    const Tensor& x = c.inputs[0];
+    const DimVector d = reduced_dims_of(x, c.attrs, name);
+    const bool keepdim = c.attrs.b(1);
+    auto out = [&](const Tensor& t) { return unreduce(t, d, keepdim); };
+    return {df(c, x, d, out(g).expand(x.sizes()), out)};
+  };
+}
+
+// Where x equals its max/min: each tied position takes an equal share of the gradient.
+Tensor split_among(const Tensor& gu, const Tensor& hit, IntArrayRef d, DType dtype) {
+  return (gu / hit.sum(d, true, dtype)).masked_fill(hit.logical_not(), 0);
+}
+
+// d var / dx = 2 (x - mean) / (N - correction)
+Tensor var_backward(const Tensor& gu, const Tensor& x, IntArrayRef d, int64_t correction) {
+  const double n = double(std::max<int64_t>(0, reduced_numel(x, d) - correction));
+  return gu * (x - x.mean(d, true)) * (2.0 / n);
+}
+
+// prod = P' (the product of the non-zero elements) when no element is 0, so
+// the gradient is P' / x; with one zero only that element gets P'; with more
+// every partial product holds a zero. One formula, no branch on the data.
+Tensor prod_backward(const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu) {
+  static const OpDef& prod = find_op("prod");
+  const Tensor zero = x == 0;
+  const Tensor nonzero = x.masked_fill(zero, 1);
+  const Tensor others = call1(prod, {nonzero}, {dims(d), true, c.attrs.dtype(2)}).expand(x.sizes());
+  const Tensor zeros_in_slice = zero.sum(d, true, kInt64);
+  const Tensor if_zero = others.masked_fill(zeros_in_slice != 1, 0);
+  const Tensor if_nonzero = (others / nonzero).masked_fill(zeros_in_slice != 0, 0);
+  return gu * where(zero, if_zero, if_nonzero);
+}
+
+Tensor norm_backward(const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu, const Tensor& norm) {
+  const double p = c.attrs.d(2);
+  if (p == 0) return zeros_like(gu);
+  if (p == 1) return gu * x.sign();  // 0 at x = 0
+  const Tensor at_zero = (norm == 0).expand(x.sizes());
+  if (p == 2) return (gu * x / norm).masked_fill(at_zero, 0);
+  if (std::isinf(p)) return split_among(gu * x.sign(), x.abs() == norm, d, x.dtype());
+  const Tensor scaled = (x.sign() * x.abs().pow(p - 1)).masked_fill(x == 0, 0);
+  return (gu * scaled / norm.pow(p - 1)).masked_fill(at_zero, 0);
+}
+
+// max.dim / min.dim: the gradient goes to the returned index only.
+std::vector<Tensor> indexed_extremum_grad(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor()};
+  const Tensor& x = c.inputs[0];
+  if (x.dim() == 0) return {g};
+  const int64_t dim = wrap_dim(c.attrs.ints(0)[0], x.dim(), "max");
+  const bool keepdim = c.attrs.b(1);
+  DimVector shape(size_t(x.dim()), 1);
+  shape[size_t(dim)] = x.size(dim);
+  const Tensor hit = arange(x.size(dim), kInt64).view(shape) == unreduce(c.outputs[1], {dim}, keepdim);
+  return {unreduce(g, {dim}, keepdim).expand(x.sizes()).masked_fill(hit.logical_not(), 0)};
+}
+
+std::vector<Tensor> var_mean_grad(const GradContext& c) {
+  const Tensor& x = c.inputs[0];
+  const DimVector d = reduced_dims_of(x, c.attrs, "var_mean");
+  const bool keepdim = c.attrs.b(1);
+  Tensor grad;
+  if (c.grad_outputs[0].defined())
+    grad = var_backward(unreduce(c.grad_outputs[0], d, keepdim), x, d, c.attrs.i(2));
+  if (c.grad_outputs[1].defined()) {
+    const Tensor from_mean = expand_reduced(c.grad_outputs[1], x, d, keepdim) /
+                             double(std::max<int64_t>(1, reduced_numel(x, d)));
+    grad = grad.defined() ? grad + from_mean : from_mean;
+  }
+  return {grad};
+}
+
+// Along-dim ops (cumsum, softmax): df(c, g) with the dim wrapped.
+template <class F> GradFn along_dim_grad(F df) {
+  return [df](const GradContext& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor()};
+    return {df(c, g, g.dim() == 0 ? int64_t(0) : wrap_dim(c.attrs.i(0), g.dim(), "softmax"))};
+  };
+}
+
+void register_reduction_grads() {
+  using Out = std::function<Tensor(const Tensor&)>;
+  register_op("prod").grad_with(reduction_grad(
+      "prod", [](const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu, const Out&) {
+        return prod_backward(c, x, d, gu);
+      }));
+  for (const char* name : {"amax", "amin", "max", "min"})
+    register_op(name).grad_with(
+        reduction_grad(name,
+                       [](const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu, const Out& out) {
+                         return split_among(gu, x == out(c.outputs[0]), d, x.dtype());
+                       }),
+        true, true);
+  register_op("max.dim").grad_with(indexed_extremum_grad, true, true);
+  register_op("min.dim").grad_with(indexed_extremum_grad, true, true);
+  register_op("var").grad_with(reduction_grad(
+      "var", [](const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu, const Out&) {
+        return var_backward(gu, x, d, c.attrs.i(2));
+      }));
+  // d std = d var / (2 std); a zero std gives a zero gradient, as in libtorch.
+  register_op("std").grad_with(
+      reduction_grad("std",
+                     [](const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu, const Out& out) {
+                       const Tensor s = out(c.outputs[0]);
+                       const Tensor scaled = (gu / (s * 2)).masked_fill((s == 0).expand(x.sizes()), 0);
+                       return var_backward(scaled, x, d, c.attrs.i(2));
+                     }),
+      true, true);
+  register_op("var_mean").grad_with(var_mean_grad);
+  register_op("logsumexp").grad_with(
+      reduction_grad("logsumexp",
+                     [](const GradContext& c, const Tensor& x, IntArrayRef, const Tensor& gu, const Out& out) {
+                       return gu * (x - out(c.outputs[0])).exp();
+                     }),
+      true, true);
+  register_op("norm").grad_with(
+      reduction_grad("norm",
+                     [](const GradContext& c, const Tensor& x, IntArrayRef d, const Tensor& gu, const Out& out) {
+                       return norm_backward(c, x, d, gu, out(c.outputs[0]));
+                     }),
+      true, true);
+  // The adjoint of a running sum is the running sum from the end, and back.
+  register_op("cumsum").grad_with(along_dim_grad([](const GradContext&, const Tensor& g, int64_t dim) {
+    return call1(find_op("cumsum_reverse"), {g}, {dim, g.dtype()});
+  }), false);
+  register_op("cumsum_reverse").grad_with(along_dim_grad([](const GradContext&, const Tensor& g, int64_t dim) {
+    return call1(find_op("cumsum"), {g}, {dim, g.dtype()});
+  }), false);
+  // y (g - sum(g y)) and g - exp(y) sum(g), from the saved output y.
+  register_op("softmax").grad_with(along_dim_grad([](const GradContext& c, const Tensor& g, int64_t dim) {
+    const Tensor& y = c.outputs[0];
+    return y * (g - (g * y).sum({dim}, true));
+  }), false, true);
+  register_op("log_softmax").grad_with(along_dim_grad([](const GradContext& c, const Tensor& g, int64_t dim) {
+    return g - c.outputs[0].exp() * g.sum({dim}, true);
+  }), false, true);
+}
+
 }  // namespace
 
 NNVM_REGISTER(reduce_ops) {
@@ -131,8 +286,10 @@ NNVM_REGISTER(reduce_ops) {
     return base(in, a);
   });
   register_op("cumsum").infer_with(along_dim("cumsum", false));  // dim, dtype
+  register_op("cumsum_reverse").infer_with(along_dim("cumsum", false));  // y[i] = sum of x[j >= i]; cumsum's gradient
   register_op("softmax").infer_with(along_dim("softmax", true));
   register_op("log_softmax").infer_with(along_dim("log_softmax", true));
+  register_reduction_grads();
 }
 
 namespace {

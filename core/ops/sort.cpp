@@ -5,11 +5,27 @@
 
 namespace nnvm {
 
+namespace {
+
+// The values' gradient goes back to where each value came from: the indices
+// output. `dim_attr` is the position of the dim attribute.
+GradFn values_grad(size_t dim_attr) {
+  return [dim_attr](const GradContext& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    if (!g.defined()) return {Tensor()};
+    const Tensor& x = c.inputs[0];
+    if (x.dim() == 0) return {g};
+    return {zeros(x.sizes(), g.dtype()).scatter(c.attrs.i(dim_attr), c.outputs[1], g)};
+  };
+}
+
+}  // namespace
+
 NNVM_REGISTER(sort_ops) {
   register_op("sort").infer_with([](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {  // dim, descending
     wrap_dim(a.i(0), in[0].dim(), "sort");
     return {{dims(in[0].sizes()), in[0].dtype()}, {dims(in[0].sizes()), kInt64}};
-  });
+  }).grad_with(values_grad(0), true, true);
   // k, dim, largest, sorted
   register_op("topk").infer_with([](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {
     const Tensor& x = in[0];
@@ -22,7 +38,7 @@ NNVM_REGISTER(sort_ops) {
     DimVector shape = dims(x.sizes());
     if (x.dim() > 0) shape[dim] = k;
     return {{shape, x.dtype()}, {shape, kInt64}};
-  });
+  }).grad_with(values_grad(1), true, true);
 }
 
 namespace {

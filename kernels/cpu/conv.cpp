@@ -3,6 +3,8 @@
 //   conv2d:           out[o, p]  = W[o, (c,kh,kw)] · im2col(x)[(c,kh,kw), p]
 //   conv_transpose2d: col[(o,kh,kw), p] = Wᵀ · x[c, p], then col2im adds each
 //                     column into the output pixels it touches, in a fixed order.
+//   conv2d_backward_weight: dW[o, (c,kh,kw)] = Σ_images g[o, p] · im2col(x)[(c,kh,kw), p],
+//                     over blocks of images whose columns sit side by side.
 // Images go to threads whole when there are several; a single image gives its
 // GEMM the whole pool.
 #include <vector>
@@ -34,14 +36,15 @@ template <class T> T* thread_buffer(int64_t count) {
   return buf.data();
 }
 
-// col[(c, kh, kw), (oh, ow)] for `channels` channels of one image (strides in elements).
+// col[(c, kh, kw), (oh, ow)] for `channels` channels of one image (strides in
+// elements; rows of col are `ld` apart).
 template <class T>
-void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, const Geometry& g, T* col) {
-  const int64_t pixels = g.out_height * g.out_width;
+void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, const Geometry& g, T* col,
+            int64_t ld) {
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t kh = 0; kh < g.kernel_h; ++kh)
       for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
-        T* dst = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * pixels;
+        T* dst = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * ld;
         for (int64_t oh = 0; oh < g.out_height; ++oh, dst += g.out_width) {
           const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dil_h;
           if (ih < 0 || ih >= g.height) {
@@ -103,7 +106,7 @@ void conv2d(const Tensor& x, const Tensor& weight, const Tensor* bias, const Geo
         const T* image = px + n * sn + grp * cg * sc;
         MatrixRef<T> rhs{image, sc, sw};
         if (!pointwise) {
-          im2col(image, sc, sh, sw, cg, g, col);
+          im2col(image, sc, sh, sw, cg, g, col, pixels);
           rhs = {col, pixels, 1};
         }
         gemm(og, pixels, k, MatrixRef<T>{pw + grp * og * k, k, 1}, rhs, T(0), image_out + grp * og * pixels,
@@ -140,6 +143,57 @@ void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias
   });
 }
 
+// Column buffers of the weight gradient hold about this many elements.
+constexpr int64_t kColumnBudget = int64_t(1) << 22;
+
+template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& gs, const Geometry& g, T* dw) {
+  const Tensor x = staged(xs, dtype_of_v<T>), gy = staged(gs, dtype_of_v<T>);
+  const T* px = x.data_ptr<T>();
+  const T* pg = gy.data_ptr<T>();
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups;
+  const int64_t k = cg * g.kernel_h * g.kernel_w, pixels = g.out_height * g.out_width;
+  const int64_t plane = g.height * g.width;
+  const int64_t per_image = std::max<int64_t>(1, g.channels * g.kernel_h * g.kernel_w * pixels);
+  const int64_t block = std::clamp<int64_t>(kColumnBudget / per_image, 1, g.batch);
+  // col[(c, kh, kw), (n, p)] and grad[o, (n, p)] for the images of one block.
+  std::vector<T> col(size_t(g.groups * k * block * pixels)), grad(size_t(g.out_channels * block * pixels));
+  for (int64_t n0 = 0; n0 < g.batch; n0 += block) {
+    const int64_t nb = std::min(block, g.batch - n0), ld = nb * pixels;
+    parallel_for(0, nb, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        im2col(px + (n0 + n) * g.channels * plane, plane, g.width, int64_t(1), g.channels, g,
+               col.data() + n * pixels, ld);
+        for (int64_t o = 0; o < g.out_channels; ++o) {
+          const T* src = pg + ((n0 + n) * g.out_channels + o) * pixels;
+          std::copy(src, src + pixels, grad.data() + o * ld + n * pixels);
+        }
+      }
+    });
+    // Blocks add in order, so the sum over images is the same for every thread count.
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      gemm(og, k, ld, MatrixRef<T>{grad.data() + grp * og * ld, ld, 1},
+           MatrixRef<T>{col.data() + grp * k * ld, 1, ld}, T(n0 == 0 ? 0 : 1), dw + grp * og * k, k);
+  }
+}
+
+// inputs: image, grad; attrs: kernel, stride, padding, dilation, groups
+void backward_weight_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor &x = in[0], &gy = in[1], &dw = out[0];
+  if (dw.numel() == 0) return;
+  const IntArrayRef kernel = a.ints(0), stride = a.ints(1), pad = a.ints(2), dil = a.ints(3);
+  const Geometry g{x.size(0), x.size(1), x.size(2), x.size(3), gy.size(1), gy.size(2), gy.size(3),
+                   kernel[0], kernel[1], a.i(4), stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
+  if (g.batch * g.out_height * g.out_width == 0) {
+    std::fill_n(static_cast<char*>(dw.data_ptr()), dw.nbytes(), 0);
+    return;
+  }
+  if (dw.dtype() == kFloat64) return conv2d_backward_weight<double>(x, gy, g, dw.data_ptr<double>());
+  if (dw.dtype() == kFloat32) return conv2d_backward_weight<float>(x, gy, g, dw.data_ptr<float>());
+  const Tensor result = empty(dw.sizes(), kFloat32);
+  conv2d_backward_weight<float>(x, gy, g, result.data_ptr<float>());
+  convert_into(dw, result);
+}
+
 template <bool transposed> void conv_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
                                             const Attrs& a) {
   const Tensor& y = out[0];
@@ -163,6 +217,7 @@ template <bool transposed> void conv_kernel(absl::Span<const Tensor> in, absl::S
 NNVM_REGISTER(cpu_conv_kernels) {
   register_kernel("conv2d", kCPU, conv_kernel<false>);
   register_kernel("conv_transpose2d", kCPU, conv_kernel<true>);
+  register_kernel("conv2d_backward_weight", kCPU, backward_weight_kernel);
 }
 
 }  // namespace nnvm::cpu

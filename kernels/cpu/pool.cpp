@@ -157,6 +157,138 @@ void bilinear_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, 
   });
 }
 
+// ---- backward kernels ----
+// A gradient plane is the `in` of for_each_plane and the input-gradient plane
+// its `out`; body(p, g, sh, sw, gx) sees the forward's geometry and adds into
+// a zeroed gx, one plane per task, so sums keep a fixed order.
+template <class Body> void for_each_grad_plane(const Tensor& grad, const Tensor& grad_input, Body body) {
+  for_each_plane(grad, grad_input, [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
+    std::fill(gx, gx + p.out_height * p.out_width, T(0));
+    body(Planes{p.out_height, p.out_width, p.height, p.width}, g, sh, sw, gx);
+  });
+}
+
+template <class T> void max_pool_backward(const Tensor& grad, const Tensor& input, const Attrs& a, T* gx) {
+  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
+  const Tensor gs = staged(grad, dtype_of_v<T>), xs = staged(input, dtype_of_v<T>);
+  const T* pg = gs.data_ptr<T>();
+  const T* px = xs.data_ptr<T>();
+  const Planes p{input.size(2), input.size(3), grad.size(2), grad.size(3)};
+  const int64_t plane = p.height * p.width, out_plane = p.out_height * p.out_width;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, plane + out_plane * k[0] * k[1]));
+  parallel_for(0, input.size(0) * input.size(1), grain, [&](int64_t begin, int64_t end) {
+    for (int64_t q = begin; q < end; ++q) {
+      const T* x = px + q * plane;
+      const T* g = pg + q * out_plane;
+      T* out = gx + q * plane;
+      std::fill(out, out + plane, T(0));
+      for (int64_t oh = 0; oh < p.out_height; ++oh)
+        for (int64_t ow = 0; ow < p.out_width; ++ow) {
+          // The forward's scan: the first position, then any larger value or NaN, wins.
+          int64_t arg = -1;
+          T best = T(0);
+          for (int64_t kh = 0; kh < k[0]; ++kh) {
+            const int64_t ih = oh * s[0] - pad[0] + kh * dil[0];
+            if (ih < 0 || ih >= p.height) continue;
+            for (int64_t kw = 0; kw < k[1]; ++kw) {
+              const int64_t iw = ow * s[1] - pad[1] + kw * dil[1];
+              if (iw < 0 || iw >= p.width) continue;
+              const T v = x[ih * p.width + iw];
+              if (arg < 0 || v > best || std::isnan(v)) {
+                best = v;
+                arg = ih * p.width + iw;
+              }
+            }
+          }
+          if (arg >= 0) out[arg] += g[oh * p.out_width + ow];
+        }
+    }
+  });
+}
+
+// inputs: grad, input
+void max_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor& gx = out[0];
+  if (gx.numel() == 0) return;
+  if (gx.dtype() == kFloat64) return max_pool_backward<double>(in[0], in[1], a, gx.data_ptr<double>());
+  if (gx.dtype() == kFloat32) return max_pool_backward<float>(in[0], in[1], a, gx.data_ptr<float>());
+  const Tensor result = empty(gx.sizes(), kFloat32);
+  max_pool_backward<float>(in[0], in[1], a, result.data_ptr<float>());
+  convert_into(gx, result);
+}
+
+// The linear backward kernels' attributes are the input shape, then the forward's.
+void avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const IntArrayRef k = a.ints(1), s = a.ints(2), pad = a.ints(3);
+  const bool count_include_pad = a.b(5);
+  for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
+    for (int64_t oh = 0; oh < p.out_height; ++oh)
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        int64_t h0 = oh * s[0] - pad[0], w0 = ow * s[1] - pad[1];
+        int64_t h1 = std::min(h0 + k[0], p.height + pad[0]), w1 = std::min(w0 + k[1], p.width + pad[1]);
+        const int64_t padded_count = (h1 - h0) * (w1 - w0);
+        h0 = std::max<int64_t>(h0, 0);
+        w0 = std::max<int64_t>(w0, 0);
+        h1 = std::min(h1, p.height);
+        w1 = std::min(w1, p.width);
+        if (h0 >= h1 || w0 >= w1) continue;
+        const int64_t count = count_include_pad ? padded_count : (h1 - h0) * (w1 - w0);
+        const T share = g[oh * sh + ow * sw] / T(count);
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) gx[ih * p.width + iw] += share;
+      }
+  });
+}
+
+void adaptive_avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
+  for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      const int64_t h0 = oh * p.height / p.out_height, h1 = ((oh + 1) * p.height + p.out_height - 1) / p.out_height;
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        const int64_t w0 = ow * p.width / p.out_width, w1 = ((ow + 1) * p.width + p.out_width - 1) / p.out_width;
+        const T share = g[oh * sh + ow * sw] / T((h1 - h0) * (w1 - w0));
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) gx[ih * p.width + iw] += share;
+      }
+    }
+  });
+}
+
+void nearest_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const double user_h = a.d(2), user_w = a.d(3);
+  for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
+    const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
+    const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      const int64_t ih = std::min(int64_t(std::floor(float(oh) * scale_h)), p.height - 1);
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        const int64_t iw = std::min(int64_t(std::floor(float(ow) * scale_w)), p.width - 1);
+        gx[ih * p.width + iw] += g[oh * sh + ow * sw];
+      }
+    }
+  });
+}
+
+void bilinear_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const double user_h = a.d(2), user_w = a.d(3);
+  const bool align_corners = a.b(4);
+  for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
+    const T scale_h = source_scale<T>(p.height, p.out_height, user_h, align_corners);
+    const T scale_w = source_scale<T>(p.width, p.out_width, user_w, align_corners);
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      const Lerp<T> h = lerp_at(oh, p.height, scale_h, align_corners);
+      for (int64_t ow = 0; ow < p.out_width; ++ow) {
+        const Lerp<T> w = lerp_at(ow, p.width, scale_w, align_corners);
+        const T v = g[oh * sh + ow * sw];
+        gx[h.i0 * p.width + w.i0] += h.w0 * w.w0 * v;
+        gx[h.i0 * p.width + w.i1] += h.w0 * w.w1 * v;
+        gx[h.i1 * p.width + w.i0] += h.w1 * w.w0 * v;
+        gx[h.i1 * p.width + w.i1] += h.w1 * w.w1 * v;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 NNVM_REGISTER(cpu_pool_kernels) {
@@ -165,6 +297,11 @@ NNVM_REGISTER(cpu_pool_kernels) {
   register_kernel("adaptive_avg_pool2d", kCPU, adaptive_avg_pool_kernel);
   register_kernel("upsample_nearest2d", kCPU, nearest_kernel);
   register_kernel("upsample_bilinear2d", kCPU, bilinear_kernel);
+  register_kernel("max_pool2d_backward", kCPU, max_pool_backward_kernel);
+  register_kernel("avg_pool2d_backward", kCPU, avg_pool_backward_kernel);
+  register_kernel("adaptive_avg_pool2d_backward", kCPU, adaptive_avg_pool_backward_kernel);
+  register_kernel("upsample_nearest2d_backward", kCPU, nearest_backward_kernel);
+  register_kernel("upsample_bilinear2d_backward", kCPU, bilinear_backward_kernel);
 }
 
 }  // namespace nnvm::cpu

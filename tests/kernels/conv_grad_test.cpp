@@ -1,0 +1,158 @@
+// Gradients of the convolutions (core/ops/conv.cpp) and of the pooling and
+// resampling ops (core/ops/pool.cpp) against finite differences; the weight
+// gradient's blocked GEMM against a naive sum over images.
+#include "reference.h"
+
+namespace nnvm {
+namespace {
+
+using testing::expect_tensors_close;
+using testing::expect_values;
+using testing::gradcheck;
+using testing::leaf;
+using testing::values;
+
+struct ConvCase {
+  DimVector x, w;  // x is stored with H and W swapped: the op reads a transposed view
+  DimVector stride, padding, dilation;
+  int64_t groups;
+};
+
+TEST(ConvGrad, Conv2dInputWeightAndBias) {
+  const ConvCase cases[] = {
+      {{2, 3, 5, 4}, {2, 3, 3, 3}, {1}, {0}, {1}, 1},
+      {{1, 4, 6, 5}, {6, 2, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},
+      {{2, 2, 7, 6}, {3, 2, 2, 3}, {2}, {1}, {2}, 1},
+      {{1, 1, 3, 3}, {1, 1, 1, 1}, {1}, {0}, {1}, 1},
+  };
+  for (const ConvCase& c : cases) {
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w) + " groups " + std::to_string(c.groups));
+      std::vector<Tensor> in = {leaf(c.x, 1), leaf(c.w, 2)};
+      if (with_bias) in.push_back(leaf({c.w[0]}, 3));
+      gradcheck(
+          [&](const std::vector<Tensor>& t) {
+            return conv2d(t[0].transpose(2, 3), t[1], with_bias ? t[2] : Tensor(), c.stride, c.padding, c.dilation,
+                          c.groups);
+          },
+          in);
+    }
+  }
+}
+
+TEST(ConvGrad, ConvTranspose2dAndConv1d) {
+  struct Case {
+    DimVector x, w, stride, padding, output_padding, dilation;  // x as the op sees it
+    int64_t groups;
+  };
+  const Case cases[] = {
+      {{2, 3, 3, 4}, {3, 2, 3, 3}, {1}, {0}, {0}, {1}, 1},
+      {{1, 4, 3, 3}, {4, 3, 3, 2}, {2}, {1}, {1}, {1}, 2},
+      {{1, 2, 3, 4}, {2, 2, 2, 3}, {1, 2}, {0, 1}, {1, 1}, {2, 1}, 1},  // output_padding >= stride along h
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
+    gradcheck(
+        [&](const std::vector<Tensor>& t) {
+          return conv_transpose2d(t[0].transpose(2, 3), t[1], t[2], c.stride, c.padding, c.output_padding,
+                                  c.groups, c.dilation);
+        },
+        {leaf({c.x[0], c.x[1], c.x[3], c.x[2]}, 4), leaf(c.w, 5), leaf({c.w[1] * c.groups}, 6)});
+  }
+  gradcheck([](const std::vector<Tensor>& t) { return conv1d(t[0], t[1], t[2], {2}, {1}); },
+            {leaf({2, 3, 7}, 7), leaf({4, 3, 3}, 8), leaf({4}, 9)});
+  gradcheck([](const std::vector<Tensor>& t) { return conv2d(t[0], t[1], Tensor(), {1}, {1}); },
+            {leaf({2, 4, 4}, 10), leaf({3, 2, 3, 3}, 11)});
+}
+
+TEST(ConvGrad, WeightGradientOverManyImagesMatchesNaiveSum) {
+  // Enough images that the weight gradient's column buffer takes several blocks.
+  const int64_t n = 40, c = 16, o = 8, h = 30, w = 30, k = 3;
+  const Tensor x = testing::random({n, c, h, w}, kFloat64, 12);
+  const Tensor weight = testing::random({o, c, k, k}, kFloat64, 13).requires_grad_();
+  const Tensor y = conv2d(x, weight);
+  const Tensor g = testing::random(y.sizes(), kFloat64, 14);
+  const Tensor dw = autograd::grad({y}, {weight}, {g})[0];
+  const std::vector<double> xv = values(x), gv = values(g);
+  const int64_t oh = h - k + 1, ow = w - k + 1;
+  std::vector<double> expect(size_t(o * c * k * k), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t q = 0; q < o; ++q)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t i = 0; i < k; ++i)
+          for (int64_t j = 0; j < k; ++j) {
+            double sum = 0;
+            for (int64_t r = 0; r < oh; ++r)
+              for (int64_t s = 0; s < ow; ++s)
+                sum += gv[size_t(((b * o + q) * oh + r) * ow + s)] * xv[size_t(((b * c + ch) * h + r + i) * w + s + j)];
+            expect[size_t(((q * c + ch) * k + i) * k + j)] += sum;
+          }
+  expect_values(dw, expect, 1e-10, 1e-9);
+  // float32 and float16 compute in float and agree with float64
+  for (DType dt : {kFloat32, kFloat16}) {
+    const Tensor w32 = weight.detach().to(dt).requires_grad_();
+    const Tensor y32 = conv2d(x.slice(0, 0, 3).to(dt), w32);
+    const Tensor dw32 = autograd::grad({y32}, {w32}, {g.slice(0, 0, 3).to(dt)})[0];
+    const Tensor y64 = conv2d(x.slice(0, 0, 3), weight);
+    const Tensor dw64 = autograd::grad({y64}, {weight}, {g.slice(0, 0, 3)})[0];
+    expect_tensors_close(dw32.to(kFloat64), dw64, dt == kFloat16 ? 2e-2 : 1e-4, dt == kFloat16 ? 0.5 : 1e-3);
+  }
+}
+
+TEST(PoolGrad, MaxPool2d) {
+  struct Case {
+    DimVector x, kernel, stride, padding, dilation;
+    bool ceil_mode;
+  };
+  const Case cases[] = {
+      {{2, 2, 5, 6}, {2}, {}, {0}, {1}, false},
+      {{1, 3, 7, 5}, {3}, {2}, {1}, {1}, false},
+      {{1, 2, 6, 7}, {3, 2}, {2, 3}, {1, 0}, {1, 2}, true},
+      {{2, 1, 5, 5}, {2}, {2}, {0}, {1}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " kernel " + shape_str(c.kernel));
+    gradcheck(
+        [&](const std::vector<Tensor>& t) {
+          return max_pool2d(t[0].transpose(2, 3), c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode);
+        },
+        {leaf(c.x, 20)});
+  }
+  // ties: each window's gradient goes to its first maximum
+  Tensor x = tensor<double>({5, 5, 5, 5, 5, 5, 1, 7, 7}, IntArrayRef{1, 1, 3, 3}).requires_grad_();
+  max_pool2d(x, {2}, {1}).sum().backward();
+  expect_values(x.grad(), {1, 1, 0, 0, 0, 0, 0, 2, 0});
+  // float32 takes the same path
+  Tensor f = tensor<float>({1, 5, 3, 2}, IntArrayRef{1, 2, 2}).requires_grad_();
+  max_pool2d(f, {2}).sum().backward();
+  expect_values(f.grad(), {0, 1, 0, 0});
+}
+
+TEST(PoolGrad, AveragePoolingAndResampling) {
+  using Fn = std::function<Tensor(const Tensor&)>;
+  const std::pair<const char*, Fn> ops[] = {
+      {"avg", [](const Tensor& x) { return avg_pool2d(x, {2}); }},
+      {"avg pad", [](const Tensor& x) { return avg_pool2d(x, {3}, {2}, {1}, false, true); }},
+      {"avg pad exclude", [](const Tensor& x) { return avg_pool2d(x, {3}, {2}, {1}, false, false); }},
+      {"avg ceil", [](const Tensor& x) { return avg_pool2d(x, {2, 3}, {2}, {1}, true, true); }},
+      {"avg ceil exclude", [](const Tensor& x) { return avg_pool2d(x, {3, 2}, {2}, {1}, true, false); }},
+      {"adaptive", [](const Tensor& x) { return adaptive_avg_pool2d(x, {3, 2}); }},
+      {"adaptive up", [](const Tensor& x) { return adaptive_avg_pool2d(x, {7, 8}); }},
+      {"nearest size", [](const Tensor& x) { return interpolate(x, std::vector<int64_t>{7, 4}); }},
+      {"nearest scale", [](const Tensor& x) { return interpolate(x, std::nullopt, std::vector<double>{1.5, 2}); }},
+      {"bilinear", [](const Tensor& x) { return interpolate(x, std::vector<int64_t>{8, 3}, std::nullopt, "bilinear"); }},
+      {"bilinear corners",
+       [](const Tensor& x) { return interpolate(x, std::vector<int64_t>{9, 7}, std::nullopt, "bilinear", true); }},
+      {"bilinear scale",
+       [](const Tensor& x) { return interpolate(x, std::nullopt, std::vector<double>{2.5}, "bilinear"); }},
+  };
+  for (const auto& [name, fn] : ops) {
+    SCOPED_TRACE(name);
+    gradcheck([&](const std::vector<Tensor>& t) { return fn(t[0].transpose(2, 3)); }, {leaf({2, 2, 5, 4}, 30)});
+    // the backward is linear: its own gradient is the forward op again
+    testing::gradgradcheck([&](const std::vector<Tensor>& t) { return fn(t[0]).square(); }, {leaf({1, 2, 4, 5}, 31)});
+  }
+}
+
+}  // namespace
+}  // namespace nnvm
