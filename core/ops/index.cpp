@@ -121,16 +121,129 @@ OutputSpecs infer_one_hot(absl::Span<const Tensor> in, const Attrs& a) {
   return {{std::move(shape), kInt64}};
 }
 
+// ---- gradients ----
+// Reading through an index (gather, index_select, embedding) has a gradient
+// that adds g back through the same index (scatter_add, index_put with
+// accumulate), and writing through one has a gradient that reads g through
+// it. Index tensors get no gradient; one_hot has an integer output and none.
+
+using Ctx = GradContext;
+
+// The gradient of src (or values) when the index covers only its leading
+// corner: the gathered g, zero-padded to src's shape.
+Tensor pad_to(const Tensor& t, IntArrayRef shape) {
+  DimVector pad;
+  bool any = false;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    pad.push_back(0);
+    pad.push_back(shape[size_t(d)] - t.size(d));
+    any = any || pad.back() != 0;
+  }
+  return any ? nnvm::pad(t, pad) : t;
+}
+
+std::vector<Tensor> gather_grad(const Ctx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined() || !c.needs_input_grad[0]) return {Tensor(), Tensor()};
+  return {zeros_like(c.inputs[0], g.dtype()).scatter_add(c.attrs.i(0), c.inputs[1], g), Tensor()};
+}
+
+// scatter, scatter.value and scatter_add: self keeps g where it was not
+// overwritten (everywhere for scatter_add); src's elements land at index.
+GradFn scatter_grad(bool add, bool has_src) {
+  return [add, has_src](const Ctx& c) -> std::vector<Tensor> {
+    const Tensor& g = c.grad_outputs[0];
+    std::vector<Tensor> grads(c.inputs.size());
+    if (!g.defined()) return grads;
+    const int64_t d = c.attrs.i(0);
+    const Tensor& index = c.inputs[1];
+    if (c.needs_input_grad[0]) grads[0] = add ? g : g.scatter(d, index, Scalar(0));
+    if (has_src && c.needs_input_grad[2]) grads[2] = pad_to(g.gather(d, index), c.inputs[2].sizes());
+    return grads;
+  };
+}
+
+std::vector<Tensor> index_select_grad(const Ctx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined() || !c.needs_input_grad[0]) return {Tensor(), Tensor()};
+  const Tensor& self = c.inputs[0];
+  const int64_t d = c.attrs.i(0);
+  // The index along d, the same for every position of the other dims.
+  DimVector along(size_t(g.dim()), 1);
+  along[size_t(d)] = -1;
+  const Tensor index = c.inputs[1].reshape({-1}).view(along).expand(g.sizes());
+  return {zeros_like(self, g.dtype()).scatter_add(d, index, g), Tensor()};
+}
+
+// g read at integer indices into its leading dims: the indexed shape
+// (broadcast indices, then g's remaining dims), as index_put wrote it.
+Tensor read_indexed(const Tensor& g, absl::Span<const Tensor> indices) {
+  const int64_t k = int64_t(indices.size());
+  Tensor position;  // row-major position in g's leading k dims
+  for (int64_t i = 0; i < k; ++i) {
+    Tensor index = indices[size_t(i)].to(kInt64);
+    index = where(index < 0, index + g.size(i), index);
+    position = i == 0 ? index : position * g.size(i) + index;
+  }
+  DimVector rows{-1}, shape = dims(position.sizes());
+  for (int64_t d = k; d < g.dim(); ++d) {
+    rows.push_back(g.size(d));
+    shape.push_back(g.size(d));
+  }
+  if (g.numel() == 0) return zeros(shape, g.dtype());
+  return g.reshape(rows).index_select(0, position.reshape({-1})).reshape(shape);
+}
+
+// g read at a bool mask over its leading dims: [true count, remaining dims].
+// The k-th true position goes to row k (a running count of the mask); the
+// false positions all go to a spare last row that is cut off.
+Tensor read_masked(const Tensor& g, const Tensor& mask) {
+  const Tensor flat = mask.reshape({-1});
+  const Tensor counts = flat.to(kInt64).cumsum(0);
+  const int64_t kept = flat.numel() == 0 ? 0 : counts[flat.numel() - 1].item<int64_t>();
+  DimVector rows{flat.numel()}, picked{kept + 1};
+  for (int64_t d = mask.dim(); d < g.dim(); ++d) {
+    rows.push_back(g.size(d));
+    picked.push_back(g.size(d));
+  }
+  const Tensor slot = where(flat, counts - 1, Scalar(kept));
+  return zeros(picked, g.dtype()).index_put({slot}, g.reshape(rows), true).narrow(0, 0, kept);
+}
+
+// inputs: self, values, indices...; attrs: accumulate
+std::vector<Tensor> index_put_grad(const Ctx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  std::vector<Tensor> grads(c.inputs.size());
+  if (!g.defined()) return grads;
+  const std::vector<Tensor> indices(c.inputs.begin() + 2, c.inputs.end());
+  if (c.needs_input_grad[0]) grads[0] = c.attrs.b(0) ? g : g.index_put(indices, zeros({}, g.dtype()), false);
+  if (c.needs_input_grad[1])
+    grads[1] = indices[0].dtype() == kBool ? read_masked(g, indices[0]) : read_indexed(g, indices);
+  return grads;
+}
+
+// Rows of weight add up the gradients of every lookup of them, except the
+// padding row, which stays fixed.
+std::vector<Tensor> embedding_grad(const Ctx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined() || !c.needs_input_grad[0]) return {Tensor(), Tensor()};
+  const Tensor &weight = c.inputs[0], rows = c.inputs[1].reshape({-1});
+  Tensor per_row = g.reshape({-1, weight.size(1)});
+  if (const int64_t padding_idx = c.attrs.i(0); padding_idx >= 0)
+    per_row = per_row.masked_fill((rows == padding_idx).unsqueeze(1), 0);
+  return {zeros_like(weight, g.dtype()).index_put({rows}, per_row, true), Tensor()};
+}
+
 }  // namespace
 
 NNVM_REGISTER(index_ops) {
-  register_op("gather").inputs(2).infer_with(infer_gather);
-  register_op("scatter").inputs(3).infer_with(infer_scatter("scatter"));
-  register_op("scatter.value").inputs(2).infer_with(infer_scatter("scatter"));
-  register_op("scatter_add").inputs(3).infer_with(infer_scatter("scatter_add"));
-  register_op("index_select").inputs(2).infer_with(infer_index_select);
-  register_op("index_put").inputs(-1).infer_with(infer_index_put);
-  register_op("embedding").inputs(2).infer_with(infer_embedding);
+  register_op("gather").inputs(2).infer_with(infer_gather).grad_with(gather_grad);
+  register_op("scatter").inputs(3).infer_with(infer_scatter("scatter")).grad_with(scatter_grad(false, true));
+  register_op("scatter.value").inputs(2).infer_with(infer_scatter("scatter")).grad_with(scatter_grad(false, false));
+  register_op("scatter_add").inputs(3).infer_with(infer_scatter("scatter_add")).grad_with(scatter_grad(true, true));
+  register_op("index_select").inputs(2).infer_with(infer_index_select).grad_with(index_select_grad);
+  register_op("index_put").inputs(-1).infer_with(infer_index_put).grad_with(index_put_grad);
+  register_op("embedding").inputs(2).infer_with(infer_embedding).grad_with(embedding_grad);
   register_op("one_hot").inputs(1).infer_with(infer_one_hot);
 }
 

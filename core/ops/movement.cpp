@@ -152,17 +152,122 @@ InferFn infer_triangle(std::string_view name) {
   };
 }
 
+// ---- gradients ----
+// Each gradient moves g back the way the op moved the data: slices for cat
+// and stack, the opposite shift or the same flip, and sums where one input
+// element fed several outputs (repeat, reflect padding).
+
+using Ctx = GradContext;
+
+// A one-input op's gradient df(ctx, g); no gradient reaches the input when none reached the output.
+template <class F> GradFn grad_of_g(F df) {
+  return [df](const Ctx& c) -> std::vector<Tensor> {
+    if (!c.grad_outputs[0].defined()) return {Tensor()};
+    return {df(c, c.grad_outputs[0])};
+  };
+}
+
+std::vector<Tensor> cat_grad(const Ctx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  std::vector<Tensor> grads(c.inputs.size());
+  if (!g.defined()) return grads;
+  const auto ref = std::find_if(c.inputs.begin(), c.inputs.end(), [](const Tensor& t) { return !skipped_in_cat(t); });
+  if (ref == c.inputs.end()) return grads;  // every input is an empty 1-d tensor
+  const int64_t d = wrap_dim(c.attrs.i(0), ref->dim(), "cat");
+  int64_t offset = 0;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const Tensor& t = c.inputs[k];
+    if (skipped_in_cat(t)) continue;
+    if (c.needs_input_grad[k]) grads[k] = g.narrow(d, offset, t.size(d));
+    offset += t.size(d);
+  }
+  return grads;
+}
+
+std::vector<Tensor> stack_grad(const Ctx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  std::vector<Tensor> grads(c.needs_input_grad.size());
+  if (!g.defined()) return grads;
+  for (size_t k = 0; k < grads.size(); ++k)
+    if (c.needs_input_grad[k]) grads[k] = g.select(c.attrs.i(0), int64_t(k));
+  return grads;
+}
+
+// Padding of dim `d` alone, (before, after), in pad's last-dim-first pairs for a rank-`rank` tensor.
+DimVector pad_of_dim(int64_t rank, int64_t d, int64_t before, int64_t after) {
+  DimVector p(size_t(2 * (rank - d)), 0);
+  p[p.size() - 2] = before;
+  p[p.size() - 1] = after;
+  return p;
+}
+
+// Reflect padding copies x[1 .. before] (reversed) in front and
+// x[n-1-after .. n-2] (reversed) behind, so the gradient adds the padded
+// parts of g, flipped back, onto those elements: one dim at a time.
+Tensor reflect_pad_grad(const Tensor& g, const Tensor& x, IntArrayRef pad) {
+  Tensor r = g;
+  for (size_t p = 0; p < pad.size() / 2; ++p) {
+    const int64_t d = x.dim() - 1 - int64_t(p), n = x.size(d), before = pad[2 * p], after = pad[2 * p + 1];
+    if (before == 0 && after == 0) continue;
+    Tensor core = r.narrow(d, before, n);
+    if (before > 0)
+      core = core + nnvm::pad(r.narrow(d, 0, before).flip({d}), pad_of_dim(x.dim(), d, 1, n - 1 - before));
+    if (after > 0)
+      core = core + nnvm::pad(r.narrow(d, before + n, after).flip({d}), pad_of_dim(x.dim(), d, n - 1 - after, 1));
+    r = core;
+  }
+  return r;
+}
+
+Tensor pad_grad(const Ctx& c, const Tensor& g) {
+  const IntArrayRef pad = c.attrs.ints(0);
+  if (c.attrs.str(1) == "reflect") return reflect_pad_grad(g, c.inputs[0], pad);
+  // Constant padding by -pad crops exactly what padding by pad added.
+  DimVector crop;
+  for (int64_t v : pad) crop.push_back(-v);
+  return nnvm::pad(g, crop);
+}
+
+// g viewed as [lead repeats..., r0, s0, r1, s1, ...], summed over the repeats.
+Tensor repeat_grad(const Ctx& c, const Tensor& g) {
+  const Tensor& x = c.inputs[0];
+  const IntArrayRef repeats = c.attrs.ints(0);
+  const int64_t lead = int64_t(repeats.size()) - x.dim();
+  DimVector split, summed;
+  for (int64_t d = 0; d < lead; ++d) {
+    summed.push_back(int64_t(split.size()));
+    split.push_back(repeats[size_t(d)]);
+  }
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    summed.push_back(int64_t(split.size()));
+    split.push_back(repeats[size_t(lead + d)]);
+    split.push_back(x.size(d));
+  }
+  if (summed.empty()) return g;
+  return g.reshape(split).sum(summed).reshape(x.sizes());
+}
+
+Tensor roll_grad(const Ctx& c, const Tensor& g) {
+  DimVector back;
+  for (int64_t s : c.attrs.ints(0)) back.push_back(-s);
+  return g.roll(back, c.attrs.ints(1));
+}
+
 }  // namespace
 
 NNVM_REGISTER(movement_ops) {
-  register_op("cat").inputs(-1).infer_with(infer_cat);
-  register_op("stack").inputs(-1).infer_with(infer_stack);
-  register_op("pad").inputs(1).infer_with(infer_pad);
-  register_op("repeat").inputs(1).infer_with(infer_repeat);
-  register_op("flip").inputs(1).infer_with(infer_flip);
-  register_op("roll").inputs(1).infer_with(infer_roll);
-  register_op("tril").inputs(1).infer_with(infer_triangle("tril"));  // attrs: diagonal
-  register_op("triu").inputs(1).infer_with(infer_triangle("triu"));
+  register_op("cat").inputs(-1).infer_with(infer_cat).grad_with(cat_grad);
+  register_op("stack").inputs(-1).infer_with(infer_stack).grad_with(stack_grad, /*saves_inputs=*/false);
+  register_op("pad").inputs(1).infer_with(infer_pad).grad_with(grad_of_g(pad_grad));
+  register_op("repeat").inputs(1).infer_with(infer_repeat).grad_with(grad_of_g(repeat_grad));
+  register_op("flip").inputs(1).infer_with(infer_flip).grad_with(
+      grad_of_g([](const Ctx& c, const Tensor& g) { return g.flip(c.attrs.ints(0)); }), false);
+  register_op("roll").inputs(1).infer_with(infer_roll).grad_with(grad_of_g(roll_grad), false);
+  // attrs: diagonal
+  register_op("tril").inputs(1).infer_with(infer_triangle("tril")).grad_with(
+      grad_of_g([](const Ctx& c, const Tensor& g) { return g.tril(c.attrs.i(0)); }), false);
+  register_op("triu").inputs(1).infer_with(infer_triangle("triu")).grad_with(
+      grad_of_g([](const Ctx& c, const Tensor& g) { return g.triu(c.attrs.i(0)); }), false);
 }
 
 Tensor cat(TensorList tensors, int64_t dim) {

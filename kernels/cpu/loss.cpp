@@ -187,9 +187,63 @@ void cross_entropy_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> 
              });
 }
 
+// inputs: g, logits, target, [weight]; attrs: reduction, ignore_index, has_weight, label_smoothing.
+// With p = softmax(logits), W = sum_c w[c] and smoothing ls, a counted row's gradient is
+//   dlogits[c] = scale * ((1 - ls) w[t] (p[c] - [c == t]) + ls / C (W p[c] - w[c])),
+// the derivative of the forward's formula above; scale is g (g / summed w[t]
+// for Mean). Ignored rows get zeros.
+void cross_entropy_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor x = in[1].contiguous(), target = in[2].contiguous();
+  const ClassRows rows(x);
+  const int64_t ignore_index = a.i(1), n = rows.rows(), classes = rows.classes, stride = rows.spatial;
+  const Reduction reduction = Reduction(a.i(0));
+  const int64_t* pt = target.data_ptr<int64_t>();
+  check_targets(pt, rows, ignore_index, "cross_entropy_backward", in[1], in[2]);
+  dispatch_floating(x.dtype(), "cross_entropy_backward", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const Tensor g = contiguous_as<T>(in[0]);
+    const Tensor w = a.b(2) ? contiguous_as<T>(in[3]) : Tensor();
+    const T* pw = a.b(2) ? w.data_ptr<T>() : nullptr;
+    const T* pg = g.data_ptr<T>();
+    T total_weight = 0;
+    for (int64_t c = 0; c < classes; ++c) total_weight += pw ? pw[c] : T(1);
+    T scale = reduction == Reduction::None ? T(0) : pg[0];
+    if (reduction == Reduction::Mean)
+      scale /= ordered_sum<T>(n, [&](int64_t r) { return pt[r] == ignore_index ? T(0) : (pw ? pw[pt[r]] : T(1)); });
+    const T ls = T(a.d(3)), smooth = ls / T(classes);
+    const S* px = x.data_ptr<S>();
+    S* pdx = out[0].data_ptr<S>();
+    parallel_for(0, n, std::max<int64_t>(1, kGrain / std::max<int64_t>(classes, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const S* xr = px + rows.base(r);
+        S* dr = pdx + rows.base(r);
+        const int64_t t = pt[r];
+        if (t == ignore_index) {
+          for (int64_t c = 0; c < classes; ++c) dr[c * stride] = convert<S>(T(0));
+          continue;
+        }
+        const T k = reduction == Reduction::None ? pg[r] : scale;
+        T max = -INFINITY;
+        for (int64_t c = 0; c < classes; ++c) max = std::max(max, convert<T>(xr[c * stride]));
+        T sum = 0;
+        for (int64_t c = 0; c < classes; ++c) sum += std::exp(convert<T>(xr[c * stride]) - max);
+        const T lse = max + std::log(sum), wt = pw ? pw[t] : T(1);
+        for (int64_t c = 0; c < classes; ++c) {
+          const T p = std::exp(convert<T>(xr[c * stride]) - lse);
+          T d = (T(1) - ls) * wt * (p - T(c == t));
+          if (ls != T(0)) d += smooth * (total_weight * p - (pw ? pw[c] : T(1)));
+          dr[c * stride] = convert<S>(k * d);
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 NNVM_REGISTER(cpu_loss_kernels) {
+  register_kernel("cross_entropy_backward", kCPU, cross_entropy_backward_kernel);
   register_kernel("mse_loss", kCPU, pointwise_loss_kernel<true>);
   register_kernel("l1_loss", kCPU, pointwise_loss_kernel<false>);
   register_kernel("binary_cross_entropy_with_logits", kCPU, bce_with_logits_kernel);

@@ -180,10 +180,80 @@ void batch_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out
   });
 }
 
+// inputs: g, x, [weight]; attrs: normalized_shape, has_weight, has_bias, eps
+// outputs: dx, [dweight], [dbias]
+//
+// One pass over the rows: each row recomputes its mean and rstd as the
+// forward did, writes dx and adds g * xhat and g into per-block partial sums
+// of dweight and dbias. Blocks are fixed runs of rows (not per-thread), and
+// their partials are added in block order, so the sums do not depend on the
+// thread count.
+void layer_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor g = in[0].contiguous(), x = in[1].contiguous();
+  const bool has_weight = a.b(1), has_bias = a.b(2);
+  const int64_t cols = numel_of(a.ints(0));
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  const int64_t block = row_grain(cols), blocks = (rows + block - 1) / block;
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const Affine<T> affine(in, 2, has_weight, false);
+    const T eps = T(a.d(3));
+    const S *px = x.data_ptr<S>(), *pg = g.data_ptr<S>();
+    S* pdx = out[0].data_ptr<S>();
+    const bool params = has_weight || has_bias;
+    // partial[b]: dweight then dbias of block b.
+    std::vector<T> partial(params ? size_t(blocks * 2 * cols) : 0, T(0));
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> dxhat(static_cast<size_t>(cols));
+      for (int64_t b = b0; b < b1; ++b) {
+        T* dw = params ? partial.data() + b * 2 * cols : nullptr;
+        for (int64_t r = b * block, e = std::min(rows, r + block); r < e; ++r) {
+          const S *xr = px + r * cols, *gr = pg + r * cols;
+          const auto [mean, var] = moments<T>(xr, 1, cols, 0);
+          const T rstd = T(1) / std::sqrt(var + eps);
+          T sum_dxhat = 0, sum_dxhat_xhat = 0;
+          for (int64_t j = 0; j < cols; ++j) {
+            const T gj = convert<T>(gr[j]), xhat = (convert<T>(xr[j]) - mean) * rstd;
+            const T d = affine.w ? gj * affine.w[j] : gj;
+            dxhat[size_t(j)] = d;
+            sum_dxhat += d;
+            sum_dxhat_xhat += d * xhat;
+            if (dw) {
+              dw[j] += gj * xhat;
+              dw[cols + j] += gj;
+            }
+          }
+          const T mean_dxhat = sum_dxhat / T(cols), mean_dxhat_xhat = sum_dxhat_xhat / T(cols);
+          S* dxr = pdx + r * cols;
+          for (int64_t j = 0; j < cols; ++j) {
+            const T xhat = (convert<T>(xr[j]) - mean) * rstd;
+            dxr[j] = convert<S>(rstd * (dxhat[size_t(j)] - mean_dxhat - xhat * mean_dxhat_xhat));
+          }
+        }
+      }
+    });
+    if (!params) return;
+    std::vector<T> dweight(static_cast<size_t>(cols), T(0)), dbias(static_cast<size_t>(cols), T(0));
+    parallel_for(0, cols, std::max<int64_t>(1, kGrain / std::max<int64_t>(blocks, 1)), [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          dweight[size_t(j)] += partial[size_t(b * 2 * cols + j)];
+          dbias[size_t(j)] += partial[size_t(b * 2 * cols + cols + j)];
+        }
+      }
+    });
+    size_t k = 1;
+    if (has_weight) store(out[k++], dweight);
+    if (has_bias) store(out[k], dbias);
+  });
+}
+
 }  // namespace
 
 NNVM_REGISTER(cpu_norm_kernels) {
   register_kernel("layer_norm", kCPU, layer_norm_kernel);
+  register_kernel("layer_norm_backward", kCPU, layer_norm_backward_kernel);
   register_kernel("group_norm", kCPU, group_norm_kernel);
   register_kernel("batch_norm", kCPU, batch_norm_kernel);
 }
