@@ -1,0 +1,42 @@
+// Linear (y = x Wᵀ + b) and Flatten.
+#pragma once
+
+#include "nnvm/nn/module.h"
+
+namespace nnvm::nn {
+
+struct LinearOptions {
+  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  NNVM_ARG(int64_t, in_features);
+  NNVM_ARG(int64_t, out_features);
+  NNVM_ARG(bool, bias) = true;
+};
+
+// weight [out, in] kaiming-uniform (a = √5), bias [out] uniform in ±1/√in, as libtorch.
+class LinearImpl : public Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features) : LinearImpl(LinearOptions(in_features, out_features)) {}
+  explicit LinearImpl(const LinearOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& x);
+
+  LinearOptions options;
+  Tensor weight, bias;
+};
+NNVM_MODULE(Linear);
+
+struct FlattenOptions {
+  NNVM_ARG(int64_t, start_dim) = 1;
+  NNVM_ARG(int64_t, end_dim) = -1;
+};
+
+class FlattenImpl : public Module {
+ public:
+  explicit FlattenImpl(const FlattenOptions& options = {}) : Module("Flatten"), options(options) {}
+  Tensor forward(const Tensor& x) { return x.flatten(options.start_dim(), options.end_dim()); }
+
+  FlattenOptions options;
+};
+NNVM_MODULE(Flatten);
+
+}  // namespace nnvm::nn

@@ -1,0 +1,45 @@
+// TransformerEncoderLayer, block for block as PyTorch's.
+#include "nnvm/nn/transformer.h"
+
+namespace nnvm::nn {
+
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options)
+    : Module("TransformerEncoderLayer"), options(options) {
+  NNVM_CHECK(options.activation() == "relu" || options.activation() == "gelu", "TransformerEncoderLayer",
+             "activation must be \"relu\" or \"gelu\", got \"", options.activation(), "\"");
+  const int64_t d = options.d_model();
+  self_attn = register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
+                                                                  .dropout(options.dropout())
+                                                                  .batch_first(options.batch_first())));
+  linear1 = register_module("linear1", Linear(d, options.dim_feedforward()));
+  dropout = register_module("dropout", Dropout(options.dropout()));
+  linear2 = register_module("linear2", Linear(options.dim_feedforward(), d));
+  norm1 = register_module("norm1", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps())));
+  norm2 = register_module("norm2", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps())));
+  dropout1 = register_module("dropout1", Dropout(options.dropout()));
+  dropout2 = register_module("dropout2", Dropout(options.dropout()));
+}
+
+Tensor TransformerEncoderLayerImpl::self_attention_block(const Tensor& x, const Tensor& mask,
+                                                         const Tensor& key_padding_mask) {
+  const Tensor attended = std::get<0>(self_attn->forward(x, x, x, key_padding_mask, /*need_weights=*/false, mask));
+  return dropout1->forward(attended);
+}
+
+Tensor TransformerEncoderLayerImpl::feed_forward_block(const Tensor& x) {
+  const Tensor hidden = linear1->forward(x);
+  const Tensor activated = options.activation() == "gelu" ? gelu(hidden) : hidden.relu();
+  return dropout2->forward(linear2->forward(dropout->forward(activated)));
+}
+
+Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
+                                            const Tensor& src_key_padding_mask) {
+  if (options.norm_first()) {
+    const Tensor x = src + self_attention_block(norm1->forward(src), src_mask, src_key_padding_mask);
+    return x + feed_forward_block(norm2->forward(x));
+  }
+  const Tensor x = norm1->forward(src + self_attention_block(src, src_mask, src_key_padding_mask));
+  return norm2->forward(x + feed_forward_block(x));
+}
+
+}  // namespace nnvm::nn
