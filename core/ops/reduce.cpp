@@ -113,9 +113,9 @@ Tensor unreduce(const Tensor& t, IntArrayRef reduced, bool keepdim) {
   return r;
 }
 
-// Declares a single-output reduction's gradient df(c, x, dims, gu) where gu is
-// the incoming gradient unreduced (broadcasting against x) and `out(t)`
-// unreduces another result-shaped tensor.
+// Declares a single-output reduction's gradient df(c, x, dims, gu, out): gu is
+// the incoming gradient expanded to x's shape, and out(t) unreduces a
+// result-shaped tensor (a saved output) so that it broadcasts against x.
 template <class F> GradFn reduction_grad(std::string name, F df) {
   return [name, df](const GradContext& c) -> std::vector<Tensor> {
     const Tensor& g = c.grad_outputs[0];
