@@ -235,7 +235,8 @@ void layer_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Te
     });
     if (!params) return;
     std::vector<T> dweight(static_cast<size_t>(cols), T(0)), dbias(static_cast<size_t>(cols), T(0));
-    parallel_for(0, cols, std::max<int64_t>(1, kGrain / std::max<int64_t>(blocks, 1)), [&](int64_t j0, int64_t j1) {
+    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(blocks, 1));
+    parallel_for(0, cols, grain, [&](int64_t j0, int64_t j1) {
       for (int64_t j = j0; j < j1; ++j) {
         for (int64_t b = 0; b < blocks; ++b) {
           dweight[size_t(j)] += partial[size_t(b * 2 * cols + j)];

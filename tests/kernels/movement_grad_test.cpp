@@ -1,6 +1,6 @@
 // Gradients of the data-movement ops (core/ops/movement.cpp) and the
 // index-driven ops (core/ops/index.cpp) against finite differences. Each
-// function also runs on a non-contiguous view of its input; index tensors are
+// op also runs on a non-contiguous view of its input; index tensors are
 // int64, with repeated entries where the gradient must accumulate.
 #include "reference.h"
 
@@ -11,9 +11,6 @@ using testing::DiffFn;
 using testing::gradcheck;
 using testing::gradgradcheck;
 using testing::leaf;
-
-// A non-contiguous view with the values of `t`'s transpose: fn sees t.mT() of a [.., b, a] leaf.
-Tensor transposed_view(const Tensor& t) { return t.mT(); }
 
 Tensor longs(std::vector<int64_t> v, IntArrayRef shape) { return tensor<int64_t>(v, shape); }
 
@@ -70,13 +67,13 @@ TEST(MovementGrad, FlipRollTriangles) {
   const Tensor x = leaf({3, 4, 5}, 14), one = leaf({1, 1}, 15);
   const DiffFn fns[] = {
       [](const std::vector<Tensor>& in) { return in[0].flip({0, 2}); },
-      [](const std::vector<Tensor>& in) { return transposed_view(in[0]).flip({-1}); },
+      [](const std::vector<Tensor>& in) { return in[0].mT().flip({-1}); },
       [](const std::vector<Tensor>& in) { return in[0].roll({2, -1}, {0, 2}); },
       [](const std::vector<Tensor>& in) { return in[0].roll({7}); },
-      [](const std::vector<Tensor>& in) { return transposed_view(in[0]).roll({3}, {1}); },
+      [](const std::vector<Tensor>& in) { return in[0].mT().roll({3}, {1}); },
       [](const std::vector<Tensor>& in) { return in[0].tril(); },
       [](const std::vector<Tensor>& in) { return in[0].tril(-1); },
-      [](const std::vector<Tensor>& in) { return transposed_view(in[0]).triu(1); },
+      [](const std::vector<Tensor>& in) { return in[0].mT().triu(1); },
       [](const std::vector<Tensor>& in) { return in[0].triu(-2) * in[0]; },
   };
   for (const auto& fn : fns) {

@@ -41,6 +41,23 @@ TEST(NormGrad, LayerNormBackwardReturnsOnlyRequestedGradients) {
   EXPECT_EQ(grads[0].sizes(), w.sizes());
 }
 
+// Many rows (several blocks of partial parameter sums) and float32: the fused
+// kernel against the same normalisation built from differentiable ops.
+TEST(NormGrad, LayerNormBackwardMatchesTheComposition) {
+  for (DType dtype : {kFloat64, kFloat32}) {
+    const Tensor x = testing::random({9001, 8}, dtype, 50).requires_grad_();
+    const Tensor w = testing::random({8}, dtype, 51).requires_grad_();
+    const Tensor b = testing::random({8}, dtype, 52).requires_grad_();
+    const Tensor g = testing::random({9001, 8}, dtype, 53);
+    const std::vector<Tensor> fused = autograd::grad({layer_norm(x, {8}, w, b)}, {x, w, b}, {g});
+    const Tensor centred = x - x.mean({1}, true);
+    const Tensor composed_y = centred * (centred.square().mean({1}, true) + 1e-5).rsqrt() * w + b;
+    const std::vector<Tensor> composed = autograd::grad({composed_y}, {x, w, b}, {g});
+    for (size_t k = 0; k < 3; ++k)
+      testing::expect_tensors_close(fused[k], composed[k], testing::rtol_for(dtype), 10 * testing::rtol_for(dtype));
+  }
+}
+
 TEST(NormGrad, GroupNorm) {
   const Tensor x = leaf({2, 6, 3}, 11), w = leaf({6}, 12), b = leaf({6}, 13), flat = leaf({3, 4}, 14);
   for (int64_t groups : {1, 2, 3, 6}) {
@@ -85,7 +102,9 @@ TEST(NormGrad, BatchNormEvaluationUsesRunningStatsAsConstants) {
   const Tensor rm = testing::random({3}, kFloat64, 26), rv = testing::random({3}, kFloat64, 27, 0.5, 2.0);
   gradcheck([&](const std::vector<Tensor>& in) { return batch_norm(in[0], rm, rv, in[1], in[2], false); },
             {x, w, b});
-  gradcheck([&](const std::vector<Tensor>& in) { return batch_norm(in[0].transpose(0, 2).transpose(0, 2), rm, rv, {}, {}, false); }, {x});
+  gradcheck([&](const std::vector<Tensor>& in) {
+    return batch_norm(in[0].transpose(0, 2).transpose(0, 2), rm, rv, {}, {}, false);
+  }, {x});
   gradgradcheck([&](const std::vector<Tensor>& in) { return batch_norm(in[0], rm, rv, in[1], in[2], false); },
                 {x, w, b});
 }
@@ -149,8 +168,8 @@ TEST(LossGrad, NllLoss) {
       return nll_loss(in[2].transpose(2, 3), t_spatial, w.narrow(0, 0, 3), r);
     }, {x, x1, spatial});
   }
-  gradgradcheck([&](const std::vector<Tensor>& in) { return nll_loss(in[0].square(), t_ignored, w, Reduction::Mean, 1); },
-                {x});
+  gradgradcheck(
+      [&](const std::vector<Tensor>& in) { return nll_loss(in[0].square(), t_ignored, w, Reduction::Mean, 1); }, {x});
 }
 
 TEST(LossGrad, CrossEntropy) {
