@@ -32,7 +32,7 @@ void BM_MlpTrainStep(benchmark::State& state) {
   Tensor loss;
   for (auto _ : state) {
     const Tensor y = linear(gelu(linear(x, w1, b1)), w2, b2);
-    loss = (y - target).square().mean();
+    loss = mse_loss(y, target);
     loss.backward();
     NoGradGuard no_grad;
     for (Tensor p : params) {

@@ -122,6 +122,7 @@ Tensor read(const std::string& op, const std::string& path, std::optional<uint32
              type->name, " ", shape_str(shape), " the header announces");
 
   Tensor out = empty(shape, type->dtype);
+  if (bytes == 0) return out;  // memcpy must not see the empty body's null pointer
   auto* dst = static_cast<uint8_t*>(out.data_ptr());
   if (elem == 1 || std::endian::native == std::endian::big) {
     std::memcpy(dst, body.data(), bytes);
