@@ -66,24 +66,34 @@ void max_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, 
 
 // libtorch's rule: a window is clipped to the padded input to count its size
 // (count_include_pad), then to the input to sum.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;  // the window clipped to the input
+  int64_t count;           // the divisor
+};
+
+AvgWindow avg_window(const Planes& p, int64_t oh, int64_t ow, IntArrayRef k, IntArrayRef s, IntArrayRef pad,
+                     bool count_include_pad) {
+  int64_t h0 = oh * s[0] - pad[0], w0 = ow * s[1] - pad[1];
+  int64_t h1 = std::min(h0 + k[0], p.height + pad[0]), w1 = std::min(w0 + k[1], p.width + pad[1]);
+  const int64_t padded_count = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, p.height);
+  w1 = std::min(w1, p.width);
+  return {h0, h1, w0, w1, count_include_pad ? padded_count : (h1 - h0) * (w1 - w0)};
+}
+
 void avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2);
   const bool count_include_pad = a.b(4);
   for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
     for (int64_t oh = 0; oh < p.out_height; ++oh)
       for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        int64_t h0 = oh * s[0] - pad[0], w0 = ow * s[1] - pad[1];
-        int64_t h1 = std::min(h0 + k[0], p.height + pad[0]), w1 = std::min(w0 + k[1], p.width + pad[1]);
-        const int64_t padded_count = (h1 - h0) * (w1 - w0);
-        h0 = std::max<int64_t>(h0, 0);
-        w0 = std::max<int64_t>(w0, 0);
-        h1 = std::min(h1, p.height);
-        w1 = std::min(w1, p.width);
+        const AvgWindow win = avg_window(p, oh, ow, k, s, pad, count_include_pad);
         T sum = 0;
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * sh + iw * sw];
-        const int64_t count = count_include_pad ? padded_count : (h1 - h0) * (w1 - w0);
-        y[oh * p.out_width + ow] = h0 < h1 && w0 < w1 ? sum / T(count) : T(0);
+        for (int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += x[ih * sh + iw * sw];
+        y[oh * p.out_width + ow] = win.h0 < win.h1 && win.w0 < win.w1 ? sum / T(win.count) : T(0);
       }
   });
 }
@@ -224,18 +234,11 @@ void avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
   for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
     for (int64_t oh = 0; oh < p.out_height; ++oh)
       for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        int64_t h0 = oh * s[0] - pad[0], w0 = ow * s[1] - pad[1];
-        int64_t h1 = std::min(h0 + k[0], p.height + pad[0]), w1 = std::min(w0 + k[1], p.width + pad[1]);
-        const int64_t padded_count = (h1 - h0) * (w1 - w0);
-        h0 = std::max<int64_t>(h0, 0);
-        w0 = std::max<int64_t>(w0, 0);
-        h1 = std::min(h1, p.height);
-        w1 = std::min(w1, p.width);
-        if (h0 >= h1 || w0 >= w1) continue;
-        const int64_t count = count_include_pad ? padded_count : (h1 - h0) * (w1 - w0);
-        const T share = g[oh * sh + ow * sw] / T(count);
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) gx[ih * p.width + iw] += share;
+        const AvgWindow win = avg_window(p, oh, ow, k, s, pad, count_include_pad);
+        if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
+        const T share = g[oh * sh + ow * sw] / T(win.count);
+        for (int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (int64_t iw = win.w0; iw < win.w1; ++iw) gx[ih * p.width + iw] += share;
       }
   });
 }
