@@ -1,0 +1,31 @@
+#include "nnvm/trace/interpreter.h"
+
+#include "nnvm/core/autograd.h"
+
+namespace nnvm::trace {
+
+std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs) {
+  NNVM_CHECK(inputs.size() == t.inputs().size(), "interpret", "the trace takes ", t.inputs().size(),
+             " inputs but got ", inputs.size());
+  std::vector<Tensor> env(t.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = t.value(t.inputs()[i]);
+    NNVM_CHECK(inputs[i].dtype() == v.dtype && inputs[i].sizes() == IntArrayRef(v.shape), "interpret", "input ", i,
+               " is ", dtype_name(inputs[i].dtype()), shape_str(inputs[i].sizes()), "; the trace expects ",
+               dtype_name(v.dtype), shape_str(v.shape));
+    env[size_t(t.inputs()[i])] = inputs[i];
+  }
+  NoGradGuard no_grad;  // a trace already holds its backward nodes
+  std::vector<Tensor> args;
+  for (const Node& n : t.nodes()) {
+    args.clear();
+    for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
+    std::vector<Tensor> outs = call(*n.op, args, n.attrs);
+    for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+  }
+  std::vector<Tensor> result;
+  for (ValueId v : t.outputs()) result.push_back(env[size_t(v)]);
+  return result;
+}
+
+}  // namespace nnvm::trace

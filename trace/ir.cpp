@@ -1,0 +1,174 @@
+#include "nnvm/trace/ir.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace nnvm::trace {
+
+namespace {
+
+// A tensor with metadata and no storage, for the ops' shape inference.
+Tensor meta_tensor(const Value& v) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = v.shape;
+  impl->strides = v.strides;
+  impl->dtype = v.dtype;
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+ValueId Trace::add_input(DType dtype, IntArrayRef shape, IntArrayRef strides) {
+  Value v;
+  v.shape = dims(shape);
+  v.strides = dims(strides);
+  v.dtype = dtype;
+  v.index = int32_t(inputs_.size());
+  values_.push_back(std::move(v));
+  inputs_.push_back(ValueId(values_.size() - 1));
+  return inputs_.back();
+}
+
+std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs) {
+  std::vector<Tensor> metas;
+  for (ValueId v : inputs) {
+    NNVM_CHECK(v >= 0 && size_t(v) < values_.size(), op.name, "input value %", v, " is not in the trace");
+    metas.push_back(meta_tensor(values_[size_t(v)]));
+  }
+  NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ", op.num_inputs,
+             " inputs but got ", inputs.size());
+  Node node;
+  node.op = &op;
+  node.inputs.assign(inputs.begin(), inputs.end());
+  const int32_t id = int32_t(nodes_.size());
+  auto add_output = [&](DimVector shape, DimVector strides, DType dtype) {
+    Value v;
+    v.shape = std::move(shape);
+    v.strides = std::move(strides);
+    v.dtype = dtype;
+    v.node = id;
+    v.index = int32_t(node.outputs.size());
+    values_.push_back(std::move(v));
+    node.outputs.push_back(ValueId(values_.size() - 1));
+  };
+  if (op.view) {
+    ViewSpec s = op.view(metas[0], attrs);
+    add_output(std::move(s.shape), std::move(s.strides), metas[0].dtype());
+  } else {
+    NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
+    for (OutputSpec& s : op.infer(metas, attrs)) {
+      DimVector strides = contiguous_strides(s.shape);
+      add_output(std::move(s.shape), std::move(strides), s.dtype);
+    }
+  }
+  node.attrs = std::move(attrs);
+  nodes_.push_back(std::move(node));
+  return std::vector<ValueId>(nodes_.back().outputs.begin(), nodes_.back().outputs.end());
+}
+
+ValueId Trace::add_node1(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs) {
+  const std::vector<ValueId> outs = add_node(op, inputs, std::move(attrs));
+  NNVM_CHECK(outs.size() == 1, op.name, "has ", outs.size(), " outputs; expected one");
+  return outs[0];
+}
+
+void Trace::rewrite(const std::vector<bool>& keep, const std::vector<ValueId>& replace) {
+  auto resolve = [&](ValueId v) {
+    while (replace[size_t(v)] != v) v = replace[size_t(v)];
+    return v;
+  };
+  std::vector<ValueId> renumber(values_.size(), -1);
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<ValueId> inputs;
+  for (ValueId v : inputs_) {
+    renumber[size_t(v)] = ValueId(values.size());
+    inputs.push_back(ValueId(values.size()));
+    values.push_back(values_[size_t(v)]);
+  }
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (!keep[n]) continue;
+    Node node = nodes_[n];
+    for (ValueId& in : node.inputs) {
+      in = renumber[size_t(resolve(in))];
+      NNVM_DCHECK(in >= 0);
+    }
+    for (ValueId& out : node.outputs) {
+      Value v = values_[size_t(out)];
+      v.node = int32_t(nodes.size());
+      renumber[size_t(out)] = ValueId(values.size());
+      out = ValueId(values.size());
+      values.push_back(std::move(v));
+    }
+    nodes.push_back(std::move(node));
+  }
+  for (ValueId& out : outputs_) {
+    out = renumber[size_t(resolve(out))];
+    NNVM_DCHECK(out >= 0);
+  }
+  values_ = std::move(values);
+  nodes_ = std::move(nodes);
+  inputs_ = std::move(inputs);
+}
+
+void append_attr(std::string& out, const AttrValue& a, bool with_scalar_values) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          absl::StrAppend(&out, x);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out += x ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, Scalar>) {
+          out += x.is_floating() ? "f64" : x.is_integral() ? "i64" : "bool";
+          if (with_scalar_values) {
+            if (x.is_floating()) {
+              uint64_t bits;
+              const double d = x.to_double();
+              std::memcpy(&bits, &d, 8);  // exact, and NaN-safe for CSE
+              absl::StrAppend(&out, ":", bits);
+            } else {
+              absl::StrAppend(&out, ":", x.to_int());
+            }
+          }
+        } else if constexpr (std::is_same_v<T, DimVector>) {
+          absl::StrAppend(&out, "[", absl::StrJoin(x, ","), "]");
+        } else if constexpr (std::is_same_v<T, DType>) {
+          out += std::string(dtype_name(x));
+        } else {
+          absl::StrAppend(&out, "\"", x, "\"");
+        }
+      },
+      a);
+}
+
+std::string Trace::to_string() const {
+  std::string s;
+  auto type_of = [](const Value& v) { return std::string(dtype_name(v.dtype)) + shape_str(v.shape); };
+  for (ValueId v : inputs_)
+    absl::StrAppend(&s, "%", v, " = input ", type_of(values_[size_t(v)]), " strides ",
+                    shape_str(values_[size_t(v)].strides), "\n");
+  for (const Node& n : nodes_) {
+    absl::StrAppend(&s, absl::StrJoin(n.outputs, ", ", [](std::string* o, ValueId v) { absl::StrAppend(o, "%", v); }),
+                    " = ", n.op->name, "(",
+                    absl::StrJoin(n.inputs, ", ", [](std::string* o, ValueId v) { absl::StrAppend(o, "%", v); }), ")");
+    if (n.attrs.size()) {
+      s += " [";
+      for (size_t i = 0; i < n.attrs.size(); ++i) {
+        if (i) s += ", ";
+        append_attr(s, n.attrs[i], true);
+      }
+      s += "]";
+    }
+    s += " :";
+    for (ValueId v : n.outputs) absl::StrAppend(&s, " ", type_of(values_[size_t(v)]));
+    s += "\n";
+  }
+  absl::StrAppend(&s, "outputs: ",
+                  absl::StrJoin(outputs_, ", ", [](std::string* o, ValueId v) { absl::StrAppend(o, "%", v); }), "\n");
+  return s;
+}
+
+}  // namespace nnvm::trace

@@ -1,0 +1,76 @@
+// The trace IR (DESIGN §1, §3.2-3.4): a straight-line program of op-table
+// nodes over values. A value is a trace input (a materialised tensor passed
+// at run time: its data pointer and storage offset are never part of the
+// trace) or an output of a node. Values carry shape, dtype and strides, so
+// shape inference, signatures and passes need no data.
+//
+// Passes (trace/passes/) rewrite a Trace; the interpreter runs one with the
+// reference kernels; signatures key the trace cache.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "nnvm/core/op.h"
+
+namespace nnvm::trace {
+
+using ValueId = int32_t;
+
+struct Value {
+  DimVector shape;
+  DimVector strides;
+  DType dtype = kFloat32;
+  int32_t node = -1;  // the producing node; -1 for a trace input
+  int32_t index = 0;  // output index within the node, or position among the trace inputs
+  bool is_input() const { return node < 0; }
+};
+
+struct Node {
+  const OpDef* op = nullptr;
+  Attrs attrs;
+  absl::InlinedVector<ValueId, 3> inputs;
+  absl::InlinedVector<ValueId, 2> outputs;
+};
+
+class Trace {
+ public:
+  // A run-time input with the given layout.
+  ValueId add_input(DType dtype, IntArrayRef shape, IntArrayRef strides);
+  ValueId add_input(const Tensor& like) { return add_input(like.dtype(), like.sizes(), like.strides()); }
+  // Appends a node; its outputs' shapes and dtypes come from the op's own
+  // inference (or view function), which throws nnvm::Error on bad input.
+  std::vector<ValueId> add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {});
+  ValueId add_node1(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {});
+  // A value the program still needs after the trace (a live tensor).
+  void mark_output(ValueId v) { outputs_.push_back(v); }
+
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  const Value& value(ValueId v) const { return values_[size_t(v)]; }
+
+  // Rebuilds the trace keeping the nodes marked in `keep`, with every use of
+  // value v replaced by replace[v] (identity where replace[v] == v). Inputs
+  // are kept; value ids are renumbered densely.
+  void rewrite(const std::vector<bool>& keep, const std::vector<ValueId>& replace);
+
+  // One line per input and node, then the outputs:
+  //   %2 = add(%0, %1) [1] : float32[2, 3]
+  std::string to_string() const;
+
+ private:
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+};
+
+// Appends an attribute's canonical text. Scalars are written as their kind
+// only ("f64"/"i64"/"bool") unless `with_scalar_values`: a Scalar is a
+// run-time argument, never part of a signature (DESIGN §3.4).
+void append_attr(std::string& out, const AttrValue& a, bool with_scalar_values);
+
+}  // namespace nnvm::trace

@@ -1,0 +1,71 @@
+#include "nnvm/trace/signature.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace nnvm::trace {
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+void append_ids(std::string& out, absl::Span<const ValueId> ids) {
+  absl::StrAppend(&out, "(", absl::StrJoin(ids, ","), ")");
+}
+
+}  // namespace
+
+Signature signature(const Trace& t) {
+  std::string key;
+  for (ValueId v : t.inputs()) {
+    const Value& in = t.value(v);
+    absl::StrAppend(&key, "in ", std::string(dtype_name(in.dtype)), shape_str(in.shape), shape_str(in.strides), ";");
+  }
+  for (const Node& n : t.nodes()) {
+    absl::StrAppend(&key, n.op->name);
+    append_ids(key, n.inputs);
+    for (size_t i = 0; i < n.attrs.size(); ++i) {
+      key += i ? "," : "[";
+      append_attr(key, n.attrs[i], /*with_scalar_values=*/false);
+    }
+    key += n.attrs.size() ? "];" : ";";
+  }
+  key += "out";
+  append_ids(key, t.outputs());
+  return {fnv1a(key), std::move(key)};
+}
+
+std::string explain_difference(const Trace& before, const Trace& now) {
+  if (signature(before) == signature(now)) return "";
+  if (before.inputs().size() != now.inputs().size() || before.nodes().size() != now.nodes().size())
+    return "new structure";
+  for (size_t i = 0; i < now.inputs().size(); ++i) {
+    const Value &a = before.value(before.inputs()[i]), &b = now.value(now.inputs()[i]);
+    if (a.dtype != b.dtype)
+      return absl::StrCat("dtype changed at input ", i, ": ", std::string(dtype_name(a.dtype)), " -> ",
+                          std::string(dtype_name(b.dtype)));
+    if (a.shape != b.shape)
+      return absl::StrCat("shape changed at input ", i, ": ", shape_str(a.shape), " -> ", shape_str(b.shape));
+    if (a.strides != b.strides)
+      return absl::StrCat("layout changed at input ", i, ": strides ", shape_str(a.strides), " -> ",
+                          shape_str(b.strides));
+  }
+  for (size_t n = 0; n < now.nodes().size(); ++n) {
+    const Node &a = before.nodes()[n], &b = now.nodes()[n];
+    if (a.op != b.op || a.inputs != b.inputs) return "new structure";
+    std::string ka, kb;
+    for (size_t i = 0; i < a.attrs.size(); ++i) append_attr(ka, a.attrs[i], false);
+    for (size_t i = 0; i < b.attrs.size(); ++i) append_attr(kb, b.attrs[i], false);
+    if (ka != kb) return absl::StrCat("attributes changed at node ", n, " (", b.op->name, ")");
+  }
+  return "new structure";  // the outputs differ
+}
+
+}  // namespace nnvm::trace
