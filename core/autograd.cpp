@@ -125,6 +125,14 @@ void attach_outputs(const std::shared_ptr<OpNode>& node, absl::Span<const Tensor
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!is_floating(outputs[i].dtype())) continue;  // indices, masks: never differentiable
     AutogradMeta& m = ensure_meta(outputs[i]);
+    // An in-place op gives a tensor that retains its gradient a new node: move the registration.
+    if (m.retains_grad && m.grad_fn && m.grad_fn != node) {
+      auto& old = m.grad_fn->retained;
+      const TensorImpl* self = outputs[i].impl();
+      old.erase(std::remove_if(old.begin(), old.end(), [&](const auto& r) { return r.second.lock().get() == self; }),
+                old.end());
+      node->retained.emplace_back(int(i), outputs[i].impl_ptr());
+    }
     m.requires_grad = true;
     m.grad_fn = node;
     m.output_nr = int(i);
@@ -273,10 +281,14 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       }
     }
   }
+  // A node runs when a captured gradient lies below it: its own captured
+  // gradients are read from its buffer before it would run.
+  auto is_captured = [&](Node* n) {
+    return std::any_of(capture_at.begin(), capture_at.end(), [&](const auto& kv) { return kv.first.first == n; });
+  };
   for (Node* n : order) {  // children come before parents in post-order
-    bool u = !capture || std::any_of(capture_at.begin(), capture_at.end(),
-                                     [&](const auto& kv) { return kv.first.first == n; });
-    for (const Edge& e : n->next_edges) u = u || (e.node && useful[e.node.get()]);
+    bool u = !capture;
+    for (const Edge& e : n->next_edges) u = u || (e.node && (useful[e.node.get()] || is_captured(e.node.get())));
     useful[n] = u;
   }
 

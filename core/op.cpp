@@ -54,10 +54,9 @@ const KernelFn& kernel_for(const OpDef& op, Device device) {
   return k;
 }
 
-Tensor make_output(const OutputSpec& spec, Device device) {
+Tensor make_output(const OutputSpec& spec, Device device, std::string_view op_name) {
   auto impl = std::make_shared<TensorImpl>();
-  const int64_t n = numel_of(spec.shape);
-  impl->storage = std::make_shared<Storage>(size_t(n) * itemsize(spec.dtype), device);
+  impl->storage = std::make_shared<Storage>(checked_nbytes(spec.shape, itemsize(spec.dtype), op_name), device);
   impl->strides = contiguous_strides(spec.shape);
   impl->shape = spec.shape;
   impl->dtype = spec.dtype;
@@ -131,11 +130,7 @@ void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, O
   const OutputSpecs specs = op.infer(inputs, attrs);
   const Device device = inputs.empty() ? Device() : inputs[0].device();
   const KernelFn& kernel = kernel_for(op, device);
-  for (const OutputSpec& s : specs) {
-    for (int64_t d : s.shape)
-      NNVM_CHECK(d >= 0, op.name, "inferred a negative size in ", shape_str(s.shape));
-    outs.push_back(make_output(s, device));
-  }
+  for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));
   kernel(inputs, outs, attrs);
   autograd::record(op, inputs, attrs, outs, false);
 }

@@ -14,6 +14,18 @@ int64_t numel_of(IntArrayRef shape) {
   return n;
 }
 
+size_t checked_nbytes(IntArrayRef shape, size_t itemsize, std::string_view op) {
+  uint64_t bytes = itemsize;
+  bool overflow = false;
+  for (int64_t s : shape) {
+    NNVM_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape), " (expected sizes >= 0)");
+    overflow = overflow || __builtin_mul_overflow(bytes, uint64_t(s), &bytes);
+  }
+  NNVM_CHECK(!overflow && bytes <= uint64_t(INT64_MAX), op, "a tensor of shape ", shape_str(shape),
+             " would need more than 2^63 bytes");
+  return size_t(bytes);
+}
+
 DimVector contiguous_strides(IntArrayRef shape) {
   DimVector strides(shape.size());
   int64_t s = 1;

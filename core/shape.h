@@ -14,6 +14,9 @@ using IntArrayRef = absl::Span<const int64_t>;
 using DimVector = absl::InlinedVector<int64_t, 6>;
 
 int64_t numel_of(IntArrayRef shape);
+// The bytes a contiguous tensor of `shape` needs; throws nnvm::Error naming
+// `op` when a size is negative or the count overflows.
+size_t checked_nbytes(IntArrayRef shape, size_t itemsize, std::string_view op);
 DimVector contiguous_strides(IntArrayRef shape);
 bool is_contiguous_layout(IntArrayRef shape, IntArrayRef strides);
 

@@ -13,8 +13,14 @@ void Tensor::throw_undefined() {
   throw Error("tensor: this tensor is undefined (default-constructed or moved from); expected a defined tensor");
 }
 
-int64_t Tensor::size(int64_t dim) const { return impl_->shape[wrap_dim(dim, this->dim(), "size")]; }
-int64_t Tensor::stride(int64_t dim) const { return impl_->strides[wrap_dim(dim, this->dim(), "stride")]; }
+int64_t Tensor::size(int64_t dim) const {
+  NNVM_CHECK(this->dim() > 0, "size", "dim ", dim, " was asked of a 0-d tensor, which has no dims");
+  return impl_->shape[wrap_dim(dim, this->dim(), "size")];
+}
+int64_t Tensor::stride(int64_t dim) const {
+  NNVM_CHECK(this->dim() > 0, "stride", "dim ", dim, " was asked of a 0-d tensor, which has no dims");
+  return impl_->strides[wrap_dim(dim, this->dim(), "stride")];
+}
 
 void* Tensor::data_ptr() const {
   NNVM_CHECK(defined(), "data_ptr", "the tensor is undefined");

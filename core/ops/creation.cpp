@@ -12,10 +12,8 @@ namespace nnvm {
 
 namespace {
 
-void check_shape(IntArrayRef shape, std::string_view op) {
-  for (int64_t s : shape)
-    NNVM_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape), " (expected sizes >= 0)");
-}
+// Sizes non-negative and the byte count representable (for the widest dtype).
+void check_shape(IntArrayRef shape, std::string_view op) { checked_nbytes(shape, 8, op); }
 
 // attrs: shape, dtype, ...: outputs one tensor of that shape and dtype
 OutputSpecs infer_from_attrs(absl::Span<const Tensor>, const Attrs& a) {
@@ -73,7 +71,7 @@ NNVM_REGISTER(creation_ops) {
 Tensor empty(IntArrayRef shape, TensorOptions o) {
   check_shape(shape, "empty");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(size_t(numel_of(shape)) * itemsize(o.dtype_), o.device_);
+  impl->storage = std::make_shared<Storage>(checked_nbytes(shape, itemsize(o.dtype_), "empty"), o.device_);
   impl->shape = dims(shape);
   impl->strides = contiguous_strides(shape);
   impl->dtype = o.dtype_;

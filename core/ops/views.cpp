@@ -112,7 +112,7 @@ ViewSpec view_slice(const Tensor& in, const Attrs& a) {
   const int64_t d = wrap_dim(a.i(0), in.dim(), "slice");
   const int64_t start = a.i(1), end = a.i(2), step = a.i(3);
   ViewSpec v{dims(in.sizes()), dims(in.strides()), in.storage_offset() + start * in.stride(d)};
-  v.shape[d] = end > start ? (end - start + step - 1) / step : 0;
+  v.shape[d] = end > start ? (end - start - 1) / step + 1 : 0;  // no overflow for any step
   v.strides[d] *= step;
   return v;
 }
@@ -132,6 +132,8 @@ ViewSpec view_expand(const Tensor& in, const Attrs& a) {
       continue;
     }
     const int64_t have = in.size(i - lead);
+    NNVM_CHECK(target[i] >= -1, "expand", "invalid size ", target[i], " at dim ", i, " in ", shape_str(target),
+               " (expected a size >= 0, or -1 to keep the existing one)");
     const int64_t want = target[i] == -1 ? have : target[i];
     NNVM_CHECK(have == want || have == 1, "expand", "the expanded size ", want, " must match the existing size ",
                have, " at dim ", i, " (shape ", shape_str(in.sizes()), " to ", shape_str(target),
@@ -313,7 +315,7 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   const int64_t d = wrap_dim(dim, this->dim(), "narrow");
   const int64_t size = this->size(d);
   if (start < 0) start += size;
-  NNVM_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow", "start ", start, " and length ",
+  NNVM_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start, "narrow", "start ", start, " and length ",
              length, " exceed dim ", d, " of size ", size, " (shape ", shape_str(sizes()), ")");
   return slice(d, start, start + length);
 }
@@ -356,6 +358,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 }
 
 Tensor Tensor::unflatten(int64_t dim, IntArrayRef sizes_) const {
+  NNVM_CHECK(this->dim() > 0, "unflatten", "a 0-d tensor has no dim to unflatten");
   const int64_t d = wrap_dim(dim, this->dim(), "unflatten");
   const DimVector inner = infer_size(sizes_, size(d), "unflatten", sizes());
   DimVector shape(sizes().begin(), sizes().begin() + d);
@@ -385,6 +388,7 @@ Tensor Tensor::mT() const {
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t dim) const {
+  NNVM_CHECK(this->dim() > 0, "unbind", "a 0-d tensor has no dim to unbind");
   const int64_t d = wrap_dim(dim, this->dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
@@ -392,6 +396,7 @@ std::vector<Tensor> Tensor::unbind(int64_t dim) const {
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  NNVM_CHECK(this->dim() > 0, "split", "a 0-d tensor has no dim to split");
   const int64_t d = wrap_dim(dim, this->dim(), "split");
   NNVM_CHECK(split_size > 0 || size(d) == 0, "split", "split_size must be positive, got ", split_size);
   std::vector<Tensor> out;
@@ -401,6 +406,7 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
 }
 
 std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t dim) const {
+  NNVM_CHECK(this->dim() > 0, "split", "a 0-d tensor has no dim to split");
   const int64_t d = wrap_dim(dim, this->dim(), "split");
   int64_t total = 0;
   for (int64_t s : split_sizes) {
@@ -420,6 +426,7 @@ std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t dim) const {
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
   NNVM_CHECK(chunks > 0, "chunk", "chunks must be positive, got ", chunks);
+  NNVM_CHECK(this->dim() > 0, "chunk", "a 0-d tensor has no dim to chunk");
   const int64_t d = wrap_dim(dim, this->dim(), "chunk");
   const int64_t per = std::max<int64_t>(1, (size(d) + chunks - 1) / chunks);
   return split(per, d);

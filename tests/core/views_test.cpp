@@ -141,3 +141,48 @@ TEST(Views, WritesThroughViewsReachTheBase) {
 
 }  // namespace
 }  // namespace nnvm
+
+namespace nnvm {
+namespace {
+
+// Found in review: each used to crash, return a bad shape or keep a stale gradient.
+TEST(Views, EdgeCasesFoundInReview) {
+  using testing::expect_error;
+  const Tensor s = scalar_tensor(3.0);
+  expect_error([&] { s.size(0); }, {"size", "0-d"});
+  expect_error([&] { s.stride(-1); }, {"stride", "0-d"});
+  expect_error([&] { s.unbind(0); }, {"unbind", "0-d"});
+  expect_error([&] { s.unflatten(0, {1}); }, {"unflatten", "0-d"});
+  expect_error([&] { s.split(1); }, {"split", "0-d"});
+  expect_error([&] { s.chunk(1); }, {"chunk", "0-d"});
+  const Tensor x = arange(5);
+  EXPECT_EQ(x.slice(0, 0, 5, INT64_MAX).sizes(), IntArrayRef({1}));
+  EXPECT_EQ(x.slice(0, 1, 5, INT64_MAX - 2).sizes(), IntArrayRef({1}));
+  EXPECT_EQ(x.slice(0, 0, 5, 2).sizes(), IntArrayRef({3}));
+  expect_error([&] { x.narrow(0, 1, INT64_MAX); }, {"narrow", "length"});
+  expect_error([&] { ones({1}).expand({-5}); }, {"expand", "-5"});
+  expect_error([&] { empty({int64_t(1) << 61}, kFloat64); }, {"empty", "2^63"});
+  expect_error([&] { zeros({int64_t(1) << 40, int64_t(1) << 40}); }, {"full", "2^63"});
+}
+
+TEST(Views, GradLeavesUnrelatedGraphIntact) {
+  Tensor x = ones({3}).requires_grad_();
+  Tensor h = x * 2;
+  Tensor y = (h * 3).sum();
+  testing::expect_values(autograd::grad({y}, {h})[0], {3, 3, 3});
+  h.sum().backward();  // h's own node was not run (nor freed) by grad()
+  testing::expect_values(x.grad(), {2, 2, 2});
+}
+
+TEST(Views, RetainGradFollowsInPlaceOps) {
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y = x * 2;
+  y.retain_grad();
+  y.mul_(3);
+  y.sum().backward();
+  testing::expect_values(y.grad(), {1, 1});
+  testing::expect_values(x.grad(), {6, 6});
+}
+
+}  // namespace
+}  // namespace nnvm
