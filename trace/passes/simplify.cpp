@@ -166,6 +166,8 @@ class Simplifier {
         if (!is_lossless_cast(from, dtype))
           return decline(node, "copy(copy(x)) -> copy(x)",
                          absl::StrCat(std::string(dtype_name(from)), " -> ", std::string(dtype_name(dtype)), " rounds"));
+        if (to == from && same_layout(out_.value(src), original_output(node)))
+          return forward(node, "copy(copy(x)) -> x", src);
         return replace(node, "copy(copy(x)) -> copy(x)", *node.op, src, {to});
       }
       if (to == dtype && same_layout(out_.value(x), original_output(node)))

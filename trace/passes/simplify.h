@@ -10,7 +10,8 @@
 //                          from x / c in the last place (x = 3, c = 3).
 //   transpose(transpose(x, a, b), a, b)           -> x
 //   view/squeeze/unsqueeze chains                 -> one view of the source
-//   copy(copy(x, M), D), x -> M lossless          -> copy(x, D)
+//   copy(copy(x, M), D), x -> M lossless          -> copy(x, D), or x when D is
+//                                                    x's dtype and layout
 //   copy(x, dtype of x), x already contiguous     -> x
 // Kept on purpose (and reported): x + 0.0 (maps -0.0 to +0.0), x - x
 // (inf - inf is NaN), x * 0 (NaN, inf and -x give NaN or -0.0), x / c for
