@@ -15,6 +15,7 @@ std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs) {
                dtype_name(v.dtype), shape_str(v.shape));
     env[size_t(t.inputs()[i])] = inputs[i];
   }
+  for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
   NoGradGuard no_grad;  // a trace already holds its backward nodes
   std::vector<Tensor> args;
   for (const Node& n : t.nodes()) {

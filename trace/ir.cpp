@@ -7,9 +7,6 @@
 
 namespace nnvm::trace {
 
-namespace {
-
-// A tensor with metadata and no storage, for the ops' shape inference.
 Tensor meta_tensor(const Value& v) {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = v.shape;
@@ -17,8 +14,6 @@ Tensor meta_tensor(const Value& v) {
   impl->dtype = v.dtype;
   return Tensor(std::move(impl));
 }
-
-}  // namespace
 
 ValueId Trace::add_input(DType dtype, IntArrayRef shape, IntArrayRef strides) {
   Value v;
@@ -29,6 +24,20 @@ ValueId Trace::add_input(DType dtype, IntArrayRef shape, IntArrayRef strides) {
   values_.push_back(std::move(v));
   inputs_.push_back(ValueId(values_.size() - 1));
   return inputs_.back();
+}
+
+ValueId Trace::add_constant(Tensor value) {
+  NNVM_CHECK(value.defined(), "add_constant", "the constant is undefined");
+  Value v;
+  v.shape = dims(value.sizes());
+  v.strides = dims(value.strides());
+  v.dtype = value.dtype();
+  v.node = Value::kConstant;
+  v.index = int32_t(constants_.size());
+  values_.push_back(std::move(v));
+  constants_.push_back(ValueId(values_.size() - 1));
+  constant_values_.push_back(std::move(value));
+  return constants_.back();
 }
 
 std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs) {
@@ -82,11 +91,13 @@ void Trace::rewrite(const std::vector<bool>& keep, const std::vector<ValueId>& r
   std::vector<ValueId> renumber(values_.size(), -1);
   std::vector<Value> values;
   std::vector<Node> nodes;
-  std::vector<ValueId> inputs;
-  for (ValueId v : inputs_) {
-    renumber[size_t(v)] = ValueId(values.size());
-    inputs.push_back(ValueId(values.size()));
-    values.push_back(values_[size_t(v)]);
+  std::vector<ValueId> inputs, constants;
+  for (auto [from, to] : {std::pair{&inputs_, &inputs}, std::pair{&constants_, &constants}}) {
+    for (ValueId v : *from) {
+      renumber[size_t(v)] = ValueId(values.size());
+      to->push_back(ValueId(values.size()));
+      values.push_back(values_[size_t(v)]);
+    }
   }
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (!keep[n]) continue;
@@ -111,6 +122,7 @@ void Trace::rewrite(const std::vector<bool>& keep, const std::vector<ValueId>& r
   values_ = std::move(values);
   nodes_ = std::move(nodes);
   inputs_ = std::move(inputs);
+  constants_ = std::move(constants);
 }
 
 void append_attr(std::string& out, const AttrValue& a, bool with_scalar_values) {
@@ -149,6 +161,9 @@ std::string Trace::to_string() const {
   auto type_of = [](const Value& v) { return std::string(dtype_name(v.dtype)) + shape_str(v.shape); };
   for (ValueId v : inputs_)
     absl::StrAppend(&s, "%", v, " = input ", type_of(values_[size_t(v)]), " strides ",
+                    shape_str(values_[size_t(v)].strides), "\n");
+  for (ValueId v : constants_)
+    absl::StrAppend(&s, "%", v, " = constant ", type_of(values_[size_t(v)]), " strides ",
                     shape_str(values_[size_t(v)].strides), "\n");
   for (const Node& n : nodes_) {
     absl::StrAppend(&s, absl::StrJoin(n.outputs, ", ", [](std::string* o, ValueId v) { absl::StrAppend(o, "%", v); }),

@@ -22,9 +22,11 @@ struct Value {
   DimVector shape;
   DimVector strides;
   DType dtype = kFloat32;
-  int32_t node = -1;  // the producing node; -1 for a trace input
-  int32_t index = 0;  // output index within the node, or position among the trace inputs
-  bool is_input() const { return node < 0; }
+  static constexpr int32_t kInput = -1, kConstant = -2;
+  int32_t node = kInput;  // the producing node, or kInput / kConstant
+  int32_t index = 0;      // output index within the node, or position among the inputs / constants
+  bool is_input() const { return node == kInput; }
+  bool is_constant() const { return node == kConstant; }
 };
 
 struct Node {
@@ -39,6 +41,9 @@ class Trace {
   // A run-time input with the given layout.
   ValueId add_input(DType dtype, IntArrayRef shape, IntArrayRef strides);
   ValueId add_input(const Tensor& like) { return add_input(like.dtype(), like.sizes(), like.strides()); }
+  // A constant: its layout is the tensor's; like an input it is defined
+  // before every node.
+  ValueId add_constant(Tensor value);
   // Appends a node; its outputs' shapes and dtypes come from the op's own
   // inference (or view function), which throws nnvm::Error on bad input.
   std::vector<ValueId> add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {});
@@ -50,11 +55,13 @@ class Trace {
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
+  const std::vector<ValueId>& constants() const { return constants_; }
+  const Tensor& constant_value(ValueId v) const { return constant_values_[size_t(value(v).index)]; }
   const Value& value(ValueId v) const { return values_[size_t(v)]; }
 
   // Rebuilds the trace keeping the nodes marked in `keep`, with every use of
   // value v replaced by replace[v] (identity where replace[v] == v). Inputs
-  // are kept; value ids are renumbered densely.
+  // and constants are kept; value ids are renumbered densely.
   void rewrite(const std::vector<bool>& keep, const std::vector<ValueId>& replace);
 
   // One line per input and node, then the outputs:
@@ -66,7 +73,12 @@ class Trace {
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
+  std::vector<ValueId> constants_;
+  std::vector<Tensor> constant_values_;
 };
+
+// A tensor with v's metadata and no storage, for the ops' shape inference.
+Tensor meta_tensor(const Value& v);
 
 // Appends an attribute's canonical text. Scalars are written as their kind
 // only ("f64"/"i64"/"bool") unless `with_scalar_values`: a Scalar is a

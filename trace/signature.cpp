@@ -7,13 +7,20 @@ namespace nnvm::trace {
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
+uint64_t fnv1a(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) {
     h ^= c;
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+// A folded constant is baked into the plan, so its bytes are part of the key:
+// a trace folded from other Scalar values must not share this one's plan.
+uint64_t content_hash(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return fnv1a(std::string_view(static_cast<const char*>(c.data_ptr()), c.nbytes()));
 }
 
 void append_ids(std::string& out, absl::Span<const ValueId> ids) {
@@ -27,6 +34,11 @@ Signature signature(const Trace& t) {
   for (ValueId v : t.inputs()) {
     const Value& in = t.value(v);
     absl::StrAppend(&key, "in ", std::string(dtype_name(in.dtype)), shape_str(in.shape), shape_str(in.strides), ";");
+  }
+  for (ValueId v : t.constants()) {
+    const Value& c = t.value(v);
+    absl::StrAppend(&key, "const ", std::string(dtype_name(c.dtype)), shape_str(c.shape), shape_str(c.strides), "=",
+                    absl::Hex(content_hash(t.constant_value(v))), ";");
   }
   for (const Node& n : t.nodes()) {
     absl::StrAppend(&key, n.op->name);
@@ -64,6 +76,13 @@ std::string explain_difference(const Trace& before, const Trace& now) {
     for (size_t i = 0; i < a.attrs.size(); ++i) append_attr(ka, a.attrs[i], false);
     for (size_t i = 0; i < b.attrs.size(); ++i) append_attr(kb, b.attrs[i], false);
     if (ka != kb) return absl::StrCat("attributes changed at node ", n, " (", b.op->name, ")");
+  }
+  if (before.constants().size() != now.constants().size()) return "new structure";
+  for (size_t i = 0; i < now.constants().size(); ++i) {
+    const Value &a = before.value(before.constants()[i]), &b = now.value(now.constants()[i]);
+    if (a.dtype != b.dtype || a.shape != b.shape || a.strides != b.strides ||
+        content_hash(before.constant_value(before.constants()[i])) != content_hash(now.constant_value(now.constants()[i])))
+      return absl::StrCat("constant ", i, " changed");
   }
   return "new structure";  // the outputs differ
 }

@@ -3,6 +3,8 @@
 // the inputs' dtypes, shapes and strides. Scalar attribute values, data
 // addresses and storage offsets are run-time arguments and never part of it,
 // so a new learning rate or a view at a new offset replays the same plan.
+// Constants (made by constant folding) are the exception: their bytes are
+// baked into a plan, so a hash of them is part of the key.
 // The hash is FNV-1a over that text: no pointer ever enters it, so the same
 // program has the same signature in every process.
 #pragma once
