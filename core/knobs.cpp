@@ -21,9 +21,21 @@ const Knobs& knobs() {
     Knobs k;
     k.threads = int(env_int("NNVM_THREADS", std::max(1u, std::thread::hardware_concurrency())));
     k.cpu_cache_limit = env_int("NNVM_CPU_CACHE_LIMIT", int64_t(8) << 30);
+    k.hot = int(env_int("NNVM_HOT", 2));
+    const char* log = std::getenv("NNVM_LOG");
+    k.log = log ? log : "";
     return k;
   }();
   return k;
+}
+
+bool log_enabled(std::string_view topic) {
+  for (std::string_view rest = knobs().log; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == topic) return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return false;
 }
 
 }  // namespace nnvm

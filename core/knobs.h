@@ -5,17 +5,28 @@
 //                             (default: hardware concurrency)
 //   NNVM_CPU_CACHE_LIMIT=B    bytes the CPU caching allocator may reserve
 //                             before it releases cached blocks (default 8 GiB)
+//   NNVM_HOT=N                sightings of a trace signature before it is   TraceCache(capacity, hot)
+//                             compiled (default 2)
+//   NNVM_LOG=a,b              comma-separated topics that print one line    TraceCache::set_log()
+//                             per event to stderr: cache (default none)
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace nnvm {
 
 struct Knobs {
   int threads;
   int64_t cpu_cache_limit;
+  int hot;
+  std::string log;
 };
 
 const Knobs& knobs();
+
+// Whether NNVM_LOG names `topic`.
+bool log_enabled(std::string_view topic);
 
 }  // namespace nnvm

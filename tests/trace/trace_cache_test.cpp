@@ -1,0 +1,222 @@
+// The trace cache: hot detection, scalar-free hits, miss reasons, LRU
+// eviction, stats, concurrent lookups and the NNVM_LOG=cache lines.
+#include "nnvm/trace/trace_cache.h"
+
+#include <atomic>
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "nnvm/trace/interpreter.h"
+#include "nnvm/trace/passes/cse.h"
+#include "nnvm/trace/passes/dce.h"
+#include "reference.h"
+
+namespace nnvm::trace {
+namespace {
+
+using testing::expect_tensors_close;
+
+const OpDef& op(const char* name) { return find_op(name); }
+
+// x: [rows, cols], b: [cols]: exp(x * lr + b) computed twice (CSE merges the
+// copies), summed over dim 1, plus a dead node.
+Trace program(int64_t rows, int64_t cols, double lr = 0.5, DType dtype = kFloat32) {
+  Trace t;
+  const ValueId x = t.add_input(dtype, {rows, cols}, {cols, 1});
+  const ValueId b = t.add_input(dtype, {cols}, {1});
+  const ValueId e1 = t.add_node1(op("exp"), {t.add_node1(op("add"), {x, b}, {Scalar(lr)})});
+  const ValueId e2 = t.add_node1(op("exp"), {t.add_node1(op("add"), {x, b}, {Scalar(lr)})});
+  t.add_node1(op("neg"), {e1});
+  const ValueId s = t.add_node1(op("add"), {e1, e2}, {Scalar(1)});
+  t.mark_output(t.add_node1(op("sum"), {s}, {DimVector{1}, false, dtype}));
+  return t;
+}
+
+Trace other_program(int64_t n) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {n}, {1});
+  t.mark_output(t.add_node1(op("sin"), {x}));
+  return t;
+}
+
+struct CountingPipeline {
+  std::atomic<int> calls{0};
+  std::chrono::milliseconds delay{0};
+  TraceCache::Compile compile() {
+    return [this](const Trace& t) {
+      ++calls;
+      std::this_thread::sleep_for(delay);
+      Trace plan = t;
+      cse(plan);
+      dce(plan);
+      return plan;
+    };
+  }
+};
+
+TEST(TraceCache, TurnsHotAfterNSightingsAndCompilesOnce) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/3);
+  const Trace t = program(4, 3);
+  for (int i = 1; i <= 2; ++i) {
+    const CacheLookup r = cache.lookup(t);
+    EXPECT_EQ(r.hit, i > 1);
+    EXPECT_FALSE(r.hot);
+    EXPECT_EQ(r.count, i);
+    EXPECT_EQ(r.plan, nullptr);
+  }
+  EXPECT_EQ(pipeline.calls, 0);
+  const CacheLookup hot = cache.lookup(t);
+  EXPECT_TRUE(hot.hit && hot.hot);
+  ASSERT_NE(hot.plan, nullptr);
+  EXPECT_EQ(pipeline.calls, 1);
+  EXPECT_LT(hot.plan->nodes().size(), t.nodes().size());  // the pipeline ran
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(cache.lookup(t).plan, hot.plan);
+  EXPECT_EQ(pipeline.calls, 1);
+  // the cached plan computes what the trace computes
+  const Tensor x = testing::random({4, 3}, kFloat32, 1), b = testing::random({3}, kFloat32, 2);
+  expect_tensors_close(interpret(*hot.plan, {x, b})[0], interpret(t, {x, b})[0]);
+}
+
+TEST(TraceCache, HotThresholdOfOneCompilesOnFirstSight) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/1);
+  const CacheLookup r = cache.lookup(program(2, 2));
+  EXPECT_FALSE(r.hit);
+  EXPECT_TRUE(r.hot);
+  EXPECT_NE(r.plan, nullptr);
+  EXPECT_EQ(pipeline.calls, 1);
+}
+
+TEST(TraceCache, NewLearningRateHitsTheSameEntry) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/2);
+  uint64_t hash = 0;
+  for (int step = 0; step < 100; ++step) {
+    const CacheLookup r = cache.lookup(program(8, 5, 0.01 * (step + 1)));
+    if (step == 0) hash = r.hash;
+    EXPECT_EQ(r.hash, hash);
+    EXPECT_EQ(r.hit, step > 0);
+  }
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(pipeline.calls, 1);
+  EXPECT_EQ(s.compiles, 1);
+  EXPECT_EQ(s.hits, 99);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.entries, 1);
+}
+
+TEST(TraceCache, EveryMissSaysWhy) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/2);
+  EXPECT_EQ(cache.lookup(program(4, 3)).miss_reason, "new structure");
+  EXPECT_EQ(cache.lookup(program(4, 3)).miss_reason, "");
+  EXPECT_EQ(cache.lookup(program(6, 3)).miss_reason, "shape changed at input 0: [4, 3] -> [6, 3]");
+  // explained against the most recent trace of that structure, [6, 3]
+  EXPECT_EQ(cache.lookup(program(6, 3, 0.5, kFloat64)).miss_reason,
+            "dtype changed at input 0: float32 -> float64");
+  EXPECT_EQ(cache.lookup(other_program(7)).miss_reason, "new structure");
+  EXPECT_EQ(cache.lookup(other_program(9)).miss_reason, "shape changed at input 0: [7] -> [9]");
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(s.misses, 5);
+  ASSERT_EQ(s.recent_misses.size(), 5u);
+  EXPECT_EQ(s.recent_misses[1].reason, "shape changed at input 0: [4, 3] -> [6, 3]");
+  EXPECT_EQ(s.recent_misses[1].hash, signature(program(6, 3)).hash);
+}
+
+TEST(TraceCache, EvictsTheLeastRecentlyUsedEntry) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), /*capacity=*/2, /*hot=*/2);
+  const Trace a = program(1, 3), b = program(2, 3), c = program(3, 3);
+  cache.lookup(a);
+  cache.lookup(b);
+  cache.lookup(a);  // b is now the least recently used
+  EXPECT_FALSE(cache.lookup(c).hit);
+  EXPECT_EQ(cache.stats().evictions, 1);
+  EXPECT_TRUE(cache.lookup(a).hit);
+  const CacheLookup again = cache.lookup(b);  // evicts c
+  EXPECT_FALSE(again.hit);
+  EXPECT_EQ(again.miss_reason, "evicted after 1 sightings");
+  EXPECT_EQ(again.count, 1);  // a new entry counts from zero
+  EXPECT_TRUE(cache.lookup(a).hit);
+  EXPECT_EQ(cache.lookup(c).miss_reason, "evicted after 1 sightings");
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(s.entries, 2);
+  EXPECT_EQ(s.evictions, 3);
+  // a compiled a once; its plan survived every eviction of the others
+  EXPECT_EQ(pipeline.calls, 1);
+}
+
+TEST(TraceCache, StatsCountCompileTime) {
+  CountingPipeline pipeline;
+  pipeline.delay = std::chrono::milliseconds(5);
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/2);
+  for (int i = 0; i < 3; ++i) cache.lookup(program(4, 3));
+  for (int i = 0; i < 2; ++i) cache.lookup(other_program(4));
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(s.hits, 3);
+  EXPECT_EQ(s.misses, 2);
+  EXPECT_EQ(s.compiles, 2);
+  EXPECT_EQ(s.entries, 2);
+  EXPECT_EQ(s.evictions, 0);
+  EXPECT_GE(s.compile_seconds, 0.010);
+  EXPECT_GE(cache.lookup(program(4, 3)).compile_seconds, 0.005);
+}
+
+TEST(TraceCache, ConcurrentLookupsCompileEachSignatureOnce) {
+  CountingPipeline pipeline;
+  pipeline.delay = std::chrono::milliseconds(2);  // widens the window for a second compile
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/2);
+  const std::vector<Trace> programs = {program(4, 3), program(5, 3), other_program(6)};
+  constexpr int kThreads = 4, kSteps = 200;
+  std::vector<std::vector<const Trace*>> plans(kThreads, std::vector<const Trace*>(programs.size(), nullptr));
+  std::atomic<int> mismatched{0};
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([&, id] {
+      for (int step = 0; step < kSteps; ++step) {
+        const size_t p = size_t(step + id) % programs.size();
+        const CacheLookup r = cache.lookup(programs[p]);
+        if (!r.plan) continue;
+        if (plans[size_t(id)][p] && plans[size_t(id)][p] != r.plan.get()) ++mismatched;
+        plans[size_t(id)][p] = r.plan.get();
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatched, 0);
+  for (size_t p = 0; p < programs.size(); ++p)
+    for (int id = 1; id < kThreads; ++id) EXPECT_EQ(plans[size_t(id)][p], plans[0][p]);
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(pipeline.calls, 3);
+  EXPECT_EQ(s.compiles, 3);
+  EXPECT_EQ(s.misses, 3);
+  EXPECT_EQ(s.hits + s.misses, kThreads * kSteps);
+  EXPECT_EQ(s.entries, 3);
+}
+
+TEST(TraceCache, LogsOneLinePerEvent) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), /*capacity=*/1, /*hot=*/2);
+  std::vector<std::string> lines;
+  cache.set_log([&](const std::string& line) { lines.push_back(line); });
+  const uint64_t a = cache.lookup(program(4, 3)).hash;
+  cache.lookup(program(4, 3));
+  const uint64_t b = cache.lookup(program(6, 3)).hash;
+  ASSERT_EQ(lines.size(), 5u);
+  const std::string ha = absl::StrFormat("%016x", a), hb = absl::StrFormat("%016x", b);
+  EXPECT_EQ(lines[0], "cache miss " + ha + " nodes=7: new structure");
+  EXPECT_EQ(lines[1], "cache hit " + ha + " count=2 hot");
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex("cache compile " + ha + R"( nodes=7->4 \d+\.\d{3} ms)")))
+      << lines[2];
+  EXPECT_EQ(lines[3], "cache miss " + hb + " nodes=7: shape changed at input 0: [4, 3] -> [6, 3]");
+  EXPECT_EQ(lines[4], "cache evict " + ha + " count=2");
+  cache.set_log(nullptr);
+  cache.lookup(program(4, 3));
+  EXPECT_EQ(lines.size(), 5u);
+}
+
+}  // namespace
+}  // namespace nnvm::trace

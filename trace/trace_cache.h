@@ -1,0 +1,106 @@
+// The trace cache (DESIGN §3.5, §3.6): trace signature -> entry. Every flush
+// looks its trace up here. A signature seen fewer than `hot` times is cold:
+// the caller interprets the trace as it is. On its `hot`-th sighting the
+// entry is compiled once, by the caller-supplied pipeline (for now the
+// optimised trace that `interpret` runs; later a Plan), and every later
+// sighting replays that plan. Scalars are not in signatures, so a new
+// learning rate hits the same entry.
+//
+// Bounded (LRU) and observable: hits, misses, compiles, compile time,
+// evictions, and why each miss missed: "evicted after 3 sightings" when the
+// signature was cached before, otherwise explained against the most recent
+// entry with the same structure (the ops and topology without shapes or
+// dtypes): "new structure", "shape changed at input 0: [4, 3] -> [5, 3]".
+// NNVM_LOG=cache prints one line per event as it happens.
+//
+// Thread-safe: one mutex guards the tables; a compile runs outside it, once
+// per entry, while lookups of other signatures proceed.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "nnvm/core/knobs.h"
+#include "nnvm/trace/bounded_cache.h"
+#include "nnvm/trace/ir.h"
+#include "nnvm/trace/signature.h"
+
+namespace nnvm::trace {
+
+struct CacheLookup {
+  bool hit = false;          // the signature had an entry
+  bool hot = false;          // seen `hot` times or more: `plan` is set
+  std::string miss_reason;   // empty on a hit
+  uint64_t hash = 0;         // the signature's hash
+  int64_t count = 0;         // sightings of the signature, this one included
+  std::shared_ptr<const Trace> plan;
+  double compile_seconds = 0;  // what compiling `plan` took
+};
+
+struct CacheMiss {
+  uint64_t hash = 0;
+  std::string reason;
+};
+
+struct TraceCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t compiles = 0;
+  int64_t evictions = 0;
+  int64_t entries = 0;
+  double compile_seconds = 0;
+  std::deque<CacheMiss> recent_misses;  // the last kRecentMisses, oldest first
+};
+
+class TraceCache {
+ public:
+  // Turns a hot trace into its optimised form (a pass pipeline).
+  using Compile = std::function<Trace(const Trace&)>;
+  using LogSink = std::function<void(const std::string& line)>;
+  static constexpr size_t kDefaultCapacity = 256;
+  static constexpr size_t kRecentMisses = 64;
+
+  explicit TraceCache(Compile compile, size_t capacity = kDefaultCapacity, int hot = knobs().hot);
+
+  // Counts a sighting of `t`; compiles its entry when it turns hot. An
+  // exception from `compile` propagates and the next sighting retries.
+  CacheLookup lookup(const Trace& t);
+
+  TraceCacheStats stats() const;
+
+  // Where the event lines go; by default stderr when NNVM_LOG names "cache",
+  // nowhere otherwise. An empty sink silences the cache.
+  void set_log(LogSink sink);
+
+ private:
+  struct Slot {  // the compiled plan, filled once
+    std::once_flag once;
+    std::shared_ptr<const Trace> plan;
+    double seconds = 0;
+  };
+  struct Entry {
+    uint64_t hash = 0;
+    int64_t count = 0;
+    std::shared_ptr<const Trace> trace;  // the first trace seen, to explain others' misses
+    std::shared_ptr<Slot> slot;
+  };
+
+  std::string explain_miss(uint64_t hash, const std::string& structure, const Trace& t);
+  void log(const std::string& line);
+
+  const Compile compile_;
+  const int hot_;
+  mutable std::mutex mutex_;
+  BoundedCache<std::string, Entry> entries_;  // signature key -> entry
+  // structure key -> the trace of the entry last seen with that structure
+  BoundedCache<std::string, std::shared_ptr<const Trace>> structures_;
+  BoundedCache<uint64_t, int64_t> evicted_;  // signature hash -> sightings before eviction
+  TraceCacheStats stats_;
+  LogSink log_;
+};
+
+}  // namespace nnvm::trace
