@@ -14,7 +14,6 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/loops.h"
@@ -117,7 +116,13 @@ template <class T, class Red, class Store> void reduce(const ReduceLayout& L, co
     A acc[kMaxTile];
     for (int64_t i = 0; i < n; ++i) acc[i] = red.init();
     const T* p = x + (o * R + r0) * I + i0;
-    for (int64_t r = r0; r < r1; ++r, p += I)
+    int64_t r = r0;
+    // Four rows per sweep keep acc[i] in a register (same order as one at a time).
+    for (; r + 4 <= r1; r += 4, p += 4 * I)
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] = red.step(red.step(red.step(red.step(acc[i], p[i], r), p[i + I], r + 1), p[i + 2 * I], r + 2),
+                          p[i + 3 * I], r + 3);
+    for (; r < r1; ++r, p += I)
       for (int64_t i = 0; i < n; ++i) acc[i] = red.step(acc[i], p[i], r);
     for (int64_t i = 0; i < n; ++i) emit(i0 + i, acc[i]);
   };
