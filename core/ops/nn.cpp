@@ -5,6 +5,8 @@
 // layer norm can replace it with this op. Optional tensors (weight, bias,
 // running stats) are passed only when defined, in a fixed order; bool
 // attributes say which are present.
+#include <algorithm>
+
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
 #include "nnvm/core/ops/nn_inputs.h"
@@ -33,7 +35,7 @@ OutputSpecs infer_layer_norm(absl::Span<const Tensor> in, const Attrs& a) {
   const int64_t lead = x.dim() - int64_t(norm.size());
   NNVM_CHECK(lead >= 0 && x.sizes().subspan(size_t(lead)) == norm, "layer_norm", "normalized_shape ",
              shape_str(norm), " does not match the trailing dims of input of shape ", shape_str(x.sizes()),
-             " (expected input of shape [*, ", shape_str(norm).substr(1));
+             " (expected input of shape [*, ", shape_str(norm).substr(1), ")");
   if (has_weight) check_param(in[1], norm, "layer_norm", "weight", x);
   if (has_bias) check_param(in[1 + has_weight], norm, "layer_norm", "bias", x);
   return {{dims(x.sizes()), x.dtype()}};

@@ -4,6 +4,7 @@
 // loss and reduces it in the same kernel. Sums run over fixed blocks of
 // kBlock terms in parallel and add the block sums in order, so a loss is the
 // same for every thread count.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 

@@ -5,7 +5,9 @@
 // channel) over the thread pool and, per row, computes the mean and variance
 // and writes the normalised, affine-transformed values. A row is reduced by
 // one thread in a fixed order, so results do not depend on the thread count.
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "nnvm/core/op.h"
