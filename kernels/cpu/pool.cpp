@@ -120,16 +120,21 @@ template <class T> T source_scale(int64_t in, int64_t out, double user_scale, bo
   return user_scale > 0 ? T(1.0 / user_scale) : T(in) / T(out);
 }
 
+// The input pixel nearest-neighbour sampling reads for output pixel `o`.
+// Computed in float whatever the dtype, as libtorch does, so edge pixels agree.
+inline int64_t nearest_source(int64_t o, float scale, int64_t size) {
+  return std::min(int64_t(std::floor(float(o) * scale)), size - 1);
+}
+
 void nearest_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const double user_h = a.d(1), user_w = a.d(2);
   for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    // Indices are computed in float whatever the dtype, as libtorch does, so edge pixels agree.
     const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
     const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
     for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const int64_t ih = std::min(int64_t(std::floor(float(oh) * scale_h)), p.height - 1);
+      const int64_t ih = nearest_source(oh, scale_h, p.height);
       for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const int64_t iw = std::min(int64_t(std::floor(float(ow) * scale_w)), p.width - 1);
+        const int64_t iw = nearest_source(ow, scale_w, p.width);
         y[oh * p.out_width + ow] = x[ih * sh + iw * sw];
       }
     }
@@ -263,9 +268,9 @@ void nearest_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tenso
     const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
     const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
     for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const int64_t ih = std::min(int64_t(std::floor(float(oh) * scale_h)), p.height - 1);
+      const int64_t ih = nearest_source(oh, scale_h, p.height);
       for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const int64_t iw = std::min(int64_t(std::floor(float(ow) * scale_w)), p.width - 1);
+        const int64_t iw = nearest_source(ow, scale_w, p.width);
         gx[ih * p.width + iw] += g[oh * sh + ow * sw];
       }
     }
