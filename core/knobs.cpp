@@ -22,6 +22,11 @@ const Knobs& knobs() {
     k.threads = int(env_int("NNVM_THREADS", std::max(1u, std::thread::hardware_concurrency())));
     k.cpu_cache_limit = env_int("NNVM_CPU_CACHE_LIMIT", int64_t(8) << 30);
     k.hot = int(env_int("NNVM_HOT", 2));
+    const char* mode = std::getenv("NNVM_MODE");
+    k.traced = !(mode && std::string_view(mode) == "eager");
+    k.trace_cap = env_int("NNVM_TRACE_CAP", 16384);
+    const char* dump = std::getenv("NNVM_DUMP");
+    k.dump_dir = dump ? dump : "";
     const char* log = std::getenv("NNVM_LOG");
     k.log = log ? log : "";
     return k;

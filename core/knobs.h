@@ -7,6 +7,11 @@
 //                             before it releases cached blocks (default 8 GiB)
 //   NNVM_HOT=N                sightings of a trace signature before it is   TraceCache(capacity, hot)
 //                             compiled (default 2)
+//   NNVM_MODE=eager|traced    how ops run (default traced): recorded into    set_mode()
+//                             traces, or each at once by its kernel
+//   NNVM_TRACE_CAP=N          nodes a trace may hold before it flushes     set_trace_cap()
+//                             (default 16384)
+//   NNVM_DUMP=DIR             write every compiled plan there (DOT, text)
 //   NNVM_LOG=a,b              comma-separated topics that print one line    TraceCache::set_log()
 //                             per event to stderr: cache (default none)
 #pragma once
@@ -21,6 +26,9 @@ struct Knobs {
   int threads;
   int64_t cpu_cache_limit;
   int hot;
+  bool traced;
+  int64_t trace_cap;
+  std::string dump_dir;
   std::string log;
 };
 

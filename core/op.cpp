@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/mode.h"
 
 namespace nnvm {
 
@@ -128,6 +129,12 @@ void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, O
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
   const OutputSpecs specs = op.infer(inputs, attrs);
+  if (is_recording()) {
+    kernel_for(op, inputs.empty() ? Device() : inputs[0].device());  // a missing kernel is the caller's error
+    detail::trace_hooks()->record(op, inputs, attrs, specs, outs);
+    autograd::record(op, inputs, attrs, outs, false);
+    return;
+  }
   const Device device = inputs.empty() ? Device() : inputs[0].device();
   const KernelFn& kernel = kernel_for(op, device);
   for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));
@@ -165,6 +172,13 @@ void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& at
     NNVM_CHECK(out.sizes()[d] <= 1 || out.strides()[d] != 0, op.name,
                "cannot write into a tensor whose elements share memory (an expanded view, shape ",
                shape_str(out.sizes()), "); call .clone() or .contiguous() first");
+  if (is_recording()) {  // functional: the recorder rebinds out's storage to the result
+    const std::optional<std::vector<Tensor>> saved = autograd::prepare_inplace(op, inputs, out);
+    detail::trace_hooks()->record_into(op, inputs, attrs, specs[0], out);
+    out.storage()->bump_version();
+    if (saved) autograd::record_inplace(op, *saved, inputs, attrs, out);
+    return;
+  }
   bool needs_temporary = false;
   for (const Tensor& in : inputs) {
     if (in.storage() != out.storage()) continue;

@@ -36,6 +36,7 @@ class Attrs {
   size_t size() const { return values_.size(); }
   const AttrValue& operator[](size_t k) const { return values_[k]; }
   void push_back(AttrValue v) { values_.push_back(std::move(v)); }
+  void set(size_t k, AttrValue v) { values_[k] = std::move(v); }
   // The attributes from position `from` on.
   Attrs tail(size_t from) const {
     Attrs t;

@@ -14,8 +14,25 @@ Storage::Storage(size_t nbytes, Device device)
 Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
     : data_(data), nbytes_(nbytes), device_(device), from_allocator_(false), deleter_(std::move(deleter)) {}
 
+Storage::Storage(size_t nbytes, Device device, Lazy)
+    : data_(nullptr), nbytes_(nbytes), device_(device), from_allocator_(false) {}
+
+void Storage::take_memory(Storage& other) {
+  NNVM_DCHECK(!has_memory() && other.nbytes_ == nbytes_ && other.device_ == device_);
+  std::swap(data_, other.data_);
+  std::swap(from_allocator_, other.from_allocator_);
+  std::swap(deleter_, other.deleter_);
+}
+
+void Storage::allocate() {
+  NNVM_DCHECK(!has_memory());
+  NNVM_CHECK(device_.is_cpu(), "empty", "device ", device_, " has no allocator in this build");
+  data_ = CpuCachingAllocator::instance().allocate(nbytes_);
+  from_allocator_ = true;
+}
+
 Storage::~Storage() {
-  if (from_allocator_) CpuCachingAllocator::instance().free(data_, nbytes_);
+  if (from_allocator_ && data_) CpuCachingAllocator::instance().free(data_, nbytes_);
   else if (deleter_) deleter_(data_);
 }
 

@@ -7,10 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "nnvm/core/device.h"
 
 namespace nnvm {
+
+// What a recording trace owes a storage (trace/recorder.cpp defines it): its
+// contents, a pending write, or that the trace reads it. While one is set,
+// the first access to the data flushes the trace.
+struct PendingWork {
+  virtual ~PendingWork() = default;
+};
 
 class Storage {
  public:
@@ -18,6 +26,9 @@ class Storage {
   Storage(size_t nbytes, Device device);
   // Memory owned by the caller (from_blob); `deleter` (may be empty) runs when the storage dies.
   Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
+  // A storage a trace will fill: no memory until then (see PendingWork).
+  struct Lazy {};
+  Storage(size_t nbytes, Device device, Lazy);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -28,6 +39,15 @@ class Storage {
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
+  PendingWork* pending() const { return pending_.get(); }
+  const std::shared_ptr<PendingWork>& pending_ptr() const { return pending_; }
+  void set_pending(std::shared_ptr<PendingWork> p) { pending_ = std::move(p); }
+  bool has_memory() const { return data_ != nullptr || nbytes_ == 0; }
+  // Gives a lazy storage its memory: takes `other`'s (of the same size;
+  // `other` is left without memory), or fresh memory from the allocator.
+  void take_memory(Storage& other);
+  void allocate();
+
  private:
   void* data_;
   size_t nbytes_;
@@ -35,6 +55,7 @@ class Storage {
   bool from_allocator_;
   std::function<void(void*)> deleter_;
   std::atomic<uint64_t> version_{0};
+  std::shared_ptr<PendingWork> pending_;
 };
 
 }  // namespace nnvm

@@ -1,5 +1,7 @@
 #include "nnvm/core/tensor.h"
 
+#include "nnvm/core/mode.h"
+
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -24,6 +26,9 @@ int64_t Tensor::stride(int64_t dim) const {
 
 void* Tensor::data_ptr() const {
   NNVM_CHECK(defined(), "data_ptr", "the tensor is undefined");
+  Storage& s = *impl_->storage;
+  if (s.pending()) [[unlikely]]
+    detail::trace_hooks()->materialize(s);
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * int64_t(itemsize(impl_->dtype));
 }
 

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "nnvm/core/mode.h"
+
 #include "nnvm/core/knobs.h"
 
 namespace nnvm {
@@ -37,7 +39,10 @@ class ThreadPool {
     std::lock_guard<std::mutex> run_lock(run_mu_);
     stop();
     stopping_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] {
+      EagerGuard eager;  // kernels run here; an op they call must not be recorded
+      work();
+    });
   }
 
   void run(int64_t chunks, const std::function<void(int64_t)>& fn) {

@@ -4,7 +4,9 @@
 
 namespace nnvm::trace {
 
-std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs) {
+std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) {
+  NNVM_CHECK(scalars.empty() || scalars.size() == t.scalars().size(), "interpret", "the trace has ",
+             t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
   NNVM_CHECK(inputs.size() == t.inputs().size(), "interpret", "the trace takes ", t.inputs().size(),
              " inputs but got ", inputs.size());
   std::vector<Tensor> env(t.values().size());
@@ -21,12 +23,23 @@ std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs) {
   for (const Node& n : t.nodes()) {
     args.clear();
     for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
-    std::vector<Tensor> outs = call(*n.op, args, n.attrs);
+    std::vector<Tensor> outs = scalars.empty() || n.slots.empty() ? call(*n.op, args, n.attrs)
+                                                                  : call(*n.op, args, bind_scalars(n, scalars));
     for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
   }
   std::vector<Tensor> result;
   for (ValueId v : t.outputs()) result.push_back(env[size_t(v)]);
   return result;
+}
+
+}  // namespace nnvm::trace
+
+#include "nnvm/trace/plan.h"
+
+namespace nnvm::trace {
+
+std::vector<Tensor> InterpretedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
+  return interpret(trace_, inputs, scalars);
 }
 
 }  // namespace nnvm::trace

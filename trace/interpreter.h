@@ -10,8 +10,10 @@
 namespace nnvm::trace {
 
 // `inputs` must match the trace's inputs in dtype and shape (their strides and
-// storage offsets may differ: they are run-time arguments). Returns the
-// trace's outputs.
-std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs);
+// storage offsets may differ: they are run-time arguments). `scalars`, when
+// given, replaces the values of the trace's Scalar slots (a plan replayed for
+// another trace with the same signature). Returns the trace's outputs.
+std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs,
+                              absl::Span<const Scalar> scalars = {});
 
 }  // namespace nnvm::trace

@@ -40,11 +40,55 @@ ValueId Trace::add_constant(Tensor value) {
   return constants_.back();
 }
 
-std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs) {
+std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
+                                     ScalarBinding binding) {
+  std::vector<ValueId> outs = add_node_impl(op, inputs, std::move(attrs), nullptr);
+  if (binding == ScalarBinding::kRunTime) {
+    Node& n = nodes_.back();
+    for (size_t k = 0; k < n.attrs.size(); ++k) {
+      if (!std::holds_alternative<Scalar>(n.attrs[k])) continue;
+      n.slots.push_back({int32_t(k), int32_t(scalars_.size())});
+      scalars_.push_back(n.attrs.s(k));
+    }
+  }
+  return outs;
+}
+
+std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId> inputs) {
+  std::vector<ValueId> outs = add_node_impl(*like.op, inputs, like.attrs, nullptr);
+  nodes_.back().slots = like.slots;
+  return outs;
+}
+
+std::vector<ValueId> Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
+                                              const OutputSpecs& specs) {
+  const size_t first_slot = scalars_.size();
+  for (size_t k = 0; k < attrs.size(); ++k)
+    if (std::holds_alternative<Scalar>(attrs[k])) scalars_.push_back(attrs.s(k));
+  std::vector<ValueId> outs = add_node_impl(op, inputs, std::move(attrs), &specs);
+  Node& n = nodes_.back();
+  for (size_t k = 0, s = first_slot; k < n.attrs.size(); ++k)
+    if (std::holds_alternative<Scalar>(n.attrs[k])) n.slots.push_back({int32_t(k), int32_t(s++)});
+  return outs;
+}
+
+Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
+  if (n.slots.empty()) return n.attrs;
+  Attrs bound;
+  for (size_t k = 0; k < n.attrs.size(); ++k) bound.push_back(n.attrs[k]);
+  for (const ScalarSlot& s : n.slots) {
+    NNVM_DCHECK(size_t(s.slot) < scalars.size());
+    bound.set(size_t(s.attr), scalars[size_t(s.slot)]);
+  }
+  return bound;
+}
+
+std::vector<ValueId> Trace::add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
+                                          const OutputSpecs* specs) {
   std::vector<Tensor> metas;
   for (ValueId v : inputs) {
     NNVM_CHECK(v >= 0 && size_t(v) < values_.size(), op.name, "input value %", v, " is not in the trace");
-    metas.push_back(meta_tensor(values_[size_t(v)]));
+    if (!specs || op.view) metas.push_back(meta_tensor(values_[size_t(v)]));
   }
   NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ", op.num_inputs,
              " inputs but got ", inputs.size());
@@ -65,6 +109,8 @@ std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> 
   if (op.view) {
     ViewSpec s = op.view(metas[0], attrs);
     add_output(std::move(s.shape), std::move(s.strides), metas[0].dtype());
+  } else if (specs) {
+    for (const OutputSpec& s : *specs) add_output(s.shape, contiguous_strides(s.shape), s.dtype);
   } else {
     NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
     for (OutputSpec& s : op.infer(metas, attrs)) {
@@ -77,8 +123,8 @@ std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> 
   return std::vector<ValueId>(nodes_.back().outputs.begin(), nodes_.back().outputs.end());
 }
 
-ValueId Trace::add_node1(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs) {
-  const std::vector<ValueId> outs = add_node(op, inputs, std::move(attrs));
+ValueId Trace::add_node1(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs, ScalarBinding binding) {
+  const std::vector<ValueId> outs = add_node(op, inputs, std::move(attrs), binding);
   NNVM_CHECK(outs.size() == 1, op.name, "has ", outs.size(), " outputs; expected one");
   return outs[0];
 }
@@ -173,6 +219,8 @@ std::string Trace::to_string() const {
       s += " [";
       for (size_t i = 0; i < n.attrs.size(); ++i) {
         if (i) s += ", ";
+        for (const ScalarSlot& slot : n.slots)
+          if (slot.attr == int32_t(i)) absl::StrAppend(&s, "$", slot.slot, "=");
         append_attr(s, n.attrs[i], true);
       }
       s += "]";

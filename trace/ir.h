@@ -29,11 +29,28 @@ struct Value {
   bool is_constant() const { return node == kConstant; }
 };
 
+// A Scalar attribute bound at run time: attrs[attr] takes the value of the
+// trace's Scalar slot `slot` (DESIGN §3.4: Scalars are kernel arguments).
+struct ScalarSlot {
+  int32_t attr;
+  int32_t slot;
+};
+using ScalarSlots = absl::InlinedVector<ScalarSlot, 1>;
+
 struct Node {
   const OpDef* op = nullptr;
   Attrs attrs;
   absl::InlinedVector<ValueId, 3> inputs;
   absl::InlinedVector<ValueId, 2> outputs;
+  // The Scalar attributes that are run-time arguments. A Scalar attribute not
+  // listed here is a compile-time value (one a pass made, like 1/c).
+  ScalarSlots slots;
+};
+
+// How add_node treats the Scalar attributes of a new node.
+enum class ScalarBinding {
+  kRunTime,      // each Scalar gets a new slot holding its value (recording)
+  kCompileTime,  // the Scalars are fixed values of this trace (a pass's own)
 };
 
 class Trace {
@@ -46,8 +63,16 @@ class Trace {
   ValueId add_constant(Tensor value);
   // Appends a node; its outputs' shapes and dtypes come from the op's own
   // inference (or view function), which throws nnvm::Error on bad input.
-  std::vector<ValueId> add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {});
-  ValueId add_node1(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {});
+  std::vector<ValueId> add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {},
+                                ScalarBinding binding = ScalarBinding::kRunTime);
+  ValueId add_node1(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs = {},
+                    ScalarBinding binding = ScalarBinding::kRunTime);
+  // Appends a copy of `like` (a node of a trace with the same Scalar slots)
+  // reading `inputs`: a pass's way to keep a node, its slots included.
+  std::vector<ValueId> copy_node(const Node& like, absl::Span<const ValueId> inputs);
+  // The recorder's way: the outputs' shapes and dtypes are already inferred.
+  std::vector<ValueId> add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
+                                         const OutputSpecs& specs);
   // A value the program still needs after the trace (a live tensor).
   void mark_output(ValueId v) { outputs_.push_back(v); }
 
@@ -59,6 +84,12 @@ class Trace {
   const Tensor& constant_value(ValueId v) const { return constant_values_[size_t(value(v).index)]; }
   const Value& value(ValueId v) const { return values_[size_t(v)]; }
 
+  // The values of the Scalar slots as recorded, by slot. A plan compiled from
+  // another trace with the same signature replays with these values.
+  const std::vector<Scalar>& scalars() const { return scalars_; }
+  // A pass that builds a new trace from `t` keeps t's slots.
+  void copy_scalars_from(const Trace& t) { scalars_ = t.scalars_; }
+
   // Rebuilds the trace keeping the nodes marked in `keep`, with every use of
   // value v replaced by replace[v] (identity where replace[v] == v). Inputs
   // and constants are kept; value ids are renumbered densely.
@@ -69,13 +100,20 @@ class Trace {
   std::string to_string() const;
 
  private:
+  std::vector<ValueId> add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
+                                     const OutputSpecs* specs);
+
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::vector<ValueId> constants_;
   std::vector<Tensor> constant_values_;
+  std::vector<Scalar> scalars_;
 };
+
+// The node's attributes with its slotted Scalars taken from `scalars`.
+Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
 
 // A tensor with v's metadata and no storage, for the ops' shape inference.
 Tensor meta_tensor(const Value& v);

@@ -88,14 +88,15 @@ CacheLookup TraceCache::lookup(const Trace& t) {
   if (!slot) return result;
   std::call_once(slot->once, [&] {
     const auto start = std::chrono::steady_clock::now();
-    Trace plan = compile_(t);
+    std::shared_ptr<const Plan> plan = compile_(t);
+    NNVM_CHECK(plan != nullptr, "TraceCache", "the compile pipeline returned no plan");
     slot->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.compiles;
     stats_.compile_seconds += slot->seconds;
     log(absl::StrFormat("cache compile %s nodes=%d->%d %.3f ms", hex(sig.hash), t.nodes().size(),
-                        plan.nodes().size(), slot->seconds * 1e3));
-    slot->plan = std::make_shared<const Trace>(std::move(plan));
+                        plan->trace().nodes().size(), slot->seconds * 1e3));
+    slot->plan = std::move(plan);
   });
   result.plan = slot->plan;
   result.compile_seconds = slot->seconds;

@@ -27,6 +27,7 @@
 #include "nnvm/core/knobs.h"
 #include "nnvm/trace/bounded_cache.h"
 #include "nnvm/trace/ir.h"
+#include "nnvm/trace/plan.h"
 #include "nnvm/trace/signature.h"
 
 namespace nnvm::trace {
@@ -37,7 +38,7 @@ struct CacheLookup {
   std::string miss_reason;   // empty on a hit
   uint64_t hash = 0;         // the signature's hash
   int64_t count = 0;         // sightings of the signature, this one included
-  std::shared_ptr<const Trace> plan;
+  std::shared_ptr<const Plan> plan;
   double compile_seconds = 0;  // what compiling `plan` took
 };
 
@@ -58,8 +59,8 @@ struct TraceCacheStats {
 
 class TraceCache {
  public:
-  // Turns a hot trace into its optimised form (a pass pipeline).
-  using Compile = std::function<Trace(const Trace&)>;
+  // Turns a hot trace into its plan (a pass pipeline, then an executor).
+  using Compile = std::function<std::shared_ptr<const Plan>(const Trace&)>;
   using LogSink = std::function<void(const std::string& line)>;
   static constexpr size_t kDefaultCapacity = 256;
   static constexpr size_t kRecentMisses = 64;
@@ -79,7 +80,7 @@ class TraceCache {
  private:
   struct Slot {  // the compiled plan, filled once
     std::once_flag once;
-    std::shared_ptr<const Trace> plan;
+    std::shared_ptr<const Plan> plan;
     double seconds = 0;
   };
   struct Entry {

@@ -261,6 +261,44 @@ NNVM_REGISTER(view_ops) {
   register_op("select").view_with(view_select).grad_with(scatter_grad("select"));
   register_op("diagonal").view_with(view_diagonal).grad_with(scatter_grad("diagonal"));
 
+  // as_strided(x) [shape, strides, offset]: the view of x's storage at that
+  // layout (offset in elements from the storage's start). The tracer reads
+  // views of values it computes this way; it has no gradient.
+  register_op("as_strided").view_with([](const Tensor& in, const Attrs& a) {
+    ViewSpec v{dims(a.ints(0)), dims(a.ints(1)), a.i(2)};
+    NNVM_CHECK(v.shape.size() == v.strides.size(), "as_strided", "shape ", shape_str(v.shape), " and strides ",
+               shape_str(v.strides), " differ in rank");
+    NNVM_CHECK(v.offset >= 0, "as_strided", "negative storage offset ", v.offset);
+    int64_t last = v.offset;
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      NNVM_CHECK(v.shape[d] >= 0 && v.strides[d] >= 0, "as_strided", "invalid shape ", shape_str(v.shape),
+                 " or strides ", shape_str(v.strides));
+      if (v.shape[d] == 0) last = -1;
+      if (last >= 0) last += (v.shape[d] - 1) * v.strides[d];
+    }
+    if (in.impl()->storage && last >= 0)
+      NNVM_CHECK(size_t(last + 1) * in.element_size() <= in.storage()->nbytes(), "as_strided", "the view ",
+                 shape_str(v.shape), " strides ", shape_str(v.strides), " offset ", v.offset,
+                 " reaches past the storage's ", in.storage()->nbytes() / in.element_size(), " elements");
+    return v;
+  });
+  // strided_update(base, src) [shape, strides, offset]: a copy of the
+  // contiguous `base` with src written over as_strided(shape, strides, offset)
+  // of it: the functional form of an in-place write through a view.
+  register_op("strided_update")
+      .inputs(2)
+      .infer_with([](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {
+        NNVM_CHECK(in[1].sizes() == a.ints(0), "strided_update", "the source ", shape_str(in[1].sizes()),
+                   " does not have the view's shape ", shape_str(a.ints(0)));
+        return {{dims(in[0].sizes()), in[0].dtype()}};
+      })
+      .kernel(kCPU, [](absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+        static const OpDef& copy = find_op("copy");
+        static const OpDef& as_strided = find_op("as_strided");
+        copy.kernels[size_t(kCPU)]({in[0]}, {out[0]}, {});
+        const Tensor region = call1(as_strided, {out[0]}, a);
+        copy.kernels[size_t(kCPU)]({in[1]}, {region}, {});
+      });
   // view_scatter(g): zeros of the input's shape with g written through the view.
   register_op("view_scatter")
       .infer_with([](absl::Span<const Tensor> in, const Attrs& a) -> OutputSpecs {

@@ -51,7 +51,7 @@ struct CountingPipeline {
       Trace plan = t;
       cse(plan);
       dce(plan);
-      return plan;
+      return std::make_shared<const InterpretedPlan>(std::move(plan));
     };
   }
 };
@@ -72,12 +72,12 @@ TEST(TraceCache, TurnsHotAfterNSightingsAndCompilesOnce) {
   EXPECT_TRUE(hot.hit && hot.hot);
   ASSERT_NE(hot.plan, nullptr);
   EXPECT_EQ(pipeline.calls, 1);
-  EXPECT_LT(hot.plan->nodes().size(), t.nodes().size());  // the pipeline ran
+  EXPECT_LT(hot.plan->trace().nodes().size(), t.nodes().size());  // the pipeline ran
   for (int i = 0; i < 5; ++i) EXPECT_EQ(cache.lookup(t).plan, hot.plan);
   EXPECT_EQ(pipeline.calls, 1);
   // the cached plan computes what the trace computes
   const Tensor x = testing::random({4, 3}, kFloat32, 1), b = testing::random({3}, kFloat32, 2);
-  expect_tensors_close(interpret(*hot.plan, {x, b})[0], interpret(t, {x, b})[0]);
+  expect_tensors_close(hot.plan->run({x, b}, t.scalars())[0], interpret(t, {x, b})[0]);
 }
 
 TEST(TraceCache, HotThresholdOfOneCompilesOnFirstSight) {
@@ -171,7 +171,7 @@ TEST(TraceCache, ConcurrentLookupsCompileEachSignatureOnce) {
   TraceCache cache(pipeline.compile(), 16, /*hot=*/2);
   const std::vector<Trace> programs = {program(4, 3), program(5, 3), other_program(6)};
   constexpr int kThreads = 4, kSteps = 200;
-  std::vector<std::vector<const Trace*>> plans(kThreads, std::vector<const Trace*>(programs.size(), nullptr));
+  std::vector<std::vector<const Plan*>> plans(kThreads, std::vector<const Plan*>(programs.size(), nullptr));
   std::atomic<int> mismatched{0};
   std::vector<std::thread> threads;
   for (int id = 0; id < kThreads; ++id) {

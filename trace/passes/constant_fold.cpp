@@ -31,6 +31,7 @@ int constant_fold(Trace& t, FoldReport* report) {
   // Rebuilt in order: constants stay tensors here until a kept node (or an
   // output) needs them, so a folded chain leaves only its last value behind.
   Trace out;
+  out.copy_scalars_from(t);
   std::vector<std::optional<Tensor>> known(t.values().size());
   std::vector<ValueId> mapped(t.values().size(), -1);
   for (ValueId v : t.inputs()) {
@@ -54,6 +55,8 @@ int constant_fold(Trace& t, FoldReport* report) {
       for (ValueId v : node.outputs) elements += numel_of_value(t.value(v));
       if (is_random(*node.op))
         why_not = "random: each run draws anew";
+      else if (!node.slots.empty())
+        why_not = "reads a run-time Scalar: a folded value would be stale at the next replay";
       else if (!node.op->view && elements > kMaxFoldedElements)
         why_not = absl::StrCat(elements, " elements is over the limit of ", kMaxFoldedElements);
     }
@@ -68,7 +71,7 @@ int constant_fold(Trace& t, FoldReport* report) {
     }
     std::vector<ValueId> inputs;
     for (ValueId in : node.inputs) inputs.push_back(use(in));
-    const std::vector<ValueId> outs = out.add_node(*node.op, inputs, node.attrs);
+    const std::vector<ValueId> outs = out.copy_node(node, inputs);
     for (size_t k = 0; k < outs.size(); ++k) mapped[size_t(node.outputs[k])] = outs[k];
   }
   for (ValueId v : t.outputs()) out.mark_output(use(v));

@@ -17,9 +17,17 @@ int cse(Trace& t) {
     std::string key = node.op->name + "(";
     for (ValueId in : node.inputs) absl::StrAppend(&key, replace[size_t(in)], ",");
     key += ")";
+    // A run-time Scalar is compared by its slot: two slots equal now may
+    // differ at the next replay.
     for (size_t i = 0; i < node.attrs.size(); ++i) {
       key += ";";
-      append_attr(key, node.attrs[i], /*with_scalar_values=*/true);
+      bool slotted = false;
+      for (const ScalarSlot& s : node.slots)
+        if (s.attr == int32_t(i)) {
+          absl::StrAppend(&key, "$", s.slot);
+          slotted = true;
+        }
+      if (!slotted) append_attr(key, node.attrs[i], /*with_scalar_values=*/true);
     }
     auto [it, inserted] = seen.emplace(std::move(key), n);
     if (inserted) continue;

@@ -48,6 +48,7 @@ class Simplifier {
       : in_(in), mapped_(in.values().size(), -1), report_(report) {}
 
   Trace run(int& applied) {
+    out_.copy_scalars_from(in_);
     for (ValueId v : in_.inputs()) {
       const Value& x = in_.value(v);
       mapped_[size_t(v)] = out_.add_input(x.dtype, x.shape, x.strides);
@@ -93,7 +94,7 @@ class Simplifier {
   bool replace(const Node& node, std::string rule, const OpDef& op, ValueId src, Attrs attrs) {
     if (!infers(op, out_.value(src), attrs, original_output(node)))
       return decline(node, std::move(rule), "the result's dtype or layout would change");
-    mapped_[size_t(node.outputs[0])] = out_.add_node1(op, {src}, std::move(attrs));
+    mapped_[size_t(node.outputs[0])] = out_.add_node1(op, {src}, std::move(attrs), ScalarBinding::kCompileTime);
     record(node, std::move(rule), "");
     ++applied_;
     return true;
@@ -102,13 +103,26 @@ class Simplifier {
   void copy(const Node& node) {
     std::vector<ValueId> inputs;
     for (ValueId v : node.inputs) inputs.push_back(mapped_[size_t(v)]);
-    const std::vector<ValueId> outs = out_.add_node(*node.op, inputs, node.attrs);
+    const std::vector<ValueId> outs = out_.copy_node(node, inputs);
     for (size_t k = 0; k < outs.size(); ++k) mapped_[size_t(node.outputs[k])] = outs[k];
+  }
+
+  // A Scalar the rules may read: a compile-time value. A recorded Scalar is a
+  // run-time argument (the next replay may bring another value), so no rule
+  // may depend on what it is now.
+  static bool fixed(const Node& node, size_t attr) {
+    for (const ScalarSlot& s : node.slots)
+      if (s.attr == int32_t(attr)) return false;
+    return true;
   }
 
   bool rewrite(const Node& node) {
     const std::string& name = node.op->name;
     if (node.inputs.empty()) return false;
+    if ((name == "mul.Scalar" || name == "div.Scalar") && !fixed(node, 0))
+      return decline(node, name == "mul.Scalar" ? "x * c" : "x / c", "c is a run-time Scalar");
+    if ((name == "add.Scalar" && !(fixed(node, 0) && fixed(node, 1))) || (name == "add" && !fixed(node, 0)))
+      return decline(node, name == "add" ? "x + alpha * y" : "x + c", "the Scalars are run-time arguments");
     const ValueId x = mapped_[size_t(node.inputs[0])];
     const DType dtype = out_.value(x).dtype;
     if (name == "mul.Scalar") {

@@ -1,6 +1,8 @@
 // optim::Optimizer: parameter groups, zero_grad and the step driver.
 #include "nnvm/optim/optimizer.h"
 
+#include "nnvm/core/mode.h"
+
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/functions.h"
 
@@ -54,6 +56,9 @@ Tensor Optimizer::step(const LossClosure& closure) {
   }
   NoGradGuard no_grad;
   for (OptimizerParamGroup& group : param_groups_) update(group);
+  // In traced mode the step ends the trace: forward, backward and update run
+  // as one plan, and the next step's trace has the same signature.
+  mark_step();
   return loss;
 }
 

@@ -1,0 +1,37 @@
+// A Plan is what the trace cache keeps for a hot signature (DESIGN §1): a
+// compiled form of one trace that any later trace with the same signature
+// replays, with that trace's inputs and Scalar values as run-time arguments.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnvm/trace/ir.h"
+
+namespace nnvm::trace {
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  // `inputs` as for interpret(); `scalars` are the Scalar slot values of the
+  // trace being replayed (its scalars()). Returns the trace's outputs.
+  virtual std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const = 0;
+  // The optimised trace the plan runs.
+  virtual const Trace& trace() const = 0;
+  // A readable description (the optimised trace, and how it runs).
+  virtual std::string to_string() const { return trace().to_string(); }
+};
+
+// The simplest plan: an optimised trace run node by node by the interpreter.
+class InterpretedPlan final : public Plan {
+ public:
+  explicit InterpretedPlan(Trace t) : trace_(std::move(t)) {}
+  std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
+  const Trace& trace() const override { return trace_; }
+
+ private:
+  Trace trace_;
+};
+
+}  // namespace nnvm::trace

@@ -1,0 +1,328 @@
+#include "nnvm/trace/recorder.h"
+
+#include <mutex>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "nnvm/core/autograd.h"
+#include "nnvm/core/mode.h"
+#include "nnvm/trace/interpreter.h"
+#include "nnvm/trace/passes/constant_fold.h"
+#include "nnvm/trace/passes/cse.h"
+#include "nnvm/trace/passes/dce.h"
+#include "nnvm/trace/passes/simplify.h"
+
+namespace nnvm::trace {
+
+namespace {
+
+// What the recording trace owes one storage.
+struct Record final : PendingWork {
+  enum Kind { kContents, kWrite } kind;
+  std::thread::id thread = std::this_thread::get_id();
+  ValueId value = -1;  // kContents: the storage's whole contents; kWrite: what to write
+  Tensor target;       // kWrite: the materialised tensor written at the flush
+  std::shared_ptr<const std::string> failure;  // why its trace failed, once it has
+
+  Record(Kind k, ValueId v) : kind(k), value(v) {}
+};
+
+bool same_layout(const Tensor& a, const Tensor& b) {
+  return a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+         a.strides() == b.strides();
+}
+
+const OpDef& op_named(const char* name) { return find_op(name); }
+
+// A handle of its own to t's current layout: a program may later point t's
+// TensorImpl elsewhere (Module::to, set_data), and the trace must still read
+// and write what t was when the op was recorded.
+Tensor snapshot(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.storage();
+  impl->shape = dims(t.sizes());
+  impl->strides = dims(t.strides());
+  impl->offset = t.storage_offset();
+  impl->dtype = t.dtype();
+  impl->device = t.device();
+  impl->is_view = t.impl()->is_view;
+  return Tensor(std::move(impl));
+}
+
+class Recorder {
+ public:
+  ~Recorder() {
+    try {
+      flush();
+    } catch (...) {  // a thread that ends with a failing trace: its tensors carry the error
+    }
+  }
+
+  void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+              absl::Span<const OutputSpec> specs, detail::LazyOutputs& outs) {
+    flush_if_needed(op, inputs, nullptr);
+    const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
+    const std::vector<ValueId> vals =
+        trace_.add_inferred_node(op, ins, attrs, OutputSpecs(specs.begin(), specs.end()));
+    const Device device = inputs.empty() ? Device() : inputs[0].device();
+    for (size_t k = 0; k < specs.size(); ++k) outs.push_back(make_lazy(specs[k], vals[k], device, op.name));
+    if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
+  }
+
+  void record_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
+                   const Tensor& out) {
+    flush_if_needed(op, inputs, &out);
+    const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
+    ValueId v = trace_.add_inferred_node(op, ins, attrs, {result})[0];
+    if (result.dtype != out.dtype()) {
+      static const OpDef& copy = op_named("copy");
+      v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}})[0];
+    }
+    Storage& s = *out.storage();
+    if (Record* r = own_record(s, op.name)) {
+      if (r->kind == Record::kWrite) {  // the same layout: flush_if_needed saw to that
+        r->value = v;
+      } else if (is_whole(out, r->value)) {
+        r->value = v;
+      } else {
+        static const OpDef& update = op_named("strided_update");
+        const Value& base = trace_.value(r->value);
+        r->value = trace_.add_inferred_node(update, {r->value, v},
+                                            {dims(out.sizes()), dims(out.strides()), out.storage_offset()},
+                                            {{base.shape, base.dtype}})[0];
+      }
+    } else {
+      auto rec = std::make_shared<Record>(Record::kWrite, v);
+      rec->target = snapshot(out);
+      s.set_pending(rec);
+      owed_.push_back({out.storage(), std::move(rec)});
+    }
+    if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
+  }
+
+  void materialize(Storage& s) {
+    Record* r = static_cast<Record*>(s.pending());
+    check_usable(*r, "data access");
+    flush();
+  }
+
+  void flush() {
+    if (flushing_ || (trace_.nodes().empty() && owed_.empty())) return;
+    // Every storage still alive that the trace owes something is an output;
+    // lazy storages no tensor refers to any more are not.
+    struct Bind {
+      std::shared_ptr<Storage> storage;  // a lazy storage to fill, or
+      Tensor target;                     // a tensor to write
+      std::shared_ptr<Record> record;
+    };
+    std::vector<Bind> binds;
+    for (Owed& o : owed_) {
+      std::shared_ptr<Storage> s = o.storage.lock();
+      if (o.record->kind == Record::kContents && !s) continue;
+      trace_.mark_output(o.record->value);
+      if (s) s->set_pending(nullptr);
+      binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
+    }
+    Trace t = std::move(trace_);
+    std::vector<Tensor> inputs = std::move(inputs_);
+    reset();
+    ++stats_.flushes;
+    stats_.nodes_flushed += int64_t(t.nodes().size());
+
+    flushing_ = true;
+    struct Done {
+      bool& flag;
+      ~Done() { flag = false; }
+    } done{flushing_};
+    EagerGuard eager;
+    NoGradGuard no_grad;
+    std::vector<Tensor> results;
+    try {
+      if (observer_) observer_(t);
+      const CacheLookup found = global_trace_cache().lookup(t);
+      results = found.plan ? found.plan->run(inputs, t.scalars()) : interpret(t, inputs);
+    } catch (const std::exception& e) {
+      auto why = std::make_shared<const std::string>(e.what());
+      for (Bind& b : binds) {
+        b.record->failure = why;
+        if (b.storage) b.storage->set_pending(b.record);
+      }
+      throw Error(detail::concat("trace: a trace of ", t.nodes().size(), " ops failed: ", e.what()));
+    }
+    static const OpDef& copy = op_named("copy");
+    const KernelFn& copy_kernel = copy.kernels[size_t(kCPU)];
+    for (size_t i = 0; i < binds.size(); ++i) {
+      Tensor& r = results[i];
+      if (!binds[i].storage) {
+        copy_kernel({r}, {binds[i].target}, {});
+        continue;
+      }
+      Storage& s = *binds[i].storage;
+      if (s.nbytes() == 0) continue;
+      const bool movable = r.storage_offset() == 0 && r.is_contiguous() && r.impl_ptr().use_count() == 1 &&
+                           r.storage().use_count() == 1 && r.storage()->nbytes() == s.nbytes() &&
+                           r.storage()->device() == s.device();
+      if (movable) {
+        s.take_memory(*r.storage());
+        continue;
+      }
+      s.allocate();
+      auto impl = std::make_shared<TensorImpl>();
+      impl->storage = binds[i].storage;
+      impl->shape = dims(r.sizes());
+      impl->strides = contiguous_strides(r.sizes());
+      impl->dtype = r.dtype();
+      impl->device = s.device();
+      copy_kernel({r}, {Tensor(std::move(impl))}, {});
+    }
+  }
+
+  RecorderStats stats() const {
+    RecorderStats s = stats_;
+    s.nodes = int64_t(trace_.nodes().size());
+    return s;
+  }
+  void set_observer(std::function<void(const Trace&)> f) { observer_ = std::move(f); }
+
+ private:
+  struct Owed {
+    std::weak_ptr<Storage> storage;
+    std::shared_ptr<Record> record;
+  };
+
+  void reset() {
+    trace_ = Trace();
+    inputs_.clear();
+    input_of_.clear();
+    owed_.clear();
+  }
+
+  void check_usable(const Record& r, std::string_view op) const {
+    if (r.failure)
+      throw Error(detail::concat(op, ": the tensor's trace failed, so it has no value: ", *r.failure));
+    NNVM_CHECK(r.thread == std::this_thread::get_id(), op,
+               "the tensor is being recorded by another thread's trace; each thread records its own. Call "
+               "nnvm::mark_step() on that thread before handing the tensor over");
+  }
+
+  // The record this thread's trace keeps for s, or null when s is plain memory.
+  Record* own_record(const Storage& s, std::string_view op) const {
+    Record* r = static_cast<Record*>(s.pending());
+    if (r) check_usable(*r, op);
+    return r;
+  }
+
+  // A tensor of a storage with a pending write, at another layout than the
+  // write's, needs the write done first.
+  bool needs_flush(const Tensor& t, std::string_view op) const {
+    const Record* r = own_record(*t.storage(), op);
+    return r && r->kind == Record::kWrite && !same_layout(t, r->target);
+  }
+
+  void flush_if_needed(const OpDef& op, absl::Span<const Tensor> inputs, const Tensor* out) {
+    bool needed = out && needs_flush(*out, op.name);
+    for (const Tensor& in : inputs) needed = needed || needs_flush(in, op.name);
+    if (needed) flush();
+  }
+
+  bool is_whole(const Tensor& t, ValueId v) const {
+    const Value& whole = trace_.value(v);
+    return t.storage_offset() == 0 && t.sizes() == IntArrayRef(whole.shape) && t.is_contiguous();
+  }
+
+  absl::InlinedVector<ValueId, 4> values_of(const OpDef& op, absl::Span<const Tensor> inputs) {
+    absl::InlinedVector<ValueId, 4> ids;
+    for (const Tensor& in : inputs) ids.push_back(value_of(in, op.name));
+    return ids;
+  }
+
+  ValueId value_of(const Tensor& t, std::string_view op) {
+    if (const Record* r = own_record(*t.storage(), op)) {
+      if (r->kind == Record::kWrite || is_whole(t, r->value)) return r->value;
+      static const OpDef& as_strided = op_named("as_strided");
+      return trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
+    }
+    auto [it, added] = input_of_.try_emplace(t.impl(), 0);
+    if (added || !same_layout(t, inputs_[size_t(trace_.value(it->second).index)]) ||
+        t.storage() != inputs_[size_t(trace_.value(it->second).index)].storage()) {
+      it->second = trace_.add_input(t);
+      inputs_.push_back(snapshot(t));
+    }
+    return it->second;
+  }
+
+  Tensor make_lazy(const OutputSpec& spec, ValueId v, Device device, std::string_view op) {
+    auto storage = std::make_shared<Storage>(checked_nbytes(spec.shape, itemsize(spec.dtype), op), device,
+                                             Storage::Lazy{});
+    auto rec = std::make_shared<Record>(Record::kContents, v);
+    storage->set_pending(rec);
+    owed_.push_back({storage, std::move(rec)});
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = std::move(storage);
+    impl->shape = spec.shape;
+    impl->strides = contiguous_strides(spec.shape);
+    impl->dtype = spec.dtype;
+    impl->device = device;
+    return Tensor(std::move(impl));
+  }
+
+  Trace trace_;
+  std::vector<Tensor> inputs_;  // the materialised tensors the trace reads, by input position
+  absl::flat_hash_map<const TensorImpl*, ValueId> input_of_;
+  std::vector<Owed> owed_;      // in the order the trace took them on
+  bool flushing_ = false;
+  RecorderStats stats_;
+  std::function<void(const Trace&)> observer_;
+};
+
+Recorder& recorder() {
+  thread_local Recorder r;
+  return r;
+}
+
+const detail::TraceHooks kHooks{
+    [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, absl::Span<const OutputSpec> specs,
+       detail::LazyOutputs& outs) { recorder().record(op, inputs, attrs, specs, outs); },
+    [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
+       const Tensor& out) { recorder().record_into(op, inputs, attrs, result, out); },
+    [](Storage& s) { recorder().materialize(s); },
+    [] { recorder().flush(); },
+};
+
+NNVM_REGISTER(trace_recorder) { detail::install_trace_hooks(&kHooks); }
+
+}  // namespace
+
+PassManager& global_passes() {
+  static PassManager* pm = [] {
+    auto* p = new PassManager();
+    p->add("dce", [](Trace& t) { return dce(t); })
+        .add("cse", [](Trace& t) { return cse(t); })
+        .add("constant_fold", [](Trace& t) { return constant_fold(t); })
+        .add("simplify", [](Trace& t) { return simplify(t); })
+        .add("dce_after", [](Trace& t) { return dce(t); });
+    return p;
+  }();
+  return *pm;
+}
+
+std::shared_ptr<const Plan> compile_plan(const Trace& t) {
+  static std::mutex mu;  // the pass manager keeps statistics
+  Trace optimised = t;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    global_passes().run(optimised);
+  }
+  return std::make_shared<const InterpretedPlan>(std::move(optimised));
+}
+
+TraceCache& global_trace_cache() {
+  static TraceCache* cache = new TraceCache(compile_plan);  // leaked: flushes may run during static destruction
+  return *cache;
+}
+
+RecorderStats recorder_stats() { return recorder().stats(); }
+
+void set_flush_observer(std::function<void(const Trace&)> f) { recorder().set_observer(std::move(f)); }
+
+}  // namespace nnvm::trace

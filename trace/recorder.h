@@ -1,0 +1,54 @@
+// The recorder (DESIGN §1, §3.2, §3.3): in traced mode every computing op
+// lands here instead of running. Each thread records its own Trace; the
+// outputs are lazy tensors whose storages have no memory until the trace
+// flushes. A flush looks the trace up in the process-wide TraceCache: cold
+// traces run in the interpreter (the unfused path), hot ones replay their
+// compiled Plan with this trace's inputs and Scalars as arguments.
+//
+// Storages and what a trace owes them:
+// - a lazy storage (an op's output) holds one value of the trace: its whole
+//   contents. Views of it are ordinary views; reading one records
+//   as_strided(value), and an in-place op through one records
+//   strided_update(value, result), after which every view sees the update
+//   (functionalisation).
+// - a materialised storage the trace reads becomes a trace input, once per
+//   tensor. Its data pointer and storage offset are run-time arguments.
+// - an in-place op on a materialised tensor (an optimizer updating a
+//   parameter) records the new value and a pending write of it into that
+//   tensor, done after every node of the trace has run. Touching another
+//   layout of a storage with a pending write flushes first.
+// While a trace owes a storage anything, the first access to its data (a
+// kernel, item(), printing, data_ptr()) flushes the trace.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "nnvm/trace/pass_manager.h"
+#include "nnvm/trace/plan.h"
+#include "nnvm/trace/trace_cache.h"
+
+namespace nnvm::trace {
+
+// The cache every thread's flushes go through.
+TraceCache& global_trace_cache();
+
+// The passes a hot trace goes through before it becomes a plan. Users may
+// add their own (before the first trace turns hot).
+PassManager& global_passes();
+
+// The default compile pipeline: global_passes(), then the plan.
+std::shared_ptr<const Plan> compile_plan(const Trace& t);
+
+// The calling thread's recording, for tests and tools.
+struct RecorderStats {
+  int64_t nodes = 0;        // in the trace being recorded now
+  int64_t flushes = 0;      // of this thread's traces so far
+  int64_t nodes_flushed = 0;
+};
+RecorderStats recorder_stats();
+
+// Runs `f` on every trace this thread flushes, before it runs (tests).
+void set_flush_observer(std::function<void(const Trace&)> f);
+
+}  // namespace nnvm::trace
