@@ -101,6 +101,10 @@ struct OpDef {
   // Output element i depends only on input elements at index i (after
   // broadcasting): such a kernel may write over an input with the same layout.
   bool elementwise = false;
+  // The kernel checks input values (indices, class targets, probabilities)
+  // and throws nnvm::Error on bad ones. A trace keeps such a node even when
+  // nothing reads its result, so the error surfaces as it would eagerly.
+  bool checks_values = false;
   GradFn grad;                    // null: not differentiable (an error if a gradient reaches it)
   bool grad_saves_inputs = true;  // what `grad` reads from the context
   bool grad_saves_outputs = false;
@@ -111,6 +115,7 @@ struct OpDef {
   OpDef& view_with(ViewFn f) { view = std::move(f); return *this; }
   OpDef& kernel(DeviceType d, KernelFn f) { kernels[size_t(d)] = std::move(f); return *this; }
   OpDef& is_elementwise() { elementwise = true; return *this; }
+  OpDef& checks_input_values() { checks_values = true; return *this; }
   // Declares the gradient and which forward tensors it needs kept alive.
   OpDef& grad_with(GradFn f, bool saves_inputs = true, bool saves_outputs = false) {
     grad = std::move(f);

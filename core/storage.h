@@ -43,6 +43,8 @@ class Storage {
   const std::shared_ptr<PendingWork>& pending_ptr() const { return pending_; }
   void set_pending(std::shared_ptr<PendingWork> p) { pending_ = std::move(p); }
   bool has_memory() const { return data_ != nullptr || nbytes_ == 0; }
+  // Memory the caller owns (from_blob): the program may read it behind our back.
+  bool is_external() const { return !from_allocator_ && data_ != nullptr; }
   // Gives a lazy storage its memory: takes `other`'s (of the same size;
   // `other` is left without memory), or fresh memory from the allocator.
   void take_memory(Storage& other);

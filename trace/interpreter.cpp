@@ -32,6 +32,40 @@ std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs, a
   return result;
 }
 
+PartialRun interpret_partial(const Trace& t, absl::Span<const Tensor> inputs) {
+  std::vector<Tensor> env(t.values().size());
+  std::vector<std::shared_ptr<const std::string>> failed(t.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[size_t(t.inputs()[i])] = inputs[i];
+  for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
+  NoGradGuard no_grad;
+  PartialRun run;
+  std::vector<Tensor> args;
+  for (const Node& n : t.nodes()) {
+    std::shared_ptr<const std::string> why;
+    args.clear();
+    for (ValueId v : n.inputs) {
+      if (failed[size_t(v)] && !why) why = failed[size_t(v)];
+      args.push_back(env[size_t(v)]);
+    }
+    if (!why) {
+      try {
+        std::vector<Tensor> outs = call(*n.op, args, n.attrs);
+        for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+      } catch (const std::exception& e) {
+        why = std::make_shared<const std::string>(e.what());
+        if (!run.first_failure) run.first_failure = why;
+      }
+    }
+    if (why)
+      for (ValueId v : n.outputs) failed[size_t(v)] = why;
+  }
+  for (ValueId v : t.outputs()) {
+    run.outputs.push_back(env[size_t(v)]);
+    run.failure.push_back(failed[size_t(v)]);
+  }
+  return run;
+}
+
 }  // namespace nnvm::trace
 
 #include "nnvm/trace/plan.h"

@@ -1,5 +1,6 @@
 #include "nnvm/trace/recorder.h"
 
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -33,6 +34,11 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 }
 
 const OpDef& op_named(const char* name) { return find_op(name); }
+
+bool log_trace() {
+  static const bool on = log_enabled("trace");
+  return on;
+}
 
 // A handle of its own to t's current layout: a program may later point t's
 // TensorImpl elsewhere (Module::to, set_data), and the trace must still read
@@ -97,7 +103,8 @@ class Recorder {
       s.set_pending(rec);
       owed_.push_back({out.storage(), std::move(rec)});
     }
-    if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
+    // The caller reads its own memory (from_blob) without asking us first.
+    if (s.is_external() || int64_t(trace_.nodes().size()) >= trace_cap()) flush();
   }
 
   void materialize(Storage& s) {
@@ -137,44 +144,60 @@ class Recorder {
     EagerGuard eager;
     NoGradGuard no_grad;
     std::vector<Tensor> results;
+    std::vector<std::shared_ptr<const std::string>> failure;
+    std::shared_ptr<const std::string> first_failure;
     try {
       if (observer_) observer_(t);
       const CacheLookup found = global_trace_cache().lookup(t);
+      if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
+                                    static_cast<unsigned long long>(found.hash), t.to_string().c_str());
       results = found.plan ? found.plan->run(inputs, t.scalars()) : interpret(t, inputs);
-    } catch (const std::exception& e) {
-      auto why = std::make_shared<const std::string>(e.what());
-      for (Bind& b : binds) {
-        b.record->failure = why;
-        if (b.storage) b.storage->set_pending(b.record);
-      }
-      throw Error(detail::concat("trace: a trace of ", t.nodes().size(), " ops failed: ", e.what()));
+    } catch (const std::exception&) {
+      // Run it again node by node: what does not depend on the failing op
+      // keeps its value, as it would have in eager mode.
+      PartialRun partial = interpret_partial(t, inputs);
+      results = std::move(partial.outputs);
+      failure = std::move(partial.failure);
+      first_failure = std::move(partial.first_failure);
     }
     static const OpDef& copy = op_named("copy");
     const KernelFn& copy_kernel = copy.kernels[size_t(kCPU)];
     for (size_t i = 0; i < binds.size(); ++i) {
-      Tensor& r = results[i];
-      if (!binds[i].storage) {
-        copy_kernel({r}, {binds[i].target}, {});
+      if (!failure.empty() && failure[i]) {
+        binds[i].record->failure = failure[i];
+        if (binds[i].storage) binds[i].storage->set_pending(binds[i].record);
         continue;
       }
-      Storage& s = *binds[i].storage;
-      if (s.nbytes() == 0) continue;
-      const bool movable = r.storage_offset() == 0 && r.is_contiguous() && r.impl_ptr().use_count() == 1 &&
-                           r.storage().use_count() == 1 && r.storage()->nbytes() == s.nbytes() &&
-                           r.storage()->device() == s.device();
-      if (movable) {
-        s.take_memory(*r.storage());
-        continue;
-      }
-      s.allocate();
-      auto impl = std::make_shared<TensorImpl>();
-      impl->storage = binds[i].storage;
-      impl->shape = dims(r.sizes());
-      impl->strides = contiguous_strides(r.sizes());
-      impl->dtype = r.dtype();
-      impl->device = s.device();
-      copy_kernel({r}, {Tensor(std::move(impl))}, {});
+      bind(binds[i].storage, binds[i].target, results[i], copy_kernel);
     }
+    if (first_failure) throw Error(*first_failure);
+  }
+
+  // Gives a lazy storage the value r (its memory when nothing else holds
+  // it), or writes r into a materialised target.
+  static void bind(const std::shared_ptr<Storage>& storage, const Tensor& target, Tensor& r,
+                   const KernelFn& copy_kernel) {
+    if (!storage) {
+      copy_kernel({r}, {target}, {});
+      return;
+    }
+    Storage& s = *storage;
+    if (s.nbytes() == 0) return;
+    const bool movable = r.storage_offset() == 0 && r.is_contiguous() && r.impl_ptr().use_count() == 1 &&
+                         r.storage().use_count() == 1 && r.storage()->nbytes() == s.nbytes() &&
+                         r.storage()->device() == s.device();
+    if (movable) {
+      s.take_memory(*r.storage());
+      return;
+    }
+    s.allocate();
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = storage;
+    impl->shape = dims(r.sizes());
+    impl->strides = contiguous_strides(r.sizes());
+    impl->dtype = r.dtype();
+    impl->device = s.device();
+    copy_kernel({r}, {Tensor(std::move(impl))}, {});
   }
 
   RecorderStats stats() const {

@@ -23,8 +23,19 @@ uint64_t content_hash(const Tensor& t) {
   return fnv1a(std::string_view(static_cast<const char*>(c.data_ptr()), c.nbytes()));
 }
 
-void append_ids(std::string& out, absl::Span<const ValueId> ids) {
-  absl::StrAppend(&out, "(", absl::StrJoin(ids, ","), ")");
+// Values by role, not by id: inputs, constants and node outputs may be
+// numbered in any interleaving, and two traces whose ids coincide but whose
+// roles differ (an input in one, a node output in the other) must differ.
+void append_ids(std::string& out, const Trace& t, absl::Span<const ValueId> ids) {
+  out += "(";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Value& v = t.value(ids[i]);
+    if (i) out += ",";
+    if (v.is_input()) absl::StrAppend(&out, "i", v.index);
+    else if (v.is_constant()) absl::StrAppend(&out, "c", v.index);
+    else absl::StrAppend(&out, v.node, ".", v.index);
+  }
+  out += ")";
 }
 
 }  // namespace
@@ -42,7 +53,7 @@ Signature signature(const Trace& t) {
   }
   for (const Node& n : t.nodes()) {
     absl::StrAppend(&key, n.op->name);
-    append_ids(key, n.inputs);
+    append_ids(key, t, n.inputs);
     for (size_t i = 0; i < n.attrs.size(); ++i) {
       key += i ? "," : "[";
       append_attr(key, n.attrs[i], /*with_scalar_values=*/false);
@@ -50,7 +61,7 @@ Signature signature(const Trace& t) {
     key += n.attrs.size() ? "];" : ";";
   }
   key += "out";
-  append_ids(key, t.outputs());
+  append_ids(key, t, t.outputs());
   return {fnv1a(key), std::move(key)};
 }
 
@@ -71,7 +82,10 @@ std::string explain_difference(const Trace& before, const Trace& now) {
   }
   for (size_t n = 0; n < now.nodes().size(); ++n) {
     const Node &a = before.nodes()[n], &b = now.nodes()[n];
-    if (a.op != b.op || a.inputs != b.inputs) return "new structure";
+    std::string ia, ib;
+    append_ids(ia, before, a.inputs);
+    append_ids(ib, now, b.inputs);
+    if (a.op != b.op || ia != ib) return "new structure";
     std::string ka, kb;
     for (size_t i = 0; i < a.attrs.size(); ++i) append_attr(ka, a.attrs[i], false);
     for (size_t i = 0; i < b.attrs.size(); ++i) append_attr(kb, b.attrs[i], false);

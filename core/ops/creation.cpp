@@ -56,7 +56,7 @@ NNVM_REGISTER(creation_ops) {
   register_op("uniform").inputs(0).infer_with(infer_from_attrs);         // shape, dtype, seed, counter, low, high
   register_op("normal").inputs(0).infer_with(infer_from_attrs);          // shape, dtype, seed, counter
   register_op("randint").inputs(0).infer_with(infer_from_attrs);         // shape, dtype, seed, counter, low, high
-  register_op("bernoulli").inputs(1).is_elementwise().infer_with(        // p; attrs: seed, counter
+  register_op("bernoulli").checks_input_values().inputs(1).is_elementwise().infer_with(        // p; attrs: seed, counter
       [](absl::Span<const Tensor> in, const Attrs&) -> OutputSpecs {
         NNVM_CHECK(in[0].is_floating_point(), "bernoulli", "expected floating-point probabilities but got ",
                    in[0].dtype());

@@ -237,14 +237,14 @@ std::vector<Tensor> embedding_grad(const Ctx& c) {
 }  // namespace
 
 NNVM_REGISTER(index_ops) {
-  register_op("gather").inputs(2).infer_with(infer_gather).grad_with(gather_grad);
-  register_op("scatter").inputs(3).infer_with(infer_scatter("scatter")).grad_with(scatter_grad(false, true));
-  register_op("scatter.value").inputs(2).infer_with(infer_scatter("scatter")).grad_with(scatter_grad(false, false));
-  register_op("scatter_add").inputs(3).infer_with(infer_scatter("scatter_add")).grad_with(scatter_grad(true, true));
-  register_op("index_select").inputs(2).infer_with(infer_index_select).grad_with(index_select_grad);
-  register_op("index_put").inputs(-1).infer_with(infer_index_put).grad_with(index_put_grad);
-  register_op("embedding").inputs(2).infer_with(infer_embedding).grad_with(embedding_grad);
-  register_op("one_hot").inputs(1).infer_with(infer_one_hot);
+  register_op("gather").checks_input_values().inputs(2).infer_with(infer_gather).grad_with(gather_grad);
+  register_op("scatter").checks_input_values().inputs(3).infer_with(infer_scatter("scatter")).grad_with(scatter_grad(false, true));
+  register_op("scatter.value").checks_input_values().inputs(2).infer_with(infer_scatter("scatter")).grad_with(scatter_grad(false, false));
+  register_op("scatter_add").checks_input_values().inputs(3).infer_with(infer_scatter("scatter_add")).grad_with(scatter_grad(true, true));
+  register_op("index_select").checks_input_values().inputs(2).infer_with(infer_index_select).grad_with(index_select_grad);
+  register_op("index_put").checks_input_values().inputs(-1).infer_with(infer_index_put).grad_with(index_put_grad);
+  register_op("embedding").checks_input_values().inputs(2).infer_with(infer_embedding).grad_with(embedding_grad);
+  register_op("one_hot").checks_input_values().inputs(1).infer_with(infer_one_hot);
 }
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {

@@ -184,10 +184,10 @@ NNVM_REGISTER(loss_ops) {
       pointwise_loss_grad([](const Tensor& diff) { return diff.sign(); }));
   register_op("binary_cross_entropy_with_logits").inputs(-1).infer_with(infer_bce_with_logits)
       .grad_with(bce_with_logits_grad);
-  register_op("nll_loss").inputs(-1).infer_with(infer_class_loss("nll_loss", "log_probs")).grad_with(nll_loss_grad);
-  register_op("cross_entropy").inputs(-1).infer_with(infer_class_loss("cross_entropy", "logits"))
+  register_op("nll_loss").checks_input_values().inputs(-1).infer_with(infer_class_loss("nll_loss", "log_probs")).grad_with(nll_loss_grad);
+  register_op("cross_entropy").checks_input_values().inputs(-1).infer_with(infer_class_loss("cross_entropy", "logits"))
       .grad_with(cross_entropy_grad);
-  register_op("cross_entropy_backward").inputs(-1).infer_with(infer_cross_entropy_backward);
+  register_op("cross_entropy_backward").checks_input_values().inputs(-1).infer_with(infer_cross_entropy_backward);
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {

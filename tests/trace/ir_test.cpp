@@ -67,11 +67,11 @@ TEST(Signature, ScalarValuesAreRunTimeArguments) {
 TEST(Signature, HasNoAddressesAndIsTheSameInEveryProcess) {
   const Signature s = signature(small_program(4, 3));
   EXPECT_EQ(s.key,
-            "in float32[4, 3][3, 1];in float32[3][1];mul.Scalar(0)[f64];add(2,1)[i64];exp(3);"
-            "sum(4)[[1],false,float32];out(5)");
+            "in float32[4, 3][3, 1];in float32[3][1];mul.Scalar(i0)[f64];add(0.0,i1)[i64];exp(1.0);"
+            "sum(2.0)[[1],false,float32];out(3.0)");
   // FNV-1a-64 of the text above, computed independently (a Python one-liner
   // over the UTF-8 bytes): a constant, so every process computes the same key.
-  EXPECT_EQ(s.hash, 0x6cdbac2a2e3b44dbull) << std::hex << s.hash;
+  EXPECT_EQ(s.hash, 0xc415be871ed6479full) << std::hex << s.hash;
 }
 
 TEST(Interpreter, MatchesEagerAndReadsViewsAtAnyOffset) {
