@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "nnvm/trace/passes/constant_fold.h"
 #include "nnvm/trace/passes/cse.h"
@@ -336,7 +337,7 @@ std::shared_ptr<const Plan> compile_plan(const Trace& t) {
     std::lock_guard<std::mutex> lock(mu);
     global_passes().run(optimised);
   }
-  return std::make_shared<const InterpretedPlan>(std::move(optimised));
+  return std::make_shared<const FusedPlan>(std::move(optimised));
 }
 
 TraceCache& global_trace_cache() {

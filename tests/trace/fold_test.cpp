@@ -19,6 +19,10 @@ using testing::expect_tensors_close;
 
 const OpDef& op(const char* name) { return find_op(name); }
 
+// The value rules below read Scalars, so these tests fix them at compile time;
+// scalar_slots_test.cpp shows that recorded (run-time) Scalars are left alone.
+constexpr ScalarBinding kFixed = ScalarBinding::kCompileTime;
+
 bool has_op(const Trace& t, std::string_view name) {
   for (const Node& n : t.nodes())
     if (n.op->name == name) return true;
@@ -47,10 +51,10 @@ template <class Pass> int run_and_compare(Trace& t, const std::vector<Tensor>& i
 Trace program_with_constants(double fill) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {4, 3}, {3, 1});
-  const ValueId f = t.add_node1(op("full"), {}, {DimVector{4, 3}, kFloat32, Scalar(fill)});
-  const ValueId m = t.add_node1(op("mul.Scalar"), {f}, {Scalar(3.0)});
-  const ValueId r = t.add_node1(op("arange"), {}, {DimVector{3}, kFloat32, Scalar(0.0), Scalar(0.5)});
-  const ValueId c = t.add_node1(op("add"), {m, r}, {Scalar(1)});
+  const ValueId f = t.add_node1(op("full"), {}, {DimVector{4, 3}, kFloat32, Scalar(fill)}, kFixed);
+  const ValueId m = t.add_node1(op("mul.Scalar"), {f}, {Scalar(3.0)}, kFixed);
+  const ValueId r = t.add_node1(op("arange"), {}, {DimVector{3}, kFloat32, Scalar(0.0), Scalar(0.5)}, kFixed);
+  const ValueId c = t.add_node1(op("add"), {m, r}, {Scalar(1)}, kFixed);
   t.mark_output(t.add_node1(op("add"), {x, c}, {Scalar(1)}));
   return t;
 }
@@ -101,9 +105,10 @@ TEST(ConstantFold, NeverFoldsRandomOpsOrHugeResults) {
   Trace t;
   const ValueId u = t.add_node1(op("uniform"), {}, {DimVector{8}, kFloat32, Scalar(int64_t(1)), Scalar(int64_t(0)),
                                                     Scalar(0.0), Scalar(1.0)});
-  const ValueId half = t.add_node1(op("full"), {}, {DimVector{8}, kFloat32, Scalar(0.5)});
+  const ValueId half = t.add_node1(op("full"), {}, {DimVector{8}, kFloat32, Scalar(0.5)}, kFixed);
   const ValueId p = t.add_node1(op("bernoulli"), {half}, {Scalar(int64_t(1)), Scalar(int64_t(0))});
-  const ValueId big = t.add_node1(op("full"), {}, {DimVector{kMaxFoldedElements + 1}, kFloat32, Scalar(1.0)});
+  const ValueId big =
+      t.add_node1(op("full"), {}, {DimVector{kMaxFoldedElements + 1}, kFloat32, Scalar(1.0)}, kFixed);
   t.mark_output(t.add_node1(op("mul.Scalar"), {u}, {Scalar(2.0)}));
   t.mark_output(p);
   t.mark_output(big);
@@ -133,11 +138,11 @@ std::string rules(const SimplifyReport& r, bool applied) {
 TEST(Simplify, RewritesEveryExactIdentity) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {4, 3}, {3, 1});
-  ValueId v = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.0)});
-  v = t.add_node1(op("div.Scalar"), {v}, {Scalar(4.0)});
+  ValueId v = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.0)}, kFixed);
+  v = t.add_node1(op("div.Scalar"), {v}, {Scalar(4.0)}, kFixed);
   v = t.add_node1(op("neg"), {v});
   v = t.add_node1(op("neg"), {v});
-  v = t.add_node1(op("add.Scalar"), {v}, {Scalar(0.0), Scalar(-1)});  // x - 0.0 == x + (-0.0)
+  v = t.add_node1(op("add.Scalar"), {v}, {Scalar(0.0), Scalar(-1)}, kFixed);  // x - 0.0 == x + (-0.0)
   v = t.add_node1(op("transpose"), {v}, {int64_t(0), int64_t(1)});
   v = t.add_node1(op("transpose"), {v}, {int64_t(1), int64_t(-2)});
   v = t.add_node1(op("view"), {v}, {DimVector{12}});
@@ -145,7 +150,7 @@ TEST(Simplify, RewritesEveryExactIdentity) {
   v = t.add_node1(op("view"), {v}, {DimVector{2, 6}});
   v = t.add_node1(op("copy"), {v}, {kFloat64});
   v = t.add_node1(op("copy"), {v}, {kFloat32});
-  v = t.add_node1(op("div.Scalar"), {v}, {Scalar(1)});
+  v = t.add_node1(op("div.Scalar"), {v}, {Scalar(1)}, kFixed);
   t.mark_output(v);
   // -0.0 must survive x - 0.0; NaN and inf must pass through
   Tensor in = testing::random({4, 3}, kFloat32, 3);
@@ -170,10 +175,10 @@ TEST(Simplify, RewritesEveryExactIdentity) {
 TEST(Simplify, DeclinesWhatIEEEForbids) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {5}, {1});
-  const ValueId d = t.add_node1(op("add"), {x, x}, {Scalar(-1)});            // x - x: inf - inf is NaN
-  const ValueId z = t.add_node1(op("mul.Scalar"), {x}, {Scalar(0.0)});       // x * 0: NaN * 0, -x * 0
-  const ValueId p = t.add_node1(op("add.Scalar"), {x}, {Scalar(0.0), Scalar(1)});  // x + 0.0: -0.0 -> +0.0
-  const ValueId q = t.add_node1(op("div.Scalar"), {x}, {Scalar(3.0)});       // 1/3 is rounded
+  const ValueId d = t.add_node1(op("add"), {x, x}, {Scalar(-1)}, kFixed);     // x - x: inf - inf is NaN
+  const ValueId z = t.add_node1(op("mul.Scalar"), {x}, {Scalar(0.0)}, kFixed);     // x * 0: NaN * 0, -x * 0
+  const ValueId p = t.add_node1(op("add.Scalar"), {x}, {Scalar(0.0), Scalar(1)}, kFixed);  // x + 0.0: -0.0 -> +0.0
+  const ValueId q = t.add_node1(op("div.Scalar"), {x}, {Scalar(3.0)}, kFixed);     // 1/3 is rounded
   const ValueId h = t.add_node1(op("copy"), {x}, {kFloat16});                 // float32 -> float16 rounds
   const ValueId back = t.add_node1(op("copy"), {h}, {kFloat32});
   for (ValueId v : {d, z, p, q, back}) t.mark_output(v);
@@ -195,9 +200,9 @@ TEST(Simplify, DeclinesWhatIEEEForbids) {
 TEST(Simplify, KeepsDtypeChangesAndIntegerZeros) {
   Trace t;
   const ValueId x = t.add_input(kInt32, {6}, {1});
-  const ValueId promoted = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.0)});  // int32 * 1.0 is float32
-  const ValueId same = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1)});
-  const ValueId plus0 = t.add_node1(op("add.Scalar"), {same}, {Scalar(0), Scalar(1)});  // exact for integers
+  const ValueId promoted = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.0)}, kFixed);  // int32 * 1.0 is float32
+  const ValueId same = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1)}, kFixed);
+  const ValueId plus0 = t.add_node1(op("add.Scalar"), {same}, {Scalar(0), Scalar(1)}, kFixed);  // exact for integers
   t.mark_output(promoted);
   t.mark_output(plus0);
   SimplifyReport report;

@@ -133,5 +133,26 @@ TEST(Fuse, BroadcastingUpAndCyclesStopFusion) {
   EXPECT_EQ(reason(p, 3, 4), "producer's group ends in a reduction");
 }
 
+TEST(Fuse, NoCycleThroughAnotherGroup) {
+  // a1 -> view -> b2 and b1 -> view -> a2: a2 may join a1's group only if b1
+  // and b2 are not one group, since a group runs as a unit
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {4, 4}, {4, 1});
+  const ValueId y = t.add_input(kFloat32, {4, 4}, {4, 1});
+  const ValueId a1 = t.add_node1(op("exp"), {x});                                           // #0
+  const ValueId b1 = t.add_node1(op("sin"), {y});                                           // #1
+  const ValueId v1 = t.add_node1(op("transpose"), {a1}, {int64_t(0), int64_t(1)});          // #2
+  const ValueId b2 = t.add_node1(op("mul"), {b1, v1});                                      // #3 joins b1
+  const ValueId v2 = t.add_node1(op("transpose"), {b1}, {int64_t(0), int64_t(1)});          // #4
+  const ValueId a2 = t.add_node1(op("add"), {a1, v2}, {Scalar(1)});                         // #5
+  t.mark_output(b2);
+  t.mark_output(a2);
+  const FusionPlan p = fuse(t);
+  expect_partition(t, p);
+  EXPECT_EQ(p.group_of[1], p.group_of[3]) << p.to_string(t);
+  EXPECT_NE(p.group_of[0], p.group_of[5]) << p.to_string(t);
+  EXPECT_EQ(reason(p, 0, 5), "fusing would need a node outside the group between its members") << p.to_string(t);
+}
+
 }  // namespace
 }  // namespace nnvm::trace

@@ -109,9 +109,11 @@ TEST(Passes, DeadCodeElimination) {
 TEST(Passes, CommonSubexpressionElimination) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {6}, {1});
-  const ValueId a1 = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)});
-  const ValueId a2 = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)});  // same: merged
-  const ValueId a3 = t.add_node1(op("mul.Scalar"), {x}, {Scalar(3.0)});  // another value: kept
+  // compile-time Scalars are compared by value (run-time ones by slot: scalar_slots_test.cpp)
+  constexpr ScalarBinding fixed = ScalarBinding::kCompileTime;
+  const ValueId a1 = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)}, fixed);
+  const ValueId a2 = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)}, fixed);  // same: merged
+  const ValueId a3 = t.add_node1(op("mul.Scalar"), {x}, {Scalar(3.0)}, fixed);  // another value: kept
   const ValueId e1 = t.add_node1(op("exp"), {a1});
   const ValueId e2 = t.add_node1(op("exp"), {a2});  // same once a2 is a1
   const ValueId s = t.add_node1(op("add"), {e1, e2}, {Scalar(1)});

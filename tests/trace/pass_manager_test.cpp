@@ -22,10 +22,12 @@ Trace redundant_program() {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {3, 4}, {4, 1});
   const ValueId n = t.add_node1(op("neg"), {t.add_node1(op("neg"), {x})});
-  const ValueId e1 = t.add_node1(op("exp"), {t.add_node1(op("mul.Scalar"), {n}, {Scalar(1.0)})});
+  // the Scalars are compile-time values, as a pass would make them: value rules may read them
+  constexpr ScalarBinding fixed = ScalarBinding::kCompileTime;
+  const ValueId e1 = t.add_node1(op("exp"), {t.add_node1(op("mul.Scalar"), {n}, {Scalar(1.0)}, fixed)});
   const ValueId e2 = t.add_node1(op("exp"), {x});
-  const ValueId two = t.add_node1(op("mul.Scalar"),
-                                  {t.add_node1(op("full"), {}, {DimVector{4}, kFloat32, Scalar(1.0)})}, {Scalar(2.0)});
+  const ValueId one = t.add_node1(op("full"), {}, {DimVector{4}, kFloat32, Scalar(1.0)}, fixed);
+  const ValueId two = t.add_node1(op("mul.Scalar"), {one}, {Scalar(2.0)}, fixed);
   const ValueId s = t.add_node1(op("add"), {e1, e2}, {Scalar(1)});
   t.mark_output(t.add_node1(op("mul"), {s, two}));
   return t;

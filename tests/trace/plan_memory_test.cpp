@@ -109,5 +109,47 @@ TEST(PlanMemory, ViewsKeepTheirBaseAliveAndNothingOverlaps) {
   EXPECT_NE(pw.not_reused[0].reason.find("live while every other"), std::string::npos);
 }
 
+TEST(PlanMemory, ConstantsAreNotPlacedLikeInputs) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {4}, {1});
+  const ValueId c = t.add_constant(nnvm::full({4}, 2.0));
+  const ValueId e = t.add_node1(op("exp"), {t.add_node1(op("mul"), {x, c})});
+  t.mark_output(e);
+  const MemoryPlan p = plan_memory(t);
+  EXPECT_EQ(p.offsets[size_t(c)], -1);
+  EXPECT_EQ(p.bytes[size_t(c)], 0);
+  EXPECT_GE(p.offsets[size_t(e)], 0);
+  EXPECT_EQ(p.to_string(t).find("\n  %1 "), std::string::npos) << p.to_string(t);  // no line of its own
+  EXPECT_NE(p.to_string(t).find("%1 is a constant"), std::string::npos) << p.to_string(t);
+}
+
+// Under a schedule a fused step reads all its inputs while it writes all its
+// outputs, and what it keeps in scratch takes no bytes.
+TEST(PlanMemory, AScheduleMakesEachStepOneKernel) {
+  Trace t;
+  const ValueId a = t.add_input(kFloat32, {16}, {1});
+  const ValueId y = t.add_input(kFloat32, {16, 16}, {16, 1});
+  const ValueId ea = t.add_node1(op("exp"), {a});                  // #0 step 0
+  const ValueId m = t.add_node1(op("mul"), {y, ea});              // #1 step 1: ea dies here
+  const ValueId w = t.add_node1(op("neg"), {m});                  // #2 step 1: m is scratch
+  const ValueId s = t.add_node1(op("sin"), {w});                  // #3 step 2
+  t.mark_output(t.add_node1(op("add"), {s, w}, {Scalar(1)}));     // #4 step 2
+  // node by node, w may take ea's bytes: ea is dead before w is born
+  const MemoryPlan nodes = plan_memory(t);
+  EXPECT_LT(nodes.live[size_t(ea)].last, nodes.live[size_t(w)].first);
+  Schedule schedule{{0, 1, 1, 2, 2}, std::vector<bool>(t.values().size(), true)};
+  schedule.in_arena[size_t(m)] = false;
+  const MemoryPlan p = plan_memory(t, &schedule);
+  EXPECT_EQ(p.offsets[size_t(m)], -1);
+  EXPECT_EQ(p.live[size_t(ea)].last, 1);
+  EXPECT_EQ(p.live[size_t(w)].first, 1);
+  EXPECT_TRUE(p.live[size_t(ea)].overlaps(p.live[size_t(w)]));
+  expect_no_overlap(t, p);
+  // in the last step s dies at #4, the step's last reader: the sum may go over it
+  EXPECT_TRUE(is_in_place_pair(p, s, t.outputs()[0])) << p.to_string(t);
+  // w is read at #4 after sin wrote s at #3: s may not go over w
+  EXPECT_FALSE(is_in_place_pair(p, w, s)) << p.to_string(t);
+}
+
 }  // namespace
 }  // namespace nnvm::trace

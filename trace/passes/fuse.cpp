@@ -63,16 +63,25 @@ class Grouping {
   }
 
   // Whether running the nodes in `members` (up to `last`) as one kernel would
-  // need a node outside them that reads one member and feeds another.
+  // need another group to run both after and before it. Groups run as units,
+  // so the path may pass through any node of a group: a node-level search
+  // misses a group that reads a member at one node and feeds one at another.
   bool creates_cycle(const std::vector<bool>& members, int32_t last) const {
-    std::vector<bool> downstream(size_t(last) + 1, false);  // outside, reads a member directly or not
-    for (int32_t m = 0; m <= last; ++m) {
-      bool reads_group = false;
-      for (int32_t p : producers(m)) reads_group = reads_group || members[size_t(p)] || downstream[size_t(p)];
-      if (!members[size_t(m)]) downstream[size_t(m)] = reads_group;
-      else
-        for (int32_t p : producers(m))
-          if (downstream[size_t(p)]) return true;
+    const int32_t merged = int32_t(groups_.size());
+    auto unit = [&](int32_t m) { return members[size_t(m)] ? merged : group_of_[size_t(m)]; };
+    std::vector<std::vector<int32_t>> next(groups_.size() + 1);
+    for (int32_t m = 0; m <= last; ++m)
+      for (int32_t p : producers(m))
+        if (unit(p) != unit(m)) next[size_t(unit(p))].push_back(unit(m));
+    std::vector<bool> seen(groups_.size() + 1, false);
+    std::vector<int32_t> stack(next[size_t(merged)].begin(), next[size_t(merged)].end());
+    while (!stack.empty()) {
+      const int32_t u = stack.back();
+      stack.pop_back();
+      if (u == merged) return true;
+      if (seen[size_t(u)]) continue;
+      seen[size_t(u)] = true;
+      stack.insert(stack.end(), next[size_t(u)].begin(), next[size_t(u)].end());
     }
     return false;
   }

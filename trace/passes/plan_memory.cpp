@@ -15,27 +15,56 @@ int64_t aligned_bytes(const Value& v) {
 
 bool is_view_output(const Trace& t, ValueId v) {
   const Value& val = t.value(v);
-  return !val.is_input() && t.nodes()[size_t(val.node)].op->view != nullptr;
+  return val.node >= 0 && t.nodes()[size_t(val.node)].op->view != nullptr;
+}
+
+// Defined before every node and owned by the caller or the trace.
+bool is_external(const Value& v) { return v.is_input() || v.is_constant(); }
+
+// The steps of a trace and the order of reads within them.
+struct Steps {
+  std::vector<int32_t> of_node;
+  std::vector<std::vector<int32_t>> nodes;  // per step, in trace order
+  int32_t count = 0;
+};
+
+Steps steps_of(const Trace& t, const Schedule* schedule) {
+  Steps s;
+  s.of_node.resize(t.nodes().size());
+  for (size_t n = 0; n < t.nodes().size(); ++n) {
+    s.of_node[n] = schedule ? schedule->step[n] : int32_t(n);
+    s.count = std::max(s.count, s.of_node[n] + 1);
+  }
+  s.nodes.resize(size_t(s.count));
+  for (size_t n = 0; n < t.nodes().size(); ++n) s.nodes[size_t(s.of_node[n])].push_back(int32_t(n));
+  return s;
 }
 
 // Why node `n` may not write output `out` over input `in`; empty when it may.
-std::string why_not_in_place(const Trace& t, const MemoryPlan& p, int32_t n, ValueId in, ValueId out) {
-  const Node& node = t.nodes()[size_t(n)];
+// `last_node[b]` is the last node (in its step) reading buffer b or a view of it.
+std::string why_not_in_place(const Trace& t, const MemoryPlan& p, const Steps& steps,
+                             const std::vector<int32_t>& last_node, int32_t n, ValueId in, ValueId out) {
   if (t.value(in).is_input()) return absl::StrFormat("%%%d is a trace input", in);
+  if (t.value(in).is_constant()) return absl::StrFormat("%%%d is a constant", in);
   if (p.base[size_t(in)] != in) return absl::StrFormat("%%%d is a view", in);
-  if (p.live[size_t(in)].last != n) return absl::StrFormat("%%%d is read later", in);
+  if (p.bytes[size_t(in)] == 0) return absl::StrFormat("%%%d has no bytes in the arena", in);
+  const int32_t step = steps.of_node[size_t(n)];
+  if (p.live[size_t(in)].last != step || last_node[size_t(in)] != n) return absl::StrFormat("%%%d is read later", in);
   if (p.bytes[size_t(in)] != p.bytes[size_t(out)] || t.value(in).shape != t.value(out).shape)
     return absl::StrFormat("%%%d has another size", in);
-  for (ValueId other : node.inputs)  // a view of `in` read at other positions would see overwritten elements
-    if (other != in && p.base[size_t(other)] == in) return absl::StrFormat("%%%d is also read through a view", in);
+  // a view of `in` read in the step would see overwritten elements
+  for (int32_t m : steps.nodes[size_t(step)])
+    for (ValueId other : t.nodes()[size_t(m)].inputs)
+      if (other != in && p.base[size_t(other)] == in) return absl::StrFormat("%%%d is also read through a view", in);
   return "";
 }
 
 }  // namespace
 
-MemoryPlan plan_memory(const Trace& t) {
+MemoryPlan plan_memory(const Trace& t, const Schedule* schedule) {
   const size_t nv = t.values().size();
-  const int32_t end = int32_t(t.nodes().size());
+  const Steps steps = steps_of(t, schedule);
+  const int32_t end = steps.count;
   MemoryPlan p;
   p.offsets.assign(nv, -1);
   p.bytes.assign(nv, 0);
@@ -46,17 +75,22 @@ MemoryPlan plan_memory(const Trace& t) {
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = t.value(ValueId(v));
     p.base[v] = ValueId(v);
-    p.live[v] = {val.node, val.node};
+    const int32_t defined = is_external(val) ? -1 : steps.of_node[size_t(val.node)];
+    p.live[v] = {defined, defined};
     if (is_view_output(t, ValueId(v))) p.base[v] = p.base[size_t(t.nodes()[size_t(val.node)].inputs[0])];
-    else if (!val.is_input()) p.bytes[v] = aligned_bytes(val);
+    else if (!is_external(val) && (!schedule || schedule->in_arena[v])) p.bytes[v] = aligned_bytes(val);
   }
-  auto read_at = [&](ValueId v, int32_t n) {
-    LiveRange& r = p.live[size_t(p.base[size_t(v)])];
-    r.last = std::max(r.last, n);
+  std::vector<int32_t> last_node(nv, -1);  // of the last step reading the buffer
+  auto read_at = [&](ValueId v, int32_t step, int32_t n) {
+    const ValueId b = p.base[size_t(v)];
+    LiveRange& r = p.live[size_t(b)];
+    if (step > r.last) last_node[size_t(b)] = -1;
+    if (step >= r.last) last_node[size_t(b)] = std::max(last_node[size_t(b)], n);
+    r.last = std::max(r.last, step);
   };
-  for (int32_t n = 0; n < end; ++n)
-    for (ValueId in : t.nodes()[size_t(n)].inputs) read_at(in, n);
-  for (ValueId out : t.outputs()) read_at(out, end);
+  for (int32_t n = 0; n < int32_t(t.nodes().size()); ++n)
+    for (ValueId in : t.nodes()[size_t(n)].inputs) read_at(in, steps.of_node[size_t(n)], n);
+  for (ValueId out : t.outputs()) read_at(out, end, int32_t(t.nodes().size()));
   for (size_t v = 0; v < nv; ++v) p.live[v] = p.live[size_t(p.base[v])];
 
   // In-place pairs merge two values into one buffer (union-find over values).
@@ -67,14 +101,15 @@ MemoryPlan plan_memory(const Trace& t) {
     return v;
   };
   std::vector<bool> claimed(nv, false);  // an input already taken by another output of its node
-  for (int32_t n = 0; n < end; ++n) {
+  for (int32_t n = 0; n < int32_t(t.nodes().size()); ++n) {
     const Node& node = t.nodes()[size_t(n)];
     if (!node.op->elementwise) continue;
     for (ValueId out : node.outputs) {
+      if (p.bytes[size_t(out)] == 0) continue;
       std::string reason = "no inputs";
       for (ValueId in : node.inputs) {
         reason = claimed[size_t(in)] ? absl::StrFormat("%%%d is taken by another output", in)
-                                     : why_not_in_place(t, p, n, in, out);
+                                     : why_not_in_place(t, p, steps, last_node, n, in, out);
         if (!reason.empty()) continue;
         claimed[size_t(in)] = true;
         buffer[size_t(out)] = find(in);
@@ -88,8 +123,9 @@ MemoryPlan plan_memory(const Trace& t) {
   // A buffer's life is the union of its values' lives.
   std::vector<LiveRange> buffer_live(nv);
   std::vector<ValueId> buffers;
+  auto placed_value = [&](size_t v) { return p.base[v] == ValueId(v) && p.bytes[v] > 0; };
   for (size_t v = 0; v < nv; ++v) {
-    if (p.base[v] != ValueId(v) || t.value(ValueId(v)).is_input()) continue;
+    if (!placed_value(v)) continue;
     p.naive_bytes += p.bytes[v];
     const ValueId b = find(ValueId(v));
     if (b == ValueId(v)) {
@@ -98,7 +134,7 @@ MemoryPlan plan_memory(const Trace& t) {
     }
   }
   for (size_t v = 0; v < nv; ++v) {
-    if (p.base[v] != ValueId(v) || t.value(ValueId(v)).is_input()) continue;
+    if (!placed_value(v)) continue;
     LiveRange& r = buffer_live[size_t(find(ValueId(v)))];
     r.first = std::min(r.first, p.live[v].first);
     r.last = std::max(r.last, p.live[v].last);
@@ -128,7 +164,7 @@ MemoryPlan plan_memory(const Trace& t) {
     placed.push_back(b);
   }
   for (size_t v = 0; v < nv; ++v)
-    if (p.base[v] == ValueId(v) && !t.value(ValueId(v)).is_input()) p.offsets[v] = buffer_offset[size_t(find(ValueId(v)))];
+    if (placed_value(v)) p.offsets[v] = buffer_offset[size_t(find(ValueId(v)))];
 
   // Buffers whose bytes no other buffer reuses, and why.
   for (ValueId b : buffers) {
@@ -160,10 +196,14 @@ std::string MemoryPlan::to_string(const Trace& t) const {
                                   int(in_place.size()));
   for (size_t v = 0; v < offsets.size(); ++v) {
     const Value& val = t.value(ValueId(v));
-    if (val.is_input()) continue;
+    if (is_external(val)) continue;
     const std::string op = t.nodes()[size_t(val.node)].op->name;
     if (base[v] != ValueId(v)) {
       absl::StrAppendFormat(&s, "  %%%d %s  view of %%%d\n", int(v), op, base[v]);
+      continue;
+    }
+    if (offsets[v] < 0) {
+      absl::StrAppendFormat(&s, "  %%%d %s  not in the arena\n", int(v), op);
       continue;
     }
     absl::StrAppendFormat(&s, "  %%%d %s  @%d +%d live [%d, %d]", int(v), op, offsets[v], bytes[v], live[v].first,

@@ -1,0 +1,51 @@
+#include "nnvm/jit/kernel_cache.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "nnvm/core/error.h"
+#include "nnvm/core/knobs.h"
+
+namespace nnvm::jit {
+
+KernelCache::KernelCache(size_t capacity) : entries_(capacity) {}
+
+std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& key, const Compile& compile) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::shared_ptr<Slot>* found = entries_.find(key)) {
+      ++stats_.hits;
+      slot = *found;
+    } else {
+      ++stats_.misses;
+      slot = std::make_shared<Slot>();
+      if (entries_.put(key, slot)) ++stats_.evictions;
+      stats_.entries = int64_t(entries_.size());
+    }
+  }
+  std::call_once(slot->once, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    std::shared_ptr<const CompiledKernel> kernel = compile();
+    NNVM_CHECK(kernel != nullptr, "KernelCache", "the compiler returned no kernel");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (log_enabled("jit")) std::fprintf(stderr, "jit compile %.60s %.3f ms\n", key.c_str(), seconds * 1e3);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.compiles;
+    stats_.compile_seconds += seconds;
+    slot->kernel = std::move(kernel);
+  });
+  return slot->kernel;
+}
+
+KernelCacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+KernelCache& global_kernel_cache() {
+  static KernelCache* cache = new KernelCache();  // leaked: plans may run during static destruction
+  return *cache;
+}
+
+}  // namespace nnvm::jit

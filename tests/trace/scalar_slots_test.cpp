@@ -1,0 +1,104 @@
+// Recorded Scalars are run-time arguments (DESIGN §3.4): a plan compiled from
+// one trace replays another with other values, so no pass may depend on what
+// a slotted Scalar holds now, and the interpreter and bind_scalars take the
+// values of the trace being replayed.
+#include "nnvm/trace/interpreter.h"
+#include "nnvm/trace/passes/constant_fold.h"
+#include "nnvm/trace/passes/cse.h"
+#include "nnvm/trace/passes/simplify.h"
+#include "reference.h"
+
+namespace nnvm::trace {
+namespace {
+
+using testing::expect_tensors_close;
+
+const OpDef& op(const char* name) { return find_op(name); }
+
+TEST(ScalarSlots, AddNodeGivesEachRecordedScalarASlot) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {3}, {1});
+  t.add_node1(op("add.Scalar"), {x}, {Scalar(0.5), Scalar(2)});
+  t.add_node1(op("mul.Scalar"), {x}, {Scalar(4.0)}, ScalarBinding::kCompileTime);
+  ASSERT_EQ(t.scalars().size(), 2u);
+  EXPECT_EQ(t.scalars()[0].to_double(), 0.5);
+  EXPECT_EQ(t.scalars()[1].to_int(), 2);
+  ASSERT_EQ(t.nodes()[0].slots.size(), 2u);
+  EXPECT_EQ(t.nodes()[0].slots[1].attr, 1);
+  EXPECT_EQ(t.nodes()[0].slots[1].slot, 1);
+  EXPECT_TRUE(t.nodes()[1].slots.empty());
+}
+
+TEST(ScalarSlots, BindScalarsReplacesOnlySlottedAttributes) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {3}, {1});
+  t.add_node1(op("add.Scalar"), {x}, {Scalar(0.5), Scalar(2)});
+  t.add_node1(op("mul.Scalar"), {x}, {Scalar(4.0)}, ScalarBinding::kCompileTime);
+  const std::vector<Scalar> other = {Scalar(-1.5), Scalar(7)};
+  const Attrs bound = bind_scalars(t.nodes()[0], other);
+  EXPECT_EQ(bound.d(0), -1.5);
+  EXPECT_EQ(bound.s(1).to_int(), 7);
+  EXPECT_EQ(t.nodes()[0].attrs.d(0), 0.5);  // the node keeps its recorded values
+  EXPECT_EQ(bind_scalars(t.nodes()[1], other).d(0), 4.0);  // a compile-time Scalar is not an argument
+}
+
+TEST(ScalarSlots, InterpretUsesTheValuesItIsGiven) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {2, 3}, {3, 1});
+  const ValueId b = t.add_input(kFloat32, {3}, {1});
+  const ValueId y = t.add_node1(op("add"), {x, b}, {Scalar(0.5)});
+  t.mark_output(t.add_node1(op("mul.Scalar"), {y}, {Scalar(2.0)}));
+  const Tensor xv = testing::random({2, 3}, kFloat32, 1), bv = testing::random({3}, kFloat32, 2);
+  expect_tensors_close(interpret(t, {xv, bv})[0], (xv + bv * 0.5) * 2.0);
+  expect_tensors_close(interpret(t, {xv, bv}, std::vector<Scalar>{Scalar(-3.0), Scalar(0.25)})[0],
+                       (xv + bv * -3.0) * 0.25);
+  testing::expect_error([&] { interpret(t, {xv, bv}, std::vector<Scalar>{Scalar(1.0)}); },
+                        {"interpret", "2 Scalar slots", "got 1"});
+}
+
+TEST(ScalarSlots, ARunTimeScalarIsNeverFolded) {
+  Trace t;
+  const ValueId f = t.add_node1(op("full"), {}, {DimVector{4}, kFloat32, Scalar(2.0)});
+  t.mark_output(t.add_node1(op("mul.Scalar"), {f}, {Scalar(3.0)}, ScalarBinding::kCompileTime));
+  FoldReport report;
+  EXPECT_EQ(constant_fold(t, &report), 0);
+  EXPECT_TRUE(t.constants().empty());
+  EXPECT_NE(report.to_string().find("(full): kept: reads a run-time Scalar"), std::string::npos)
+      << report.to_string();
+  // the fill is still an argument: a replay with another value computes with it
+  expect_tensors_close(interpret(t, {}, std::vector<Scalar>{Scalar(5.0)})[0], full({4}, 15.0));
+}
+
+TEST(ScalarSlots, ARunTimeScalarIsNeverSimplifiedByValue) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {5}, {1});
+  const ValueId one = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.0)});                 // x * 1 now, not later
+  const ValueId half = t.add_node1(op("div.Scalar"), {one}, {Scalar(2.0)});             // exact reciprocal now
+  t.mark_output(t.add_node1(op("add.Scalar"), {half}, {Scalar(-0.0), Scalar(1)}));  // x + (-0.0) now
+  const std::string before = t.to_string();
+  SimplifyReport report;
+  EXPECT_EQ(simplify(t, &report), 0) << report.to_string();
+  EXPECT_EQ(t.to_string(), before);
+  EXPECT_NE(report.to_string().find("c is a run-time Scalar"), std::string::npos) << report.to_string();
+  const Tensor xv = testing::random({5}, kFloat32, 3);
+  const std::vector<Scalar> next = {Scalar(3.0), Scalar(5.0), Scalar(0.75), Scalar(2)};
+  expect_tensors_close(interpret(t, {xv}, next)[0], xv * 3.0 / 5.0 + 1.5);
+}
+
+TEST(ScalarSlots, CseMergesOnlyNodesOfTheSameSlot) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {6}, {1});
+  const ValueId a = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)});
+  const ValueId same_value = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)});  // its own slot: kept
+  const ValueId same_slot = t.copy_node(t.nodes()[0], {x})[0];                   // slot 0 again: merged
+  const ValueId s = t.add_node1(op("add"), {a, same_value}, {Scalar(1)});
+  t.mark_output(t.add_node1(op("add"), {s, same_slot}, {Scalar(1)}));
+  EXPECT_EQ(cse(t), 1);
+  EXPECT_EQ(t.nodes().size(), 4u) << t.to_string();
+  const Tensor xv = testing::random({6}, kFloat32, 4);
+  const std::vector<Scalar> next = {Scalar(3.0), Scalar(-1.0), Scalar(1), Scalar(1)};
+  expect_tensors_close(interpret(t, {xv}, next)[0], xv * 3.0 + xv * -1.0 + xv * 3.0);
+}
+
+}  // namespace
+}  // namespace nnvm::trace

@@ -1,0 +1,69 @@
+// The portable executor (DESIGN §1 "Plan runs", §3.7, §3.10): a hot trace's
+// compiled form. At construction it groups the optimised trace (fuse), orders
+// the groups, takes each group's program from the KernelCache
+// (trace/group_program.h) and plans memory with the groups as steps. run()
+// does no analysis:
+//   - one arena per run, from the caching allocator, holds every value that
+//     crosses a group boundary at the planner's offset; values a fused group
+//     only reads itself live in per-tile scratch;
+//   - trace outputs get fresh contiguous tensors of their own (the recorder
+//     adopts their memory); views are views of their base;
+//   - every node's attributes are bound to the replayed trace's Scalars, and
+//     inputs may come at any strides and storage offsets.
+// NNVM_DUMP=DIR writes each plan there when it is built (trace/dump.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnvm/trace/group_program.h"
+#include "nnvm/trace/passes/fuse.h"
+#include "nnvm/trace/passes/plan_memory.h"
+#include "nnvm/trace/plan.h"
+
+namespace nnvm::trace {
+
+class FusedPlan final : public Plan {
+ public:
+  // `t` is an optimised trace (the passes have run).
+  explicit FusedPlan(Trace t);
+
+  std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
+  const Trace& trace() const override { return trace_; }
+  // The trace, the fusion plan, how each group runs, and the memory plan.
+  std::string to_string() const override;
+
+  const FusionPlan& fusion() const { return fusion_; }
+  const MemoryPlan& memory() const { return memory_; }
+  // The arena one run takes, and what the same values would take each in a
+  // buffer of its own.
+  int64_t arena_bytes() const { return memory_.arena_bytes; }
+  int64_t naive_bytes() const { return memory_.naive_bytes; }
+  // The groups in the order they run, as indices into fusion().groups.
+  std::vector<int32_t> group_order() const;
+  const GroupProgram& program(int32_t group) const { return *groups_[size_t(group)].program; }
+  // The optimised trace's signature hash: the name of the plan's dump files.
+  uint64_t hash() const { return hash_; }
+
+  // Writes DIR/plan-<hash>.dot and DIR/plan-<hash>.txt (trace/dump.h).
+  void dump(const std::string& dir) const;
+
+ private:
+  struct Group {
+    std::shared_ptr<const GroupProgram> program;
+    GroupValues values;
+    Tiling tiling;
+  };
+
+  Trace trace_;
+  FusionPlan fusion_;
+  MemoryPlan memory_;
+  std::vector<Group> groups_;   // as in fusion_.groups
+  std::vector<int32_t> order_;  // groups in a topological order
+  std::vector<ValueId> arena_values_;  // computed values placed in the arena
+  std::vector<ValueId> own_values_;    // computed values with memory of their own (trace outputs, empty values)
+  uint64_t hash_ = 0;
+};
+
+}  // namespace nnvm::trace
