@@ -6,7 +6,7 @@
 // floating-point reassociation. The traced runs go cold (interpreter), then
 // hot (a compiled plan, NNVM_HOT=2 by default), then replay the plan with
 // new Scalar values (a second variant of the program with every Scalar
-// argument scaled).
+// argument scaled), and once more with a trace cap of a few nodes.
 //
 // NNVM_DIFF_PROGRAMS=N runs N programs instead of the default few hundred
 // (NNVM_DIFF_SEED=S starts at seed S), e.g.
@@ -17,14 +17,16 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "nnvm/trace/recorder.h"
 #include "random_program.h"
 
 namespace nnvm::testing {
 namespace {
 
-constexpr int kDefaultPrograms = 300;
+constexpr int kDefaultPrograms = 500;
 constexpr int kMaxSteps = 24;
 constexpr int kTracedRuns = 3;  // cold, turning hot, hot
+constexpr int64_t kSmallCap = 5;
 
 int64_t env_int(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
@@ -112,12 +114,24 @@ std::string check_program(const Program& p) {
       if (!why.empty()) return absl::StrCat("traced run ", run + 1, " with Scalars x", scale, ": ", why);
     }
   }
+  // A small trace cap cuts the same program into other traces.
+  const int64_t cap = trace_cap();
+  set_trace_cap(kSmallCap);
+  std::string why;
+  try {
+    why = compare(run_program(p, Mode::Traced, 1.0), run_program(p, Mode::Eager, 1.0), p.dtype);
+  } catch (const std::exception& e) {
+    why = absl::StrCat("the traced run threw: ", e.what());
+  }
+  set_trace_cap(cap);
+  if (why != "skip" && !why.empty()) return absl::StrCat("traced run with trace cap ", kSmallCap, ": ", why);
   return "";
 }
 
 TEST(Differential, TracedEqualsEager) {
   const int64_t n = env_int("NNVM_DIFF_PROGRAMS", kDefaultPrograms);
   const uint64_t first = uint64_t(env_int("NNVM_DIFF_SEED", 1));
+  const trace::TraceCacheStats before = trace::global_trace_cache().stats();
   int failures = 0;
   for (uint64_t seed = first; seed < first + uint64_t(n) && failures < 5; ++seed) {
     Program p;
@@ -133,6 +147,10 @@ TEST(Differential, TracedEqualsEager) {
     ++failures;
     ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << p.text();
   }
+  // the hot path ran: plans were compiled and replayed
+  const trace::TraceCacheStats after = trace::global_trace_cache().stats();
+  EXPECT_GT(after.compiles, before.compiles);
+  EXPECT_GT(after.hits, before.hits + after.compiles - before.compiles);
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ class Generator {
     p_.seed = seed;
     p_.dtype = chance(0.2) ? kFloat64 : kFloat32;
     p_.lr = round2(real(0.05, 0.5));
+    p_.backward_twice = chance(0.3);
   }
 
   Program generate(int max_steps) {
@@ -160,7 +161,9 @@ class Generator {
     if (u < 0.86) return control_step();
     if (u < 0.90) return cat_step();
     if (u < 0.94) return observe_step();
-    if (u < 0.97) return cast_step();
+    if (u < 0.955) return cast_step();
+    if (u < 0.97) return factory_step();
+    if (u < 0.98) return indices_step();
     return add_input(chance(0.4));
   }
 
@@ -314,7 +317,9 @@ class Generator {
   // A view of x drawn at random (x's rank and sizes permitting).
   std::optional<Unary> view_of(const Tensor& x) {
     const int64_t n = x.dim();
-    switch (uniform(0, 10)) {
+    switch (uniform(0, 11)) {
+      case 11:
+        return Unary{"X.detach()", [](const Tensor& t, const Machine&) { return t.detach(); }};
       case 0:
         if (n < 2) return std::nullopt;
         {
@@ -437,6 +442,63 @@ class Generator {
       add({absl::StrCat(reg(r), " = stack({", reg(a), ", ", reg(a), ".sin()}, ", d, ")"),
            [a, d](Machine& m) { m.regs.push_back(stack({m.regs[size_t(a)], m.regs[size_t(a)].sin()}, d)); }},
           {a});
+  }
+
+  // Creation functions make tensors the trace owns from the start: fresh
+  // in-place targets (an accumulator, a mask).
+  void factory_step() {
+    const int a = pick_reg(), r = int(m_.regs.size());
+    const double c = round2(real(-1, 1));
+    switch (uniform(0, 3)) {
+      case 0:
+        add({absl::StrCat(reg(r), " = zeros_like(", reg(a), ")"), [a](Machine& m) { m.regs.push_back(zeros_like(m.regs[size_t(a)])); }}, {}, true);
+        return;
+      case 1:
+        add({absl::StrCat(reg(r), " = full_like(", reg(a), ", ", num(c), ")"),
+             [a, c](Machine& m) { m.regs.push_back(full_like(m.regs[size_t(a)], m.s(c))); }},
+            {}, true);
+        return;
+      case 2:
+        add({absl::StrCat(reg(r), " = ones(", shape_str(m_.regs[size_t(a)].sizes()), ")"),
+             [a, dt = p_.dtype](Machine& m) { m.regs.push_back(ones(m.regs[size_t(a)].sizes(), dt)); }},
+            {}, true);
+        return;
+      default: {
+        const int64_t n = uniform(0, 6);
+        add({absl::StrCat(reg(r), " = arange(", n, ", ", std::string(dtype_name(p_.dtype)), ")"),
+             [n, dt = p_.dtype](Machine& m) { m.regs.push_back(arange(n, TensorOptions(dt))); }},
+            {}, true);
+        return;
+      }
+    }
+  }
+
+  // Ops with an int64 result, used inside the step: max(dim) with indices,
+  // argmax feeding gather.
+  void indices_step() {
+    const int a = pick_reg(), r = int(m_.regs.size());
+    const Tensor& x = m_.regs[size_t(a)];
+    if (x.dim() == 0) return;
+    const int64_t d = dim_of(x.dim());
+    if (x.size(d) == 0) return;
+    const bool keep = chance(0.5);
+    if (chance(0.5)) {
+      add({absl::StrCat("std::tie(", reg(r), ", i) = ", reg(a), ".max(", d, ", ", keep ? "true" : "false", "); ",
+                        reg(r + 1), " = i.to(", std::string(dtype_name(p_.dtype)), ")"),
+           [a, d, keep](Machine& m) {
+             auto [values, indices] = m.regs[size_t(a)].max(d, keep);
+             m.regs.push_back(values);
+             m.regs.push_back(indices.to(values.dtype()));
+           }},
+          {a});
+      return;
+    }
+    add({absl::StrCat(reg(r), " = ", reg(a), ".gather(", d, ", ", reg(a), ".argmin(", d, ", true))"),
+         [a, d](Machine& m) {
+           const Tensor& t = m.regs[size_t(a)];
+           m.regs.push_back(t.gather(d, t.argmin(d, true)));
+         }},
+        {a});
   }
 
   void cast_step() {
@@ -619,7 +681,8 @@ class Generator {
 std::string Program::text() const {
   std::string out = absl::StrCat("// seed ", seed, ", ", std::string(dtype_name(dtype)), "\n");
   for (const Step& s : steps) absl::StrAppend(&out, s.text, ";\n");
-  absl::StrAppend(&out, "loss = sum(r_i * w_i) over the registers that require grad; loss.backward();\n");
+  absl::StrAppend(&out, "loss = sum(r_i * w_i) over the registers that require grad; ",
+                  backward_twice ? "loss.backward({}, true); loss.backward();\n" : "loss.backward();\n");
   absl::StrAppend(&out, "{ NoGradGuard g; for each input p with a grad: p.sub_(p.grad(), ", lr, "); }\n");
   return out;
 }
@@ -643,6 +706,7 @@ Outcome run_program(const Program& p, Mode mode, double scalar_scale) {
     const Tensor term = (m.regs[i] * p.loss_weights[i]).sum();
     loss = loss.defined() ? loss + term : term;
   }
+  if (loss.defined() && p.backward_twice) loss.backward({}, true);
   if (loss.defined()) loss.backward();
   Outcome out;
   for (Tensor& in : m.inputs) {

@@ -60,6 +60,7 @@ struct Program {
   // The loss is the sum of regs[i] * loss_weights[i] over the registers that
   // require grad at the end (undefined weight: the register is left out).
   std::vector<Tensor> loss_weights;
+  bool backward_twice = false;  // the second backward accumulates into .grad()
   double lr = 0.1;  // the SGD update applied to every input with a gradient after backward
 
   std::string text() const;
