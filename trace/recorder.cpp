@@ -1,5 +1,6 @@
 #include "nnvm/trace/recorder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -163,6 +164,14 @@ class Recorder {
     }
     static const OpDef& copy = op_named("copy");
     const KernelFn& copy_kernel = copy.kernels[size_t(kCPU)];
+    // A plan may return one of its inputs (simplify turns copy(x) into x), and
+    // that input may share memory with a tensor written below: copy it out
+    // first, or the writes would read what they have just written.
+    std::vector<const Storage*> written;
+    for (const Bind& b : binds)
+      if (!b.storage) written.push_back(b.target.storage().get());
+    for (Tensor& r : results)
+      if (r.defined() && std::find(written.begin(), written.end(), r.storage().get()) != written.end()) r = r.clone();
     for (size_t i = 0; i < binds.size(); ++i) {
       if (!failure.empty() && failure[i]) {
         binds[i].record->failure = failure[i];

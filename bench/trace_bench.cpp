@@ -1,0 +1,127 @@
+// The tracing runtime's own costs (DESIGN §1): recording an op, replaying a
+// hot trace from the cache, and a dynamic-length RNN whose every step reads a
+// value (item()), so every step is one short trace: traced against eager and
+// a handwritten loop.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <vector>
+
+#include "nnvm/nnvm.h"
+
+namespace {
+
+using namespace nnvm;
+
+// Wall time divided by `items` (scaled: items * 1e-9 gives ns per item).
+benchmark::Counter per_item(double items) {
+  return benchmark::Counter(items, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// ns per recorded op: N tiny ops recorded, then one flush (whose cost is
+// spread over the N ops, as in a real program).
+void BM_RecordOverhead(benchmark::State& state) {
+  set_mode(Mode::Traced);
+  const int64_t n = state.range(0);
+  const Tensor a = randn({16}), b = randn({16});
+  mark_step();
+  for (auto _ : state) {
+    Tensor x = a;
+    for (int64_t i = 0; i < n; ++i) x = x * b + a;  // 2 ops per trip
+    mark_step();
+    benchmark::DoNotOptimize(x.impl());
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * n);
+  state.counters["ns/op"] = per_item(double(state.iterations() * 2 * n) * 1e-9);
+}
+BENCHMARK(BM_RecordOverhead)->Arg(8)->Arg(64)->UseRealTime();
+
+// A 5-op trace of tiny tensors, hot: record + signature + cache lookup +
+// plan replay + binding the outputs, per flush.
+void BM_ReplayOverhead(benchmark::State& state) {
+  set_mode(Mode::Traced);
+  const Tensor a = randn({16}), b = randn({16});
+  mark_step();
+  for (auto _ : state) {
+    Tensor y = ((a * b + a).exp() - b).relu().sum();
+    mark_step();
+    benchmark::DoNotOptimize(y.impl());
+  }
+}
+BENCHMARK(BM_ReplayOverhead)->UseRealTime();
+
+// h = tanh(x_t W + h U + b), hidden 64, batch 1, until |h| crosses a
+// threshold (read every step) or kMaxSteps. Time per step.
+constexpr int64_t kHidden = 64, kMaxSteps = 64;
+constexpr float kThreshold = 6.1f;  // crossed at step 4 with these weights and inputs
+
+struct Rnn {
+  Tensor w, u, b, xs;
+  Rnn() {
+    manual_seed(0);
+    EagerGuard eager;
+    w = randn({kHidden, kHidden}) * (1.0 / std::sqrt(double(kHidden)));
+    u = randn({kHidden, kHidden}) * (1.0 / std::sqrt(double(kHidden)));
+    b = randn({1, kHidden}) * 0.1;
+    xs = randn({kMaxSteps, 1, kHidden});
+  }
+  int64_t run() const {
+    Tensor h = zeros({1, kHidden});
+    int64_t t = 0;
+    while (t < kMaxSteps) {
+      h = (matmul(xs[t], w) + matmul(h, u) + b).tanh();
+      ++t;
+      if (h.norm().item<float>() > kThreshold) break;
+    }
+    return t;
+  }
+};
+
+void rnn_bench(benchmark::State& state, Mode mode) {
+  const Mode previous = nnvm::mode();
+  set_mode(mode);
+  const Rnn rnn;
+  int64_t steps = 0;
+  for (auto _ : state) steps += rnn.run();
+  set_mode(previous);
+  state.SetItemsProcessed(steps);
+  state.counters["steps/run"] = double(steps) / double(state.iterations());
+  state.counters["us/step"] = per_item(double(steps) * 1e-6);
+}
+void BM_RnnDynamicTraced(benchmark::State& state) { rnn_bench(state, Mode::Traced); }
+void BM_RnnDynamicEager(benchmark::State& state) { rnn_bench(state, Mode::Eager); }
+BENCHMARK(BM_RnnDynamicTraced)->Name("BM_RnnDynamic/traced")->UseRealTime();
+BENCHMARK(BM_RnnDynamicEager)->Name("BM_RnnDynamic/eager")->UseRealTime();
+
+// The same cell as plain loops over floats.
+void BM_RnnDynamicHandwritten(benchmark::State& state) {
+  const Rnn rnn;
+  const std::vector<float> w = rnn.w.to_vector<float>(), u = rnn.u.to_vector<float>(),
+                           b = rnn.b.to_vector<float>(), xs = rnn.xs.to_vector<float>();
+  std::vector<float> h(kHidden), next(kHidden);
+  int64_t steps = 0;
+  for (auto _ : state) {
+    std::fill(h.begin(), h.end(), 0.f);
+    for (int64_t t = 0; t < kMaxSteps;) {
+      const float* x = xs.data() + t * kHidden;
+      for (int64_t j = 0; j < kHidden; ++j) next[j] = b[j];
+      for (int64_t k = 0; k < kHidden; ++k)
+        for (int64_t j = 0; j < kHidden; ++j) next[j] += x[k] * w[k * kHidden + j] + h[k] * u[k * kHidden + j];
+      float norm = 0;
+      for (int64_t j = 0; j < kHidden; ++j) {
+        h[j] = std::tanh(next[j]);
+        norm += h[j] * h[j];
+      }
+      ++t;
+      ++steps;
+      if (std::sqrt(norm) > kThreshold) break;
+    }
+    benchmark::DoNotOptimize(h.data());
+  }
+  state.SetItemsProcessed(steps);
+  state.counters["steps/run"] = double(steps) / double(state.iterations());
+  state.counters["us/step"] = per_item(double(steps) * 1e-6);
+}
+BENCHMARK(BM_RnnDynamicHandwritten)->Name("BM_RnnDynamic/handwritten")->UseRealTime();
+
+}  // namespace

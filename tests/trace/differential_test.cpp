@@ -1,0 +1,157 @@
+// Traced mode computes what eager mode computes. Random programs over the
+// public API (tests/trace/random_program.h) run once eagerly and several
+// times traced, with the same inputs: every register, every input after the
+// program's in-place updates and the SGD step, every gradient, every value
+// read mid-program and every item()-driven decision must agree within
+// floating-point reassociation. The traced runs go cold (interpreter), then
+// hot (a compiled plan, NNVM_HOT=2 by default), then replay the plan with
+// new Scalar values (a second variant of the program with every Scalar
+// argument scaled), and once more with a trace cap of a few nodes.
+//
+// NNVM_DIFF_PROGRAMS=N runs N programs instead of the default few hundred
+// (NNVM_DIFF_SEED=S starts at seed S), e.g.
+//   NNVM_DIFF_PROGRAMS=5000 ./build/tests/nnvm_tests --gtest_filter='Differential*'
+// A failure prints the seed and the program's text; NNVM_DIFF_SEED=seed
+// NNVM_DIFF_PROGRAMS=1 replays it alone.
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "nnvm/trace/recorder.h"
+#include "random_program.h"
+
+namespace nnvm::testing {
+namespace {
+
+constexpr int kDefaultPrograms = 500;
+constexpr int kMaxSteps = 24;
+constexpr int kTracedRuns = 3;  // cold, turning hot, hot
+constexpr int64_t kSmallCap = 5;
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
+}
+
+// |a - e| <= atol + rtol * |e| with atol scaled by the tensor's magnitude:
+// a reassociated sum errs relative to its terms, not to its result.
+std::string compare_values(const std::vector<double>& got, const std::vector<double>& want, DType dtype) {
+  if (got.size() != want.size()) return absl::StrCat(got.size(), " elements, expected ", want.size());
+  const double rtol = dtype == kFloat64 ? 1e-9 : 1e-4;
+  double scale = 1;
+  for (double e : want)
+    if (std::isfinite(e)) scale = std::max(scale, std::fabs(e));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double a = got[i], e = want[i];
+    if ((std::isnan(a) && std::isnan(e)) || a == e) continue;
+    if (std::fabs(a - e) <= rtol * (std::fabs(e) + 0.1 * scale)) continue;
+    return absl::StrCat("element ", i, ": got ", a, ", expected ", e);
+  }
+  return "";
+}
+
+std::string compare_tensors(const Tensor& got, const Tensor& want) {
+  if (got.defined() != want.defined())
+    return absl::StrCat(got.defined() ? "defined" : "undefined", ", expected ", want.defined() ? "defined" : "undefined");
+  if (!got.defined()) return "";
+  if (got.sizes() != want.sizes()) return absl::StrCat("shape ", shape_str(got.sizes()), ", expected ", shape_str(want.sizes()));
+  if (got.dtype() != want.dtype()) return absl::StrCat("dtype ", std::string(dtype_name(got.dtype())), ", expected ", std::string(dtype_name(want.dtype())));
+  if (got.requires_grad() != want.requires_grad()) return absl::StrCat("requires_grad ", got.requires_grad());
+  return compare_values(values(got), values(want), got.dtype());
+}
+
+// Decisions on values within rounding of their threshold may differ; the
+// rest of such a run is not comparable.
+bool fragile(const Decision& d) {
+  return std::fabs(d.value - d.threshold) <= 1e-3 * (std::fabs(d.value) + std::fabs(d.threshold)) + 1e-6;
+}
+
+// Returns the first disagreement, "" if none, or "skip" when the runs took
+// different branches on a value within rounding of its threshold.
+std::string compare(const Outcome& got, const Outcome& want, DType dtype) {
+  for (size_t i = 0; i < std::min(got.decisions.size(), want.decisions.size()); ++i) {
+    const Decision &g = got.decisions[i], &w = want.decisions[i];
+    if (g.taken == w.taken) continue;
+    if (fragile(w)) return "skip";
+    return absl::StrCat("decision ", i, ": traced saw ", g.value, " against ", g.threshold, ", eager saw ", w.value);
+  }
+  if (got.decisions.size() != want.decisions.size())
+    return absl::StrCat(got.decisions.size(), " decisions, expected ", want.decisions.size());
+  for (size_t i = 0; i < want.observed.size(); ++i)
+    if (std::string why = compare_values(got.observed[i], want.observed[i], dtype); !why.empty())
+      return absl::StrCat("observed value ", i, ": ", why);
+  const std::pair<const char*, const std::vector<Tensor>*> groups[] = {
+      {"r", &got.regs}, {"input", &got.inputs}, {"grad of input", &got.grads}};
+  const std::vector<Tensor>* wanted[] = {&want.regs, &want.inputs, &want.grads};
+  for (size_t g = 0; g < 3; ++g) {
+    const std::vector<Tensor>& gs = *groups[g].second;
+    if (gs.size() != wanted[g]->size()) return absl::StrCat(groups[g].first, ": count differs");
+    for (size_t i = 0; i < gs.size(); ++i)
+      if (std::string why = compare_tensors(gs[i], (*wanted[g])[i]); !why.empty())
+        return absl::StrCat(groups[g].first, i, ": ", why);
+  }
+  return "";
+}
+
+// Runs one program: "" when traced agrees with eager, else what differed.
+std::string check_program(const Program& p) {
+  for (double scale : {1.0, 1.25}) {
+    const int runs = scale == 1.0 ? kTracedRuns : 1;
+    Outcome want;
+    try {
+      want = run_program(p, Mode::Eager, scale);
+    } catch (const std::exception& e) {
+      return absl::StrCat("the eager run threw: ", e.what());
+    }
+    for (int run = 0; run < runs; ++run) {
+      std::string why;
+      try {
+        why = compare(run_program(p, Mode::Traced, scale), want, p.dtype);
+      } catch (const std::exception& e) {
+        why = absl::StrCat("the traced run threw: ", e.what());
+      }
+      if (why == "skip") break;
+      if (!why.empty()) return absl::StrCat("traced run ", run + 1, " with Scalars x", scale, ": ", why);
+    }
+  }
+  // A small trace cap cuts the same program into other traces.
+  const int64_t cap = trace_cap();
+  set_trace_cap(kSmallCap);
+  std::string why;
+  try {
+    why = compare(run_program(p, Mode::Traced, 1.0), run_program(p, Mode::Eager, 1.0), p.dtype);
+  } catch (const std::exception& e) {
+    why = absl::StrCat("the traced run threw: ", e.what());
+  }
+  set_trace_cap(cap);
+  if (why != "skip" && !why.empty()) return absl::StrCat("traced run with trace cap ", kSmallCap, ": ", why);
+  return "";
+}
+
+TEST(Differential, TracedEqualsEager) {
+  const int64_t n = env_int("NNVM_DIFF_PROGRAMS", kDefaultPrograms);
+  const uint64_t first = uint64_t(env_int("NNVM_DIFF_SEED", 1));
+  const trace::TraceCacheStats before = trace::global_trace_cache().stats();
+  int failures = 0;
+  for (uint64_t seed = first; seed < first + uint64_t(n) && failures < 5; ++seed) {
+    Program p;
+    try {
+      p = generate_program(seed, kMaxSteps);
+    } catch (const std::exception& e) {
+      ++failures;
+      ADD_FAILURE() << "seed " << seed << ": " << e.what();
+      continue;
+    }
+    const std::string why = check_program(p);
+    if (why.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << p.text();
+  }
+  // the hot path ran: plans were compiled and replayed
+  const trace::TraceCacheStats after = trace::global_trace_cache().stats();
+  EXPECT_GT(after.compiles, before.compiles);
+  EXPECT_GT(after.hits, before.hits + after.compiles - before.compiles);
+}
+
+}  // namespace
+}  // namespace nnvm::testing
