@@ -288,6 +288,7 @@ TEST(FusedPlan, RandomProgramsMatchTheInterpreter) {
 // Through the public API in traced mode: once the program is hot, its trace
 // runs as a FusedPlan and gives what eager mode gives.
 TEST(FusedPlan, HotTracesOfThePublicApiMatchEager) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
   Tensor x, w, b;
   {
     EagerGuard eager;

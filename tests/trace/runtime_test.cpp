@@ -24,6 +24,14 @@ namespace optim = nnvm::optim;
 using testing::expect_error;
 using testing::random;
 
+// These tests are about traced mode; the suite also runs with NNVM_MODE=eager.
+class Runtime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  }
+};
+
 bool is_lazy(const Tensor& t) { return !t.storage()->has_memory(); }
 
 int64_t flushes() { return trace::recorder_stats().flushes; }
@@ -38,8 +46,7 @@ void expect_same(const Tensor& got, const Tensor& want, double rtol = 1e-6) {
   testing::expect_values(got, w.to_vector<double>(), rtol, rtol);
 }
 
-TEST(Runtime, TracedByDefaultEagerOnRequest) {
-  ASSERT_EQ(mode(), Mode::Traced) << "run the suite without NNVM_MODE=eager";
+TEST_F(Runtime, TracedByDefaultEagerOnRequest) {
   const Tensor x = random({4, 3}, kFloat32, 1);
   mark_step();
   const Tensor y = x * 2 + 1;
@@ -59,7 +66,7 @@ TEST(Runtime, TracedByDefaultEagerOnRequest) {
   mark_step();
 }
 
-TEST(Runtime, EveryValueAccessFlushes) {
+TEST_F(Runtime, EveryValueAccessFlushes) {
   const Tensor x = random({5}, kFloat32, 2);
   mark_step();
   auto flushed_by = [&](const std::function<void(const Tensor&)>& access) {
@@ -83,7 +90,7 @@ TEST(Runtime, EveryValueAccessFlushes) {
   mark_step();
 }
 
-TEST(Runtime, TheSizeCapFlushes) {
+TEST_F(Runtime, TheSizeCapFlushes) {
   const int64_t cap = trace_cap();
   set_trace_cap(8);
   Tensor x = random({3}, kFloat32, 3);
@@ -96,7 +103,7 @@ TEST(Runtime, TheSizeCapFlushes) {
   mark_step();
 }
 
-TEST(Runtime, ShapeErrorsRaiseAtTheCall) {
+TEST_F(Runtime, ShapeErrorsRaiseAtTheCall) {
   const Tensor a = random({2, 3}, kFloat32, 4), b = random({4}, kFloat32, 5);
   mark_step();
   expect_error([&] { (void)(a + b); }, {"add", "[2, 3]", "[4]"});
@@ -105,7 +112,7 @@ TEST(Runtime, ShapeErrorsRaiseAtTheCall) {
 
 // DESIGN §3.4: storage offsets are run-time arguments. A peer's JIT replays
 // the offset it captured; here the same plan must read the new rows.
-TEST(Runtime, AHotTraceReadsViewsAtNewOffsets) {
+TEST_F(Runtime, AHotTraceReadsViewsAtNewOffsets) {
   const Tensor big = random({12, 4}, kFloat32, 6);
   mark_step();
   int64_t compiled = 0;
@@ -118,7 +125,7 @@ TEST(Runtime, AHotTraceReadsViewsAtNewOffsets) {
   EXPECT_EQ(compiles(), compiled);  // then one plan for every offset
 }
 
-TEST(Runtime, ANewScalarNeverRecompilesAndIsUsed) {
+TEST_F(Runtime, ANewScalarNeverRecompilesAndIsUsed) {
   const Tensor x = random({6}, kFloat32, 7);
   mark_step();
   int64_t compiled = 0;
@@ -132,7 +139,7 @@ TEST(Runtime, ANewScalarNeverRecompilesAndIsUsed) {
 }
 
 // The child half of SignaturesAreTheSameInEveryProcess.
-TEST(Runtime, PrintsTheSignatureOfAFixedProgram) {
+TEST_F(Runtime, PrintsTheSignatureOfAFixedProgram) {
   if (!std::getenv("NNVM_TEST_PRINT_SIGNATURE")) GTEST_SKIP() << "run by SignaturesAreTheSameInEveryProcess";
   uint64_t hash = 0;
   trace::set_flush_observer([&](const trace::Trace& t) { hash = trace::signature(t).hash; });
@@ -143,7 +150,7 @@ TEST(Runtime, PrintsTheSignatureOfAFixedProgram) {
   std::printf("signature=%016llx\n", static_cast<unsigned long long>(hash));
 }
 
-TEST(Runtime, SignaturesAreTheSameInEveryProcess) {
+TEST_F(Runtime, SignaturesAreTheSameInEveryProcess) {
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
   const std::string command = std::string("NNVM_TEST_PRINT_SIGNATURE=1 '") + self +
@@ -161,7 +168,7 @@ TEST(Runtime, SignaturesAreTheSameInEveryProcess) {
   EXPECT_EQ(hashes[0], hashes[1]);  // two processes: other addresses, other heap layouts, one key
 }
 
-TEST(Runtime, TensorsOfAnotherThreadsTraceAreAnError) {
+TEST_F(Runtime, TensorsOfAnotherThreadsTraceAreAnError) {
   Tensor handed;
   std::barrier sync(2);
   std::thread other([&] {
@@ -178,7 +185,7 @@ TEST(Runtime, TensorsOfAnotherThreadsTraceAreAnError) {
   EXPECT_EQ(handed.numel(), 3);
 }
 
-TEST(Runtime, AFailedTraceKeepsWhatDoesNotDependOnTheFailure) {
+TEST_F(Runtime, AFailedTraceKeepsWhatDoesNotDependOnTheFailure) {
   const Tensor x = random({2, 5}, kFloat32, 9);
   mark_step();
   const Tensor fine = x * 3;
@@ -209,7 +216,7 @@ Tensor train_linear(uint64_t seed, int steps) {
   return model->weight;
 }
 
-TEST(Runtime, TwoThreadsTrainTwoModelsAtOnce) {
+TEST_F(Runtime, TwoThreadsTrainTwoModelsAtOnce) {
   Tensor eager[2];
   {
     EagerGuard guard;
@@ -223,7 +230,7 @@ TEST(Runtime, TwoThreadsTrainTwoModelsAtOnce) {
   for (int i = 0; i < 2; ++i) expect_same(traced[i], eager[i], 1e-5);
 }
 
-TEST(Runtime, ForwardBackwardAndUpdateAreOneTrace) {
+TEST_F(Runtime, ForwardBackwardAndUpdateAreOneTrace) {
   manual_seed(3);
   nn::Linear model(4, 3);
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.05));
@@ -248,7 +255,7 @@ TEST(Runtime, ForwardBackwardAndUpdateAreOneTrace) {
 
 // The steady-state rule: 100 steps with a changing learning rate and
 // a short last batch compile once per distinct shape, and never again.
-TEST(Runtime, TrainingCompilesOncePerDistinctShape) {
+TEST_F(Runtime, TrainingCompilesOncePerDistinctShape) {
   manual_seed(4);
   nn::Sequential model(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 1));
   optim::Adam opt(model->parameters(), optim::AdamOptions(0.01));
@@ -270,7 +277,7 @@ TEST(Runtime, TrainingCompilesOncePerDistinctShape) {
   EXPECT_EQ(compiles(), after_warmup) << "a compile after the warm-up: something in the key changes every step";
 }
 
-TEST(Runtime, InPlaceThroughViewsOfLazyTensorsReachesEveryView) {
+TEST_F(Runtime, InPlaceThroughViewsOfLazyTensorsReachesEveryView) {
   const Tensor x = random({3, 4}, kFloat32, 14);
   mark_step();
   auto program = [&] {
@@ -292,7 +299,7 @@ TEST(Runtime, InPlaceThroughViewsOfLazyTensorsReachesEveryView) {
   }
 }
 
-TEST(Runtime, OptimizerUpdatesAParameterReadBeforeAndAfter) {
+TEST_F(Runtime, OptimizerUpdatesAParameterReadBeforeAndAfter) {
   auto program = [](Tensor p) {
     NoGradGuard no_grad;
     const Tensor before = p.t() * 1;  // reads the old values through a view
