@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "nnvm/nnvm.h"
+#include "nnvm/jit/kernel_cache.h"
 #include "nnvm/trace/recorder.h"
 #include "nnvm/trace/signature.h"
 #include "reference.h"
@@ -319,6 +320,36 @@ TEST_F(Runtime, OptimizerUpdatesAParameterReadBeforeAndAfter) {
   expect_same(traced[0], eager[0]);
   expect_same(traced[1], eager[1]);
   expect_same(pt, pe);
+}
+
+// DESIGN §3.5: a loop whose trip count depends on the data records a
+// different trace for each count, but the traces share their fusion groups,
+// and each group compiles once.
+TEST_F(Runtime, TracesOfADataDependentLoopShareTheirKernels) {
+  const Tensor w = random({8, 8}, kFloat32, 16, -0.5, 0.5), b = random({8}, kFloat32, 17);
+  const Tensor h0 = random({4, 8}, kFloat32, 18);
+  mark_step();
+  auto run = [&](int steps) {
+    Tensor h = h0;
+    for (int i = 0; i < steps; ++i) h = (h.matmul(w) + b).tanh() * 0.5 + h;
+    return h;
+  };
+  std::vector<int> counts;  // trip counts read from values, as an `if` on item() would
+  for (int steps = 1; steps <= 4; ++steps) counts.push_back(int(std::lround((h0.sum() * 0 + steps).item<float>())));
+  const int64_t traces_before = compiles();
+  const int64_t kernels_before = jit::global_kernel_cache().stats().compiles;
+  std::vector<Tensor> results;
+  for (int round = 0; round < 3; ++round) {
+    for (int count : counts) {
+      results.push_back(run(count));
+      mark_step();
+    }
+  }
+  const int64_t traces = compiles() - traces_before;
+  const int64_t kernels = jit::global_kernel_cache().stats().compiles - kernels_before;
+  EXPECT_EQ(traces, 4) << "one plan per trip count";
+  EXPECT_LT(kernels, traces) << "the steps' shared groups compile once, not once per trace";
+  for (size_t i = 0; i < results.size(); ++i) expect_same(results[i], run(counts[i % counts.size()]));
 }
 
 }  // namespace
