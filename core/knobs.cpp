@@ -29,6 +29,8 @@ const Knobs& knobs() {
     k.dump_dir = dump ? dump : "";
     const char* log = std::getenv("NNVM_LOG");
     k.log = log ? log : "";
+    const char* isa = std::getenv("NNVM_ISA");
+    k.isa = isa ? isa : "";
     return k;
   }();
   return k;

@@ -13,7 +13,9 @@
 //                             (default 16384)
 //   NNVM_DUMP=DIR             write every compiled plan there (DOT, text)
 //   NNVM_LOG=a,b              comma-separated topics that print one line    TraceCache::set_log()
-//                             per event to stderr: cache (default none)
+//                             per event to stderr: cache, jit (default none)
+//   NNVM_ISA=avx512|avx2|portable  the JIT's instruction set (default: the  jit::set_isa()
+//                             best the CPU has; portable: no JIT)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ struct Knobs {
   int64_t trace_cap;
   std::string dump_dir;
   std::string log;
+  std::string isa;
 };
 
 const Knobs& knobs();

@@ -29,7 +29,11 @@ std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& key, c
     std::shared_ptr<const CompiledKernel> kernel = compile();
     NNVM_CHECK(kernel != nullptr, "KernelCache", "the compiler returned no kernel");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (log_enabled("jit")) std::fprintf(stderr, "jit compile %.60s %.3f ms\n", key.c_str(), seconds * 1e3);
+    if (log_enabled("jit")) {
+      const std::string what = kernel->describe();
+      std::fprintf(stderr, "jit compile %.0f us %s%s%.80s\n", seconds * 1e6, what.c_str(), what.empty() ? "" : ": ",
+                   key.c_str());
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.compiles;
     stats_.compile_seconds += seconds;

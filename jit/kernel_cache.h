@@ -6,9 +6,9 @@
 // topology, and its inputs' dtypes and layout classes, never sizes, Scalar
 // values, addresses or offsets, which are the kernel's run-time arguments.
 //
-// What is cached is a CompiledKernel: for now the portable tile program of
-// trace/group_program.h; a JIT backend stores its own kind under keys of its
-// own prefix.
+// What is cached is a CompiledKernel: the portable tile program of
+// trace/group_program.h, or an x86 kernel (jit/pointwise_jit.h) under keys
+// of its own prefix.
 //
 // Bounded (LRU) and observable: hits, misses, compiles, evictions, compile
 // time. Thread-safe: a compile runs outside the lock, once per key, while
@@ -28,6 +28,8 @@ namespace nnvm::jit {
 class CompiledKernel {
  public:
   virtual ~CompiledKernel() = default;
+  // One line on what was compiled (NNVM_LOG=jit); empty: the key says it.
+  virtual std::string describe() const { return {}; }
 };
 
 struct KernelCacheStats {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/jit/pointwise_jit.h"
 
 namespace nnvm::trace {
 
@@ -129,7 +130,10 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
     }
   }
   if (why_untiled_.empty()) loop_value_ = index_of(loop);
+  if (why_untiled_.empty() && !reduction) jit_ = std::make_unique<jit::PointwiseJit>(t, g, values, group_key(t, g, values));
 }
+
+GroupProgram::~GroupProgram() = default;
 
 Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const {
   Tiling tl;
@@ -162,6 +166,7 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                        const Tiling& tiling) const {
+  if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
   if (tiled()) run_tiles(ids, env, attrs, tiling);
   else run_steps(ids, env, attrs);
 }

@@ -11,17 +11,24 @@
 //   - anything else (a matmul and its epilogue, a single node, a reduction
 //     over the first dim, a draw keyed by element position) runs node by
 //     node, every value in memory; why is recorded.
+// A tiled pointwise group runs JIT code instead when it lowers and the ISA
+// allows (jit/pointwise_jit.h); the tiles are its fallback.
 // A program depends on the group's structure only: it is built once per
 // group signature and kept in the KernelCache (jit/kernel_cache.h). Sizes
 // (the tiling), memory and Scalar values come from the plan at run time.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "nnvm/jit/kernel_cache.h"
 #include "nnvm/trace/ir.h"
 #include "nnvm/trace/passes/fuse.h"
+
+namespace nnvm::jit {
+class PointwiseJit;
+}
 
 namespace nnvm::trace {
 
@@ -62,11 +69,14 @@ class GroupProgram final : public jit::CompiledKernel {
   };
 
   GroupProgram(const Trace& t, const FusionGroup& g, const GroupValues& values);
+  ~GroupProgram() override;
 
   bool tiled() const { return why_untiled_.empty(); }
   // Why the group runs node by node; empty when it is tiled.
   const std::string& why_untiled() const { return why_untiled_; }
   const std::vector<Step>& steps() const { return steps_; }
+  // A tiled pointwise group's machine-code path (jit/pointwise_jit.h), or null.
+  const jit::PointwiseJit* jit() const { return jit_.get(); }
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
   Tiling tiling(const Trace& t, absl::Span<const ValueId> ids) const;
@@ -88,6 +98,7 @@ class GroupProgram final : public jit::CompiledKernel {
   int32_t loop_value_ = -1;    // tiled: the group value whose shape is the loop
   int32_t max_split_ = -1;     // tiled: the deepest dim a tile may split
   std::string why_untiled_;
+  std::unique_ptr<jit::PointwiseJit> jit_;
 };
 
 }  // namespace nnvm::trace

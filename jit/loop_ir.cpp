@@ -1,0 +1,262 @@
+#include "nnvm/jit/loop_ir.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace nnvm::jit {
+
+const char* prim_name(Prim p) {
+  switch (p) {
+    case Prim::kLoad: return "load";
+    case Prim::kArg: return "arg";
+    case Prim::kConst: return "const";
+    case Prim::kAdd: return "add";
+    case Prim::kSub: return "sub";
+    case Prim::kMul: return "mul";
+    case Prim::kDiv: return "div";
+    case Prim::kMax: return "max";
+    case Prim::kMin: return "min";
+    case Prim::kClampMin: return "clamp_min";
+    case Prim::kClampMax: return "clamp_max";
+    case Prim::kFma: return "fma";
+    case Prim::kNeg: return "neg";
+    case Prim::kAbs: return "abs";
+    case Prim::kRelu: return "relu";
+    case Prim::kSqrt: return "sqrt";
+    case Prim::kRecip: return "recip";
+    case Prim::kExp: return "exp";
+    case Prim::kLog: return "log";
+    case Prim::kTanh: return "tanh";
+    case Prim::kSigmoid: return "sigmoid";
+  }
+  return "?";
+}
+
+int prim_arity(Prim p) {
+  switch (p) {
+    case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
+    case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
+    case Prim::kClampMin: case Prim::kClampMax: return 2;
+    case Prim::kFma: return 3;
+    default: return 1;
+  }
+}
+
+std::string LoopIR::to_string() const {
+  std::string s;
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const Expr& e = exprs[i];
+    absl::StrAppend(&s, "e", i, " = ", prim_name(e.prim));
+    if (e.prim == Prim::kLoad) absl::StrAppend(&s, " in", e.arg);
+    else if (e.prim == Prim::kArg) absl::StrAppend(&s, " s", e.arg, " (node ", args[size_t(e.arg)].step, " attr ",
+                                                    args[size_t(e.arg)].attr, ")");
+    else if (e.prim == Prim::kConst) absl::StrAppendFormat(&s, " %.9g", e.value);
+    const int32_t operands[] = {e.a, e.b, e.c};
+    for (int k = 0; k < prim_arity(e.prim); ++k) absl::StrAppend(&s, k ? ", e" : " e", operands[k]);
+    s += "\n";
+  }
+  for (size_t o = 0; o < stores.size(); ++o) absl::StrAppend(&s, "out", o, " = e", stores[o], "\n");
+  return s;
+}
+
+namespace {
+
+// Builds the DAG; identical expressions are shared (a Scalar read twice, the
+// 0.5 of two gelus), so the kernel loads each once.
+class Builder {
+ public:
+  explicit Builder(LoopIR& ir) : ir_(ir) {}
+
+  int32_t add(Expr e) {
+    const std::string key = absl::StrFormat("%d %d %d %d %d %a", int(e.prim), e.a, e.b, e.c, e.arg, e.value);
+    auto [it, fresh] = seen_.try_emplace(key, int32_t(ir_.exprs.size()));
+    if (fresh) ir_.exprs.push_back(e);
+    return it->second;
+  }
+  int32_t op(Prim p, int32_t a, int32_t b = -1, int32_t c = -1) { return add(Expr{p, a, b, c}); }
+  int32_t constant(float v) { return add(Expr{Prim::kConst, -1, -1, -1, -1, v}); }
+
+  // Attribute `attr` of node `step`: a run-time argument when it is slotted,
+  // else its value now (a Scalar a pass made, like 1/c). The reference
+  // kernels read a Scalar as float before computing (scalar_as<float>).
+  int32_t scalar(const trace::Node& node, int32_t step, int32_t attr) {
+    const bool slotted = std::any_of(node.slots.begin(), node.slots.end(),
+                                     [&](const trace::ScalarSlot& s) { return s.attr == attr; });
+    if (!slotted) {
+      const Scalar& s = node.attrs.s(size_t(attr));
+      return constant(s.is_floating() ? float(s.to_double()) : float(s.to_int()));
+    }
+    int32_t index = 0;
+    while (size_t(index) < ir_.args.size() &&
+           (ir_.args[size_t(index)].step != step || ir_.args[size_t(index)].attr != attr))
+      ++index;
+    if (size_t(index) == ir_.args.size()) ir_.args.push_back({step, attr});
+    return add(Expr{Prim::kArg, -1, -1, -1, index});
+  }
+
+ private:
+  LoopIR& ir_;
+  absl::flat_hash_map<std::string, int32_t> seen_;
+};
+
+// One node's primitives: its input expressions in, its result out.
+using LowerFn = std::function<int32_t(Builder&, const trace::Node&, int32_t step, absl::Span<const int32_t> in)>;
+
+const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
+  static const auto* table = [] {
+    auto* m = new absl::flat_hash_map<std::string, LowerFn>();
+    auto unary = [m](const char* name, Prim p) {
+      (*m)[name] = [p](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+        return b.op(p, in[0]);
+      };
+    };
+    auto binary = [m](const char* name, Prim p) {
+      (*m)[name] = [p](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+        return b.op(p, in[0], in[1]);
+      };
+      (*m)[absl::StrCat(name, ".Scalar")] = [p](Builder& b, const trace::Node& n, int32_t step,
+                                                absl::Span<const int32_t> in) {
+        return b.op(p, in[0], b.scalar(n, step, 0));
+      };
+    };
+    binary("mul", Prim::kMul);
+    binary("div", Prim::kDiv);
+    binary("maximum", Prim::kMax);
+    binary("minimum", Prim::kMin);
+    // add(x, y; alpha) = x + alpha * y; add.Scalar(x; other, alpha) = x + other * alpha
+    (*m)["add"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kAdd, in[0], b.op(Prim::kMul, b.scalar(n, step, 0), in[1]));
+    };
+    (*m)["add.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kAdd, in[0], b.op(Prim::kMul, b.scalar(n, step, 0), b.scalar(n, step, 1)));
+    };
+    unary("neg", Prim::kNeg);
+    unary("abs", Prim::kAbs);
+    unary("relu", Prim::kRelu);
+    unary("sqrt", Prim::kSqrt);
+    unary("reciprocal", Prim::kRecip);
+    unary("exp", Prim::kExp);
+    unary("log", Prim::kLog);
+    unary("tanh", Prim::kTanh);
+    unary("sigmoid", Prim::kSigmoid);
+    (*m)["square"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMul, in[0], in[0]);
+    };
+    (*m)["rsqrt"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kDiv, b.constant(1), b.op(Prim::kSqrt, in[0]));
+    };
+    (*m)["silu"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMul, in[0], b.op(Prim::kSigmoid, in[0]));
+    };
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the reference's order of operations
+    (*m)["gelu_tanh"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      const int32_t cube = b.op(Prim::kMul, b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.044715f), x), x), x);
+      const int32_t inner = b.op(Prim::kMul, b.constant(0.79788456080286535588f), b.op(Prim::kAdd, x, cube));
+      const int32_t half_x = b.op(Prim::kMul, b.constant(0.5f), x);
+      return b.op(Prim::kMul, half_x, b.op(Prim::kAdd, b.constant(1), b.op(Prim::kTanh, inner)));
+    };
+    // clamp(x; has_min, min, has_max, max)
+    (*m)["clamp"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      int32_t x = in[0];
+      if (n.attrs.b(0)) x = b.op(Prim::kClampMin, x, b.scalar(n, step, 1));
+      if (n.attrs.b(2)) x = b.op(Prim::kClampMax, x, b.scalar(n, step, 3));
+      return x;
+    };
+    // copy(x; dtype) within float32 is the value itself
+    (*m)["copy"] = [](Builder&, const trace::Node&, int32_t, absl::Span<const int32_t> in) { return in[0]; };
+    return m;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values) {
+  Lowering l;
+  if (g.kind != trace::GroupKind::kPointwise) {
+    l.declined = absl::StrCat("a ", trace::group_kind_name(g.kind), " group, not a pointwise one");
+    return l;
+  }
+  absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
+  for (size_t i = 0; i < values.ids.size(); ++i) {
+    const trace::Value& v = t.value(values.ids[i]);
+    if (v.dtype != kFloat32) {
+      l.declined = absl::StrCat("%", values.ids[i], " is ", std::string(dtype_name(v.dtype)), ": the JIT computes float32 only");
+      return l;
+    }
+  }
+  Builder b(l.ir);
+  l.ir.inputs = values.inputs;
+  for (int32_t i = 0; i < values.inputs; ++i)
+    expr_of[values.ids[size_t(i)]] = b.add(Expr{Prim::kLoad, -1, -1, -1, i});
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const trace::Node& node = t.nodes()[size_t(g.nodes[k])];
+    auto it = lowerings().find(node.op->name);
+    if (it == lowerings().end() || node.outputs.size() != 1) {
+      l.declined = absl::StrCat(node.op->name, " has no JIT primitive");
+      return l;
+    }
+    absl::InlinedVector<int32_t, 3> in;
+    for (trace::ValueId v : node.inputs) in.push_back(expr_of.at(v));
+    expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
+  }
+  for (int32_t o = 0; o < values.outputs; ++o)
+    l.ir.stores.push_back(expr_of.at(values.ids[size_t(values.inputs + o)]));
+  return l;
+}
+
+char access_code(Access a) { return a == Access::kContiguous ? 'c' : a == Access::kBroadcast ? 'b' : 's'; }
+
+int64_t LoopSpace::numel() const { return numel_of(sizes); }
+
+Access LoopSpace::access(size_t operand) const {
+  const int64_t inner = strides[operand].back();
+  return inner == 1 ? Access::kContiguous : inner == 0 ? Access::kBroadcast : Access::kStrided;
+}
+
+std::string LoopSpace::accesses() const {
+  std::string s;
+  for (size_t k = 0; k < strides.size(); ++k) s += access_code(access(k));
+  return s;
+}
+
+std::string LoopSpace::to_string(int32_t inputs) const {
+  std::string s = shape_str(sizes);
+  for (size_t k = 0; k < strides.size(); ++k)
+    absl::StrAppend(&s, int32_t(k) < inputs ? " in" : " out", int32_t(k) < inputs ? k : k - size_t(inputs), " ",
+                    shape_str(strides[k]));
+  return s;
+}
+
+LoopSpace loop_space(IntArrayRef loop, absl::Span<const IntArrayRef> shapes, absl::Span<const IntArrayRef> strides) {
+  const size_t n = shapes.size();
+  std::vector<DimVector> full(n);
+  for (size_t k = 0; k < n; ++k) full[k] = broadcast_strides(shapes[k], strides[k], loop);
+  LoopSpace s;
+  s.strides.resize(n);
+  for (size_t d = 0; d < loop.size(); ++d) {
+    if (loop[d] == 1) continue;
+    // dim d joins the previous kept dim when each operand steps over it exactly as over the merged dim
+    bool merge = !s.sizes.empty();
+    for (size_t k = 0; k < n && merge; ++k) merge = s.strides[k].back() == full[k][d] * loop[d];
+    if (merge) {
+      s.sizes.back() *= loop[d];
+      for (size_t k = 0; k < n; ++k) s.strides[k].back() = full[k][d];
+    } else {
+      s.sizes.push_back(loop[d]);
+      for (size_t k = 0; k < n; ++k) s.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (s.sizes.empty()) {  // one element: any stride reads it; contiguous is the simplest kernel
+    s.sizes.push_back(1);
+    for (DimVector& st : s.strides) st.push_back(1);
+  }
+  return s;
+}
+
+}  // namespace nnvm::jit

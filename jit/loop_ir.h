@@ -1,0 +1,102 @@
+// LoopIR (DESIGN §3.8): a pointwise fusion group lowered for code generation.
+// Two halves, split by when they are known:
+//   - LoopIR, built once per group signature: the group's expression DAG over
+//     primitives a vector unit has (add, mul, exp, tanh, ...), which operands
+//     it loads and stores, and which run-time Scalars (slots) it reads. No
+//     sizes, strides or Scalar values: a kernel compiled from it serves every
+//     batch size.
+//   - LoopSpace, built per run from the actual tensors: the iteration space
+//     with dims merged where every operand allows, so the inner loop is as
+//     long as possible; per operand, the strides (0 for a broadcast dim). The
+//     inner stride of each operand picks how the kernel reads it (Access).
+// lower_pointwise maps each op name and its attributes to primitives, or
+// declines with a reason; a declined group runs its portable tile program.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nnvm/trace/group_program.h"
+
+namespace nnvm::jit {
+
+// The JIT-able primitives, all on float32 vectors. Semantics follow the
+// reference kernels (kernels/cpu/), NaN handling included.
+enum class Prim : uint8_t {
+  kLoad,   // operand `arg` (a group input)
+  kArg,    // run-time Scalar `arg` (LoopIR::args)
+  kConst,  // compile-time `value`
+  kAdd, kSub, kMul, kDiv,
+  kMax, kMin,            // NaN-propagating maximum/minimum (torch.maximum)
+  kClampMin, kClampMax,  // a < b ? b : a and a > b ? b : a: NaN stays NaN (clamp)
+  kFma,                  // a * b + c, one rounding
+  kNeg, kAbs, kRelu, kSqrt, kRecip,
+  kExp, kLog, kTanh, kSigmoid,
+};
+const char* prim_name(Prim p);
+int prim_arity(Prim p);
+
+struct Expr {
+  Prim prim;
+  int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the DAG)
+  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index
+  float value = 0;                 // kConst
+};
+
+// Where a run-time Scalar comes from: attribute `attr` of the group's node
+// `step` (as bound for the run).
+struct ScalarArg {
+  int32_t step;
+  int32_t attr;
+};
+
+struct LoopIR {
+  int32_t inputs = 0;              // loaded operands: the group's inputs, in order
+  std::vector<Expr> exprs;         // topological: operands come first
+  std::vector<int32_t> stores;     // per group output: the expression it stores
+  std::vector<ScalarArg> args;
+
+  // A canonical one-line-per-expression listing:
+  //   e0 = load in0
+  //   e2 = mul e0, e1
+  //   out0 = e5
+  std::string to_string() const;
+};
+
+// The result of lowering: `ir` when `declined` is empty.
+struct Lowering {
+  LoopIR ir;
+  std::string declined;
+  bool ok() const { return declined.empty(); }
+};
+
+// Lowers a pointwise group whose values are all float32 and whose program is
+// tiled (GroupProgram::tiled). `values` orders the operands: inputs, then outputs.
+Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
+
+// How the inner loop reads or writes one operand.
+enum class Access : uint8_t {
+  kContiguous,  // inner stride 1: vector loads and stores
+  kBroadcast,   // inner stride 0: one element for the whole row
+  kStrided,     // any other stride: gathers (inputs only)
+};
+char access_code(Access a);  // 'c', 'b', 's'
+
+// The iteration space of one run. Operands are the group's inputs then its
+// outputs; every operand's view is broadcast to the loop shape.
+struct LoopSpace {
+  DimVector sizes;                   // merged dims; the last is the inner loop (rank >= 1)
+  std::vector<DimVector> strides;    // per operand, in elements, 0 where broadcast
+  int64_t numel() const;
+  Access access(size_t operand) const;
+  std::string accesses() const;      // one access_code per operand: the kernel variant's key
+  // "[64, 4096] in0 [4096, 1] in1 [0, 1] out0 [4096, 1]"
+  std::string to_string(int32_t inputs) const;
+};
+
+// The space of `loop` with each operand's (shape, strides) broadcast to it.
+// Adjacent dims merge where every operand's strides allow; size-1 dims drop.
+LoopSpace loop_space(IntArrayRef loop, absl::Span<const IntArrayRef> shapes, absl::Span<const IntArrayRef> strides);
+
+}  // namespace nnvm::jit

@@ -1,0 +1,131 @@
+#include "nnvm/jit/pointwise_jit.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "absl/strings/str_cat.h"
+#include "nnvm/core/thread_pool.h"
+#include "nnvm/jit/x86/pointwise_kernel.h"
+
+namespace nnvm::jit {
+
+namespace {
+
+std::atomic<int64_t> compiles{0};
+
+// Elements one kernel call covers: a block of rows of a few cache-resident vectors.
+constexpr int64_t kBlockElements = 32768;
+// Below this many elements a run stays on the calling thread.
+constexpr int64_t kParallelElements = 65536;
+
+float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
+
+}  // namespace
+
+int64_t pointwise_compiles() { return compiles.load(); }
+
+CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa)
+    : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
+  if (!declined_.empty()) return;
+  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa);
+  compiles.fetch_add(1);
+}
+
+CompiledPointwise::~CompiledPointwise() = default;
+
+size_t CompiledPointwise::code_bytes() const { return kernel_ ? kernel_->code_bytes() : 0; }
+
+std::string CompiledPointwise::describe() const {
+  if (!kernel_) return absl::StrCat("x86 ", isa_name(isa_), " pointwise[", accesses_, "] declined: ", declined_);
+  return absl::StrCat("x86 ", isa_name(isa_), " pointwise[", accesses_, "] ", code_bytes(), " bytes");
+}
+
+PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
+                           std::string key)
+    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {}
+
+std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses) const {
+  const std::string name = absl::StrCat(isa_name(isa), "-", accesses);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [n, v] : variants_)
+      if (n == name) return v;
+  }
+  const LoopIR& ir = lowering_.ir;
+  auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(global_kernel_cache().get(
+      absl::StrCat("x86-", name, ":", key_),
+      [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa); }));
+  NNVM_CHECK(kernel != nullptr, "PointwiseJit", "the kernel cache holds another kind of kernel under an x86 key");
+  std::lock_guard<std::mutex> lock(mutex_);
+  variants_.emplace_back(name, kernel);
+  return kernel;
+}
+
+bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
+                       absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
+  const Isa isa = active_isa();
+  if (!lowering_.ok() || isa == Isa::kPortable) return false;
+  const LoopIR& ir = lowering_.ir;
+  const size_t operands = size_t(ir.inputs) + ir.stores.size();
+  std::vector<IntArrayRef> shapes, strides;
+  std::vector<char*> base;
+  for (size_t k = 0; k < operands; ++k) {
+    const Tensor& x = env[size_t(ids[k])];
+    shapes.push_back(x.sizes());
+    strides.push_back(x.strides());
+    base.push_back(static_cast<char*>(x.data_ptr()));
+  }
+  const LoopSpace space = loop_space(loop, shapes, strides);
+  const int64_t numel = space.numel();
+  if (numel == 0) return true;
+  const int64_t inner = space.sizes.back();
+  for (const DimVector& s : space.strides)  // gather offsets are int32 bytes
+    if (std::abs(s.back()) * 4 * 16 > INT32_MAX) return false;
+  const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses());
+  if (!compiled->declined().empty()) return false;
+  const x86::PointwiseKernel& kernel = compiled->kernel();
+
+  // Blocks: `col_block` elements of the inner dim by `row_block` rows of the
+  // next, for every index of the dims before.
+  const size_t rank = space.sizes.size();
+  const int64_t rows = rank >= 2 ? space.sizes[rank - 2] : 1;
+  const int64_t col_block = std::min(inner, kBlockElements);
+  const int64_t row_block = std::max<int64_t>(1, kBlockElements / col_block);
+  const int64_t col_blocks = (inner + col_block - 1) / col_block, row_blocks = (rows + row_block - 1) / row_block;
+  const int64_t outer = numel / (inner * rows);
+  const int lanes = isa == Isa::kAvx512 ? 16 : 8;
+
+  auto run_blocks = [&](int64_t begin, int64_t end) {
+    x86::PointwiseCall call;
+    for (size_t a = 0; a < ir.args.size(); ++a)
+      std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+    for (size_t k = 0; k < operands; ++k) {
+      const int64_t step = space.strides[k].back() * 4;
+      call.row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * 4 : 0;
+      call.vec_step[k] = step * lanes;
+      call.lane_stride[k] = int32_t(step);
+    }
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t c = b % col_blocks, r = (b / col_blocks) % row_blocks;
+      int64_t o = b / (col_blocks * row_blocks);
+      for (size_t k = 0; k < operands; ++k) {
+        int64_t offset = c * col_block * space.strides[k].back();
+        if (rank >= 2) offset += r * row_block * space.strides[k][rank - 2];
+        for (int64_t d = int64_t(rank) - 3, rest = o; d >= 0; --d) {
+          offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
+          rest /= space.sizes[size_t(d)];
+        }
+        call.ptr[k] = base[k] + offset * 4;
+      }
+      call.cols = std::min(col_block, inner - c * col_block);
+      call.rows = std::min(row_block, rows - r * row_block);
+      kernel(&call);
+    }
+  };
+  const int64_t blocks = outer * row_blocks * col_blocks;
+  if (numel < kParallelElements) run_blocks(0, blocks);
+  else parallel_for(0, blocks, 1, run_blocks);
+  return true;
+}
+
+}  // namespace nnvm::jit

@@ -1,0 +1,73 @@
+// The JIT path of a pointwise group program (DESIGN §3.8). A group is lowered
+// to LoopIR once, when its program is built; each run computes the run's
+// LoopSpace and takes the kernel for (ISA, access pattern) from the
+// KernelCache under "x86-<isa>-<accesses>:<group key>": a new batch size
+// reuses the kernel, a new layout class of an operand compiles a variant.
+// The run splits the space into blocks of rows and columns across the thread
+// pool; each block is one call of the kernel.
+//
+// A group that does not lower, an ISA forced to portable, or a variant the
+// kernel declines (too many strided operands, a lane stride past int32) runs
+// the portable tile program: every decision is a recorded reason.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/x86/isa.h"
+
+namespace nnvm::jit {
+
+namespace x86 {
+class PointwiseKernel;
+}
+
+// One compiled variant, the KernelCache's entry: code, or why there is none.
+class CompiledPointwise final : public CompiledKernel {
+ public:
+  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa);
+  ~CompiledPointwise() override;
+
+  const std::string& declined() const { return declined_; }
+  size_t code_bytes() const;
+  std::string describe() const override;
+  const x86::PointwiseKernel& kernel() const { return *kernel_; }
+
+ private:
+  Isa isa_;
+  std::string accesses_;
+  std::string declined_;
+  std::unique_ptr<x86::PointwiseKernel> kernel_;
+};
+
+class PointwiseJit {
+ public:
+  // Lowers the group; `key` is its group_key.
+  PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values, std::string key);
+
+  // Why the group never runs JIT code; empty when it lowered.
+  const std::string& declined() const { return lowering_.declined; }
+  const LoopIR& ir() const { return lowering_.ir; }
+
+  // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
+  // active ISA and the operands' layouts allow; false: nothing ran.
+  bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
+           absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
+
+ private:
+  std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses) const;
+
+  Lowering lowering_;
+  std::string key_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
+};
+
+// x86 kernels compiled by this process (a test counts re-JITs with it).
+int64_t pointwise_compiles();
+
+}  // namespace nnvm::jit

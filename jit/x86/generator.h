@@ -1,0 +1,78 @@
+// The base of every x86 kernel class (STYLE: oneDNN's jit_generator): an
+// Xbyak code generator for one ISA that owns
+//   - W^X memory: code is written into read+write pages, which become
+//     read+exec in finalize(); no page is ever writable and executable;
+//   - the System V preamble/postamble (callee-saved registers, a stack frame);
+//   - a table of vector constants emitted after the code and addressed
+//     rip-relative (each constant fills a whole zmm, so an ymm reads it too);
+//   - the ISA's vector registers and masks: AVX-512 compares into opmask
+//     registers and writes under them; AVX2 compares into a vector and blends.
+// Kernels and injectors are written once over Xbyak::Xmm and run on both.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <xbyak/xbyak.h>
+
+#include "nnvm/jit/x86/isa.h"
+
+namespace nnvm::jit::x86 {
+
+// A comparison result: an opmask register (AVX-512) or a vector of lane masks (AVX2).
+struct VMask {
+  Xbyak::Opmask k;
+  Xbyak::Xmm v;
+};
+
+class Generator : public Xbyak::CodeGenerator {
+ public:
+  static constexpr size_t kMaxCodeBytes = 256 * 1024;
+
+  explicit Generator(Isa isa);
+
+  Isa isa() const { return isa_; }
+  bool avx512() const { return isa_ == Isa::kAvx512; }
+  int lanes() const { return avx512() ? 16 : 8; }
+  int num_vregs() const { return avx512() ? 32 : 16; }
+  Xbyak::Xmm vreg(int i) const;
+  // A mask for a comparison: opmask k2 on AVX-512, else the vector register `v`.
+  VMask mask(const Xbyak::Xmm& v) const { return VMask{Xbyak::Opmask(2), v}; }
+
+  // A vector with `value` (or `bits`) in every lane, in the table after the code.
+  Xbyak::Address vconst(float value);
+  Xbyak::Address vconst_bits(uint32_t bits);
+  // The int32 lane indices 0, 1, 2, ...
+  Xbyak::Address vconst_iota();
+
+  // Bitwise and/or/xor of float lanes (vpandd etc. on AVX-512F, which has no vandps).
+  void vand(const Xbyak::Xmm& dst, const Xbyak::Xmm& a, const Xbyak::Operand& b);
+  void vor(const Xbyak::Xmm& dst, const Xbyak::Xmm& a, const Xbyak::Operand& b);
+  void vxor(const Xbyak::Xmm& dst, const Xbyak::Xmm& a, const Xbyak::Operand& b);
+
+  // m = a <pred> b, lane by lane (pred: a _CMP_ predicate).
+  void compare(const VMask& m, const Xbyak::Xmm& a, const Xbyak::Operand& b, int pred);
+  // dst = m ? value : dst.
+  void blend(const VMask& m, const Xbyak::Xmm& dst, const Xbyak::Operand& value);
+
+  // The entry point, valid after finalize().
+  const void* entry() const { return getCode(); }
+  size_t code_bytes() const { return getSize(); }
+
+ protected:
+  // Saves the callee-saved GPRs and reserves `frame_bytes` of stack at rsp.
+  void preamble(int64_t frame_bytes);
+  void postamble();
+  // Emits the constant table and makes the code read+exec. Call once, after generating.
+  void finalize();
+
+ private:
+  Isa isa_;
+  int64_t frame_bytes_ = 0;
+  Xbyak::Label table_at_;
+  Xbyak::Address table_entry(const std::array<uint32_t, 16>& lanes);
+  std::vector<std::array<uint32_t, 16>> table_;  // one zmm each
+};
+
+}  // namespace nnvm::jit::x86

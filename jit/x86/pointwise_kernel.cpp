@@ -1,0 +1,377 @@
+#include "nnvm/jit/x86/pointwise_kernel.h"
+
+#include <immintrin.h>
+
+#include <cstddef>
+
+#include "absl/strings/str_cat.h"
+#include "nnvm/core/error.h"
+#include "nnvm/jit/x86/vector_math.h"
+
+namespace nnvm::jit::x86 {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+
+namespace {
+
+constexpr int32_t kFree = -1, kTemp = -2, kReserved = -3;
+constexpr int kSlotBytes = 64;
+const Reg64 kCall = rdi, kCols = rcx, kRows = rdx;
+const Reg64 kOperandRegs[kMaxOperands] = {rbx, rbp, rsi, r8, r9, r10, r11, r12, r13, r14, r15};
+const Opmask kTailMask = k1, kGatherMask = k3;
+
+int32_t ptr_at(int k) { return int32_t(offsetof(PointwiseCall, ptr) + 8 * size_t(k)); }
+int32_t row_stride_at(int k) { return int32_t(offsetof(PointwiseCall, row_stride) + 8 * size_t(k)); }
+int32_t vec_step_at(int k) { return int32_t(offsetof(PointwiseCall, vec_step) + 8 * size_t(k)); }
+int32_t lane_stride_at(int k) { return int32_t(offsetof(PointwiseCall, lane_stride) + 4 * size_t(k)); }
+
+int injector_scratch(Prim p) {
+  switch (p) {
+    case Prim::kExp: return kExpScratch;
+    case Prim::kLog: return kLogScratch;
+    case Prim::kTanh: return kTanhScratch;
+    case Prim::kSigmoid: return kSigmoidScratch;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
+  const size_t operands = size_t(ir.inputs) + ir.stores.size();
+  if (isa == Isa::kPortable) return "the ISA is portable";
+  if (operands > size_t(kMaxOperands))
+    return absl::StrCat(operands, " operands; the kernel keeps at most ", kMaxOperands, " pointers in registers");
+  if (ir.args.size() > size_t(kMaxArgs)) return absl::StrCat(ir.args.size(), " Scalar arguments; at most ", kMaxArgs);
+  if (ir.exprs.size() > size_t(kMaxExprs)) return absl::StrCat(ir.exprs.size(), " expressions; at most ", kMaxExprs);
+  NNVM_CHECK(accesses.size() == operands, "PointwiseKernel", "an access per operand: got ", accesses.size(),
+             " for ", operands);
+  int strided = 0;
+  for (size_t k = 0; k < operands; ++k) {
+    if (int32_t(k) >= ir.inputs && accesses[k] != 'c')
+      return absl::StrCat("output ", k - size_t(ir.inputs), " is not contiguous along the inner dim");
+    strided += accesses[k] == 's';
+  }
+  if (strided > kMaxStrided) return absl::StrCat(strided, " strided inputs; at most ", kMaxStrided);
+  return {};
+}
+
+PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa)
+    : Generator(isa), ir_(ir), accesses_(accesses) {
+  const std::string why = declines(ir, accesses, isa);
+  NNVM_CHECK(why.empty(), "PointwiseKernel", why);
+  last_use_.assign(ir.exprs.size(), -1);
+  for (size_t i = 0; i < ir.exprs.size(); ++i)
+    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
+      if (o >= 0) last_use_[size_t(o)] = int32_t(i);
+  stored_by_.resize(ir.exprs.size());
+  for (size_t o = 0; o < ir.stores.size(); ++o) stored_by_[size_t(ir.stores[o])].push_back(int32_t(o));
+  generate();
+  finalize();
+}
+
+void PointwiseKernel::generate() {
+  const int operands = int(accesses_.size());
+  // reserved vector registers, from the top: AVX2's tail mask, then gather lane offsets
+  int top = num_vregs() - 1;
+  if (!avx512()) tail_mask_reg_ = top--;
+  gather_reg_.assign(size_t(operands), -1);
+  for (int k = 0; k < operands; ++k)
+    if (accesses_[size_t(k)] == 's') gather_reg_[size_t(k)] = top--;
+
+  preamble(int64_t(ir_.exprs.size()) * kSlotBytes);
+  for (int k = 0; k < operands; ++k) {
+    if (gather_reg_[size_t(k)] < 0) continue;
+    const Xmm g = vreg(gather_reg_[size_t(k)]);
+    vpbroadcastd(g, dword[kCall + lane_stride_at(k)]);
+    vpmulld(g, g, vconst_iota());
+  }
+  Label row, vec, tail, row_end;
+  mov(kRows, qword[kCall + int32_t(offsetof(PointwiseCall, rows))]);
+  L(row);
+  for (int k = 0; k < operands; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  mov(kCols, qword[kCall + int32_t(offsetof(PointwiseCall, cols))]);
+  L(vec);
+  cmp(kCols, lanes());
+  jb(tail, T_NEAR);
+  emit_body(false);
+  for (int k = 0; k < operands; ++k) {
+    const char a = accesses_[size_t(k)];
+    if (a == 'c') add(kOperandRegs[k], lanes() * 4);
+    else if (a == 's') add(kOperandRegs[k], qword[kCall + vec_step_at(k)]);
+  }
+  sub(kCols, lanes());
+  jmp(vec, T_NEAR);
+  L(tail);
+  test(kCols, kCols);
+  jz(row_end, T_NEAR);
+  if (avx512()) {  // k1 = (1 << cols) - 1
+    mov(eax, 1);
+    shl(eax, cl);
+    sub(eax, 1);
+    kmovw(kTailMask, eax);
+  } else {  // lane i is in the tail when cols > i
+    const Ymm m(tail_mask_reg_);
+    vmovd(Xbyak::Xmm(tail_mask_reg_), ecx);
+    vpbroadcastd(m, Xbyak::Xmm(tail_mask_reg_));
+    vpcmpgtd(m, m, vconst_iota());
+  }
+  emit_body(true);
+  L(row_end);
+  for (int k = 0; k < operands; ++k) {
+    mov(rax, qword[kCall + row_stride_at(k)]);
+    add(qword[kCall + ptr_at(k)], rax);
+  }
+  dec(kRows);
+  jnz(row, T_NEAR);
+  postamble();
+}
+
+void PointwiseKernel::emit_body(bool tail) {
+  loc_.assign(ir_.exprs.size(), Location{});
+  holder_.assign(size_t(num_vregs()), kFree);
+  for (int32_t g : gather_reg_)
+    if (g >= 0) holder_[size_t(g)] = kReserved;
+  if (tail_mask_reg_ >= 0) holder_[size_t(tail_mask_reg_)] = kReserved;
+  pinned_.assign(size_t(num_vregs()), false);
+  free_slots_.clear();
+  for (int s = int(ir_.exprs.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
+  for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
+    if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;  // read by nothing
+    emit_expr(pos_, tail);
+    for (int32_t o : stored_by_[size_t(pos_)]) emit_store(o, pos_, tail);
+    pinned_.assign(pinned_.size(), false);
+    // values whose last reader this was die, and so does a value only stored
+    const Expr& e = ir_.exprs[size_t(pos_)];
+    for (int32_t o : {e.a, e.b, e.c, pos_}) {
+      if (o < 0 || live_after(o, pos_)) continue;
+      Location& l = loc_[size_t(o)];
+      if (l.reg >= 0 && holder_[size_t(l.reg)] == o) free_reg(l.reg);
+      if (l.slot >= 0) free_slots_.push_back(l.slot);
+      l = Location{};
+    }
+  }
+}
+
+void PointwiseKernel::free_reg(int r) {
+  if (holder_[size_t(r)] >= 0) loc_[size_t(holder_[size_t(r)])].reg = -1;
+  holder_[size_t(r)] = kFree;
+}
+
+int PointwiseKernel::alloc() {
+  for (int r = 0; r < num_vregs(); ++r)
+    if (holder_[size_t(r)] == kFree) return r;
+  // spill the value read furthest ahead
+  int victim = -1;
+  for (int r = 0; r < num_vregs(); ++r) {
+    const int32_t e = holder_[size_t(r)];
+    if (e < 0 || pinned_[size_t(r)]) continue;
+    if (victim < 0 || last_use_[size_t(e)] > last_use_[size_t(holder_[size_t(victim)])]) victim = r;
+  }
+  NNVM_CHECK(victim >= 0, "PointwiseKernel", "no vector register left to spill");
+  evict(holder_[size_t(victim)]);
+  return victim;
+}
+
+void PointwiseKernel::evict(int32_t e) {
+  Location& l = loc_[size_t(e)];
+  const Prim p = ir_.exprs[size_t(e)].prim;
+  if (p != Prim::kArg && p != Prim::kConst) {  // those reload from their own memory
+    l.slot = free_slots_.back();
+    free_slots_.pop_back();
+    vmovups(ptr[rsp + l.slot * kSlotBytes], vreg(l.reg));
+  }
+  holder_[size_t(l.reg)] = kFree;
+  l.reg = -1;
+}
+
+Address PointwiseKernel::memory_of(int32_t e) {
+  const Expr& x = ir_.exprs[size_t(e)];
+  if (x.prim == Prim::kConst) return vconst(x.value);
+  const RegExp at = x.prim == Prim::kArg ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
+                                         : rsp + loc_[size_t(e)].slot * kSlotBytes;
+  return avx512() ? zword[at] : yword[at];
+}
+
+Xmm PointwiseKernel::reg_of(int32_t e) {
+  Location& l = loc_[size_t(e)];
+  if (l.reg < 0) {
+    const int r = alloc();
+    vmovups(vreg(r), memory_of(e));
+    if (l.slot >= 0) free_slots_.push_back(l.slot);
+    l.slot = -1;
+    l.reg = r;
+    holder_[size_t(r)] = e;
+  }
+  pinned_[size_t(l.reg)] = true;
+  return vreg(l.reg);
+}
+
+PointwiseKernel::Source PointwiseKernel::operand_of(int32_t e) {
+  const Location& l = loc_[size_t(e)];
+  if (l.reg >= 0) {
+    pinned_[size_t(l.reg)] = true;
+    return Source{vreg(l.reg), std::nullopt};
+  }
+  return Source{Xmm(), memory_of(e)};
+}
+
+Xmm PointwiseKernel::dest_for(int32_t e, int32_t reuse) {
+  if (reuse >= 0 && !live_after(reuse, e)) {
+    Location& l = loc_[size_t(reuse)];
+    if (l.reg >= 0 && holder_[size_t(l.reg)] == reuse) {
+      const int r = l.reg;
+      l.reg = -1;
+      holder_[size_t(r)] = e;
+      loc_[size_t(e)].reg = r;
+      pinned_[size_t(r)] = true;
+      return vreg(r);
+    }
+  }
+  const int r = alloc();
+  holder_[size_t(r)] = e;
+  loc_[size_t(e)].reg = r;
+  pinned_[size_t(r)] = true;
+  return vreg(r);
+}
+
+Xmm PointwiseKernel::temp() {
+  const int r = alloc();
+  holder_[size_t(r)] = kTemp;
+  return vreg(r);
+}
+
+void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
+  const int k = ir_.exprs[size_t(e)].arg;
+  const Reg64& p = kOperandRegs[k];
+  switch (accesses_[size_t(k)]) {
+    case 'b':
+      vbroadcastss(dst, dword[p]);
+      break;
+    case 'c':
+      if (!tail) vmovups(dst, ptr[p]);
+      else if (avx512()) vmovups(dst | kTailMask | T_z, ptr[p]);
+      else vmaskmovps(dst, Ymm(tail_mask_reg_), ptr[p]);
+      break;
+    default: {  // gathered: masked-off lanes are not read
+      const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
+      if (avx512()) {
+        if (tail) kmovw(kGatherMask, kTailMask);
+        else kxnorw(kGatherMask, kGatherMask, kGatherMask);
+        vxor(dst, dst, dst);
+        vgatherdps(dst | kGatherMask, ptr[p + lanes_at]);
+      } else {
+        const Xmm m = temp();
+        if (tail) vmovaps(m, Ymm(tail_mask_reg_));
+        else vpcmpeqd(m, m, m);
+        vxorps(dst, dst, dst);
+        vgatherdps(dst, ptr[p + lanes_at], m);
+        free_reg(m.getIdx());
+      }
+    }
+  }
+}
+
+void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
+  const Xmm v = reg_of(e);
+  const Reg64& p = kOperandRegs[ir_.inputs + output];
+  if (!tail) vmovups(ptr[p], v);
+  else if (avx512()) vmovups(ptr[p] | kTailMask, v);
+  else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), v);
+}
+
+void PointwiseKernel::emit_expr(int32_t i, bool tail) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  switch (e.prim) {
+    case Prim::kLoad: emit_load(i, dest_for(i, -1), tail); return;
+    case Prim::kArg:
+    case Prim::kConst: return;  // memory operands, materialised where a register is needed
+    default: break;
+  }
+  // Commutative ops take a memory operand (a Scalar, a constant) as their last source.
+  int32_t a = e.a, b = e.b;
+  const bool commutes = e.prim == Prim::kAdd || e.prim == Prim::kMul;
+  if (commutes && loc_[size_t(a)].reg < 0 && loc_[size_t(b)].reg >= 0) std::swap(a, b);
+  switch (e.prim) {
+    case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: {
+      const Xmm x = reg_of(a);
+      const Source y = operand_of(b);
+      const Xmm d = dest_for(i, a);
+      if (e.prim == Prim::kAdd) vaddps(d, x, y.op());
+      else if (e.prim == Prim::kSub) vsubps(d, x, y.op());
+      else if (e.prim == Prim::kMul) vmulps(d, x, y.op());
+      else vdivps(d, x, y.op());
+      return;
+    }
+    case Prim::kMax: case Prim::kMin: {  // max/min give the second source for a NaN; a NaN first source wins
+      const Xmm x = reg_of(a);
+      const Source y = operand_of(b);
+      const Xmm d = dest_for(i, -1);
+      if (e.prim == Prim::kMax) vmaxps(d, x, y.op());
+      else vminps(d, x, y.op());
+      const Xmm t = temp();
+      const VMask m = mask(t);
+      compare(m, x, x, _CMP_UNORD_Q);
+      blend(m, d, x);
+      free_reg(t.getIdx());
+      return;
+    }
+    case Prim::kClampMin: case Prim::kClampMax: {  // bound first: a NaN x stays
+      const Xmm bound = reg_of(b);
+      const Source x = operand_of(a);
+      const Xmm d = dest_for(i, b);
+      if (e.prim == Prim::kClampMin) vmaxps(d, bound, x.op());
+      else vminps(d, bound, x.op());
+      return;
+    }
+    case Prim::kFma: {
+      const Xmm x = reg_of(a), y = reg_of(b);
+      const Source z = operand_of(e.c);
+      const Xmm d = dest_for(i, -1);
+      vmovaps(d, x);
+      vfmadd213ps(d, y, z.op());
+      return;
+    }
+    case Prim::kNeg: case Prim::kAbs: {  // flip or clear the sign bit
+      const Xmm x = reg_of(a);
+      const Xmm d = dest_for(i, a);
+      if (e.prim == Prim::kNeg) vxor(d, x, vconst_bits(0x80000000u));
+      else vand(d, x, vconst_bits(0x7fffffffu));
+      return;
+    }
+    case Prim::kRelu: {  // x > 0 ? x : 0, so NaN gives 0 like the reference
+      const Xmm x = reg_of(a);
+      const Xmm d = dest_for(i, a);
+      vmaxps(d, x, vconst(0.0f));
+      return;
+    }
+    case Prim::kSqrt: {
+      const Source x = operand_of(a);
+      vsqrtps(dest_for(i, -1), x.op());
+      return;
+    }
+    case Prim::kRecip: {
+      const Source x = operand_of(a);
+      const Xmm d = dest_for(i, -1);
+      vmovups(d, vconst(1.0f));
+      vdivps(d, d, x.op());
+      return;
+    }
+    default: {  // an injector rewrites its register in place
+      const Xmm x = reg_of(a);
+      const Xmm d = dest_for(i, a);
+      if (d.getIdx() != x.getIdx()) vmovaps(d, x);
+      Xmm scratch[8];
+      const int n = injector_scratch(e.prim);
+      for (int s = 0; s < n; ++s) scratch[s] = temp();
+      if (e.prim == Prim::kExp) emit_exp(*this, d, scratch);
+      else if (e.prim == Prim::kLog) emit_log(*this, d, scratch);
+      else if (e.prim == Prim::kTanh) emit_tanh(*this, d, scratch);
+      else emit_sigmoid(*this, d, scratch);
+      for (int s = 0; s < n; ++s) free_reg(scratch[s].getIdx());
+    }
+  }
+}
+
+}  // namespace nnvm::jit::x86

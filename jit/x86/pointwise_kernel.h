@@ -1,0 +1,97 @@
+// The pointwise kernel kind (DESIGN §3.8): one class generating the machine
+// code of a LoopIR for one ISA and one access pattern (how each operand's
+// inner dim is read: contiguous, broadcast, or gathered at a stride).
+//
+// The code runs `rows` rows of `cols` elements. Per row it walks the inner
+// dim a vector at a time and finishes with one masked vector (AVX-512 opmask
+// or AVX2 vmaskmovps/masked gathers), so it never touches memory past a row's
+// last element. Operand pointers live in GPRs; the DAG is evaluated into
+// vector registers allocated over the expressions' live ranges, spilling the
+// value used furthest ahead to the stack when they run out (32 zmm / 16 ymm).
+// Transcendentals come from the injectors in vector_math.h. Sizes, strides,
+// pointers and Scalar values are run-time arguments (PointwiseCall).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/x86/generator.h"
+
+namespace nnvm::jit::x86 {
+
+inline constexpr int kMaxOperands = 11;  // one GPR each
+inline constexpr int kMaxArgs = 16;
+inline constexpr int kMaxExprs = 256;
+inline constexpr int kMaxStrided = 4;    // one vector register of lane offsets each
+
+// The kernel's argument block; the code reads it by offsetof and advances
+// `ptr` row by row (it is the call's scratch).
+struct alignas(64) PointwiseCall {
+  float args[kMaxArgs][16];              // each run-time Scalar in every lane
+  const char* ptr[kMaxOperands];         // operands: the group's inputs, then its outputs
+  int64_t row_stride[kMaxOperands];      // bytes from one row to the next
+  int64_t vec_step[kMaxOperands];        // bytes from one vector of a row to the next
+  int32_t lane_stride[kMaxOperands];     // bytes between the lanes of a gathered operand
+  int64_t cols = 0;                      // elements per row, > 0
+  int64_t rows = 0;                      // > 0
+};
+
+class PointwiseKernel final : public Generator {
+ public:
+  // Why the kernel cannot be built for this IR, access pattern and ISA; empty when it can.
+  static std::string declines(const LoopIR& ir, std::string_view accesses, Isa isa);
+
+  PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa);
+
+  void operator()(PointwiseCall* call) const { reinterpret_cast<void (*)(PointwiseCall*)>(entry())(call); }
+
+ private:
+  struct Location {
+    int reg = -1;   // vector register holding the value, or -1
+    int slot = -1;  // stack slot holding it, or -1
+  };
+
+  void generate();
+  void emit_body(bool tail);
+  void emit_expr(int32_t e, bool tail);
+  void emit_load(int32_t e, const Xbyak::Xmm& dst, bool tail);
+  void emit_store(int32_t output, int32_t e, bool tail);
+
+  // Register allocation (over one body: registers start free each time).
+  int alloc();
+  void evict(int32_t e);
+  Xbyak::Xmm reg_of(int32_t e);            // the value in a register (loaded, reloaded or materialised)
+  // A source operand: a register, or memory (Xbyak's Address must not be sliced to an Operand).
+  struct Source {
+    Xbyak::Xmm reg;
+    std::optional<Xbyak::Address> mem;
+    const Xbyak::Operand& op() const {
+      if (mem) return *mem;
+      return reg;
+    }
+  };
+  Source operand_of(int32_t e);
+  Xbyak::Xmm dest_for(int32_t e, int32_t reuse);  // e's register, taking over `reuse`'s if it dies here
+  Xbyak::Xmm temp();
+  void free_reg(int r);
+  bool live_after(int32_t e, int32_t pos) const { return last_use_[size_t(e)] > pos; }
+  Xbyak::Address memory_of(int32_t e);    // a Scalar argument, a constant, or a spilled value
+
+  const LoopIR& ir_;
+  std::string accesses_;
+  std::vector<int32_t> last_use_;          // per expression: the last expression reading it
+  std::vector<std::vector<int32_t>> stored_by_;  // per expression: the outputs it is stored to
+  std::vector<int32_t> gather_reg_;        // per operand: lane-offset register, or -1
+  int tail_mask_reg_ = -1;                 // AVX2: the vector of tail lanes
+  // allocation state
+  std::vector<Location> loc_;
+  std::vector<int32_t> holder_;            // per vector register: expression, kFree, kTemp or kReserved
+  std::vector<bool> pinned_;
+  std::vector<int> free_slots_;
+  int32_t pos_ = 0;
+};
+
+}  // namespace nnvm::jit::x86
