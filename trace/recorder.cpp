@@ -13,6 +13,7 @@
 #include "nnvm/trace/passes/constant_fold.h"
 #include "nnvm/trace/passes/cse.h"
 #include "nnvm/trace/passes/dce.h"
+#include "nnvm/trace/passes/recognise.h"
 #include "nnvm/trace/passes/simplify.h"
 
 namespace nnvm::trace {
@@ -333,6 +334,7 @@ PassManager& global_passes() {
         .add("cse", [](Trace& t) { return cse(t); })
         .add("constant_fold", [](Trace& t) { return constant_fold(t); })
         .add("simplify", [](Trace& t) { return simplify(t); })
+        .add("recognise", [](Trace& t) { return recognise(t); })
         .add("dce_after", [](Trace& t) { return dce(t); });
     return p;
   }();

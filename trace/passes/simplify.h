@@ -17,7 +17,8 @@
 // (inf - inf is NaN), x * 0 (NaN, inf and -x give NaN or -0.0), x / c for
 // other c. A value is replaced by another only when their shape, dtype and
 // strides agree, so consumers and outputs see the same layout.
-// Nodes made dead by a rewrite are left for dce.
+// Nodes made dead by a rewrite are left for dce. Rewrites exact only up to
+// reassociation (a written-out softmax to the op) belong to recognise.h.
 #pragma once
 
 #include <string>
