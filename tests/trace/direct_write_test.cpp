@@ -53,6 +53,22 @@ TEST(DirectWrite, UpdateWritesItsTargetInPlace) {
   expect_tensors_close(p, testing::random({64, 90}, kFloat32, 1) - g.exp() * 0.1);
 }
 
+TEST(DirectWrite, MatmulEpilogueWritesATargetAtAStorageOffset) {
+  EagerGuard eager;
+  const Tensor big = testing::random({40, 24}, kFloat32, 14);
+  const Tensor a = testing::random({20, 9}, kFloat32, 15), b = testing::random({9, 24}, kFloat32, 16);
+  const Tensor p = big.narrow(0, 5, 20);  // rows 5..24: contiguous, at offset 120
+  const Tensor before = big.clone();
+  Trace t;
+  const ValueId pv = t.add_input(p), av = t.add_input(a), bv = t.add_input(b);
+  // the add is the matmul's epilogue: that group runs node by node
+  t.mark_output(t.add_node1(op("add"), {pv, t.add_node1(op("matmul"), {av, bv})}, {Scalar(-0.5)}));
+  const Written w = run_against_interpreter(t, {p, a, b}, {p});
+  ASSERT_EQ(w.written, std::vector<bool>{true});
+  expect_tensors_close(big.narrow(0, 0, 5), before.narrow(0, 0, 5), 0, 0);
+  expect_tensors_close(big.narrow(0, 25, 15), before.narrow(0, 25, 15), 0, 0);
+}
+
 TEST(DirectWrite, UpdatedValueReadLaterInTheSameTrace) {
   EagerGuard eager;
   const Tensor p = testing::random({30, 40}, kFloat32, 3), g = testing::random({30, 40}, kFloat32, 4);
@@ -164,6 +180,27 @@ TEST(DirectWrite, ViewOfTheParameterReadBeforeItsUpdateMatchesEager) {
     p.add_(in[1].exp(), -0.5);
     return std::vector<Tensor>{p, column_sums, head};
   });
+}
+
+TEST(DirectWrite, UpdateBeforeAFailingIndexCheckHappensOnce) {
+  // The gather's index is out of range: its kernel throws while the plan runs,
+  // and the recorder reruns the trace from its inputs, keeping what does not
+  // depend on the gather. p must still hold its old contents then.
+  for (int run = 1; run <= 3; ++run) {
+    SCOPED_TRACE(::testing::Message() << "traced run " << run);
+    Tensor p, g, want, index;
+    {
+      EagerGuard eager;
+      p = testing::random({6, 8}, kFloat32, 17);
+      g = testing::random({6, 8}, kFloat32, 18);
+      want = p - g * 0.5;
+      index = full({6, 2}, 99, kInt64);
+    }
+    p.sub_(g, 0.5);
+    const Tensor picked = g.gather(1, index);
+    testing::expect_error([] { mark_step(); }, {"gather"});
+    expect_tensors_close(p, want);
+  }
 }
 
 // Peak bytes the allocator held during one MLP training step above what it
