@@ -2,7 +2,10 @@
 // MLP 1024 -> 4096 -> 1024 with GELU and an MSE loss, batch 256, written with
 // plain tensors and autograd (weights are leaf tensors, the update runs under
 // NoGradGuard), eager and traced (the same program; set_mode switches), with
-// the CPU caching allocator's peak bytes in use. BM_CnnTrainStep: one Adam
+// the CPU caching allocator's peak bytes in use (peak_MB), the part of it
+// above what the parameters and data hold (step_MB), and for traced the
+// step's plan: its arena and what its values would take each in a buffer of
+// its own (arena_MB, naive_MB). BM_CnnTrainStep: one Adam
 // step of the demo's CNN, eager. Time is per step; items are samples.
 #include <benchmark/benchmark.h>
 
@@ -11,6 +14,8 @@
 
 #include "fashion_cnn.h"
 #include "nnvm/nnvm.h"
+#include "nnvm/trace/executor.h"
+#include "nnvm/trace/recorder.h"
 
 namespace {
 
@@ -35,9 +40,7 @@ void mlp_train_step(benchmark::State& state, Mode mode) {
   const Tensor x = randn({kBatch, kIn}), target = randn({kBatch, kOut});
 
   Tensor loss;
-  mark_step();
-  CpuCachingAllocator::instance().reset_peak();
-  for (auto _ : state) {
+  auto step = [&] {
     const Tensor y = linear(gelu(linear(x, w1, b1)), w2, b2);
     loss = mse_loss(y, target);
     loss.backward();
@@ -47,8 +50,14 @@ void mlp_train_step(benchmark::State& state, Mode mode) {
       p.mutable_grad() = Tensor();
     }
     mark_step();
-  }
-  state.counters["peak_MB"] = double(cpu_memory_stats().peak_bytes_in_use) / double(1 << 20);
+  };
+  mark_step();
+  CpuCachingAllocator::instance().reset_peak();
+  const double start = double(cpu_memory_stats().bytes_in_use);
+  for (auto _ : state) step();
+  constexpr double kMB = 1 << 20;
+  state.counters["peak_MB"] = double(cpu_memory_stats().peak_bytes_in_use) / kMB;
+  state.counters["step_MB"] = (double(cpu_memory_stats().peak_bytes_in_use) - start) / kMB;
   state.SetItemsProcessed(state.iterations() * kBatch);
   // 2 flops per multiply-add; layer 2 runs 3 GEMMs (forward, input and weight
   // gradients), layer 1 runs 2 (its input needs no gradient).
@@ -56,6 +65,15 @@ void mlp_train_step(benchmark::State& state, Mode mode) {
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
   state.counters["loss"] = loss.item<double>();
+  if (mode == Mode::Traced) {  // one more step, to see its trace; the plan is the cache's (the same passes)
+    trace::Trace last;
+    trace::set_flush_observer([&](const trace::Trace& t) { last = t; });
+    step();
+    trace::set_flush_observer(nullptr);
+    auto plan = std::dynamic_pointer_cast<const trace::FusedPlan>(trace::compile_plan(last));
+    state.counters["arena_MB"] = double(plan->arena_bytes()) / kMB;
+    state.counters["naive_MB"] = double(plan->naive_bytes()) / kMB;
+  }
   set_mode(previous);
 }
 void BM_MlpTrainStepEager(benchmark::State& state) { mlp_train_step(state, Mode::Eager); }

@@ -1,6 +1,6 @@
 #include "nnvm/trace/executor.h"
 
-#include <queue>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "nnvm/core/autograd.h"
@@ -21,16 +21,41 @@ std::shared_ptr<const GroupProgram> cached_program(const Trace& t, const FusionG
   return program;
 }
 
-// Groups in a topological order, the earliest-numbered ready group first. The
-// order of first nodes is not always one: a group may read a value of a
-// group whose first node comes later.
+bool is_view(const Trace& t, ValueId v) {
+  const int32_t node = t.value(v).node;
+  return node >= 0 && t.nodes()[size_t(node)].op->view != nullptr;
+}
+
+// Groups in a topological order that keeps memory small. Of the ready groups,
+// the earliest-numbered one that frees at least the bytes it allocates runs
+// first (a view, a reduction, an optimizer update that is the last reader of
+// its gradient); when none does, the earliest-numbered ready group. Freeing
+// counts the computed values whose last reader the group is (a view's
+// readers read its base). The order of first nodes is not always
+// topological: a group may read a value of a group whose first node comes later.
 std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
-  const size_t n = f.groups.size();
+  const size_t n = f.groups.size(), nv = t.values().size();
+  std::vector<ValueId> base(nv);
+  for (size_t v = 0; v < nv; ++v)
+    base[v] = is_view(t, ValueId(v)) ? base[size_t(t.nodes()[size_t(t.value(ValueId(v)).node)].inputs[0])] : ValueId(v);
+  auto bytes = [&](ValueId v) {
+    const Value& val = t.value(v);
+    return val.node < 0 || is_view(t, v) ? int64_t(0) : numel_of(val.shape) * int64_t(itemsize(val.dtype));
+  };
+  std::vector<bool> kept(nv, false);  // a trace output's memory outlives the plan
+  for (ValueId out : t.outputs()) kept[size_t(base[size_t(out)])] = true;
+
   std::vector<std::vector<int32_t>> readers(n);
-  std::vector<int32_t> waiting(n, 0);
+  std::vector<std::vector<ValueId>> reads(n);  // the bases each group reads, each once
+  std::vector<int32_t> waiting(n, 0), pending_reads(nv, 0);
   for (size_t g = 0; g < n; ++g) {
     std::vector<int32_t> producers;
     for (ValueId in : f.groups[g].inputs) {
+      const ValueId b = base[size_t(in)];
+      if (std::find(reads[g].begin(), reads[g].end(), b) == reads[g].end()) {
+        reads[g].push_back(b);
+        ++pending_reads[size_t(b)];
+      }
       const int32_t node = t.value(in).node;
       if (node < 0) continue;
       const int32_t p = f.group_of[size_t(node)];
@@ -40,19 +65,42 @@ std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
     for (int32_t p : producers) readers[size_t(p)].push_back(int32_t(g));
     waiting[g] = int32_t(producers.size());
   }
-  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<>> ready;
+  auto shrinks = [&](int32_t g) {
+    int64_t net = 0;
+    for (ValueId out : f.groups[size_t(g)].outputs) net += bytes(out);
+    for (ValueId b : reads[size_t(g)])
+      if (pending_reads[size_t(b)] == 1 && !kept[size_t(b)]) net -= bytes(b);
+    return net <= 0;
+  };
+  std::set<int32_t> ready;
   for (size_t g = 0; g < n; ++g)
-    if (waiting[g] == 0) ready.push(int32_t(g));
+    if (waiting[g] == 0) ready.insert(int32_t(g));
   std::vector<int32_t> order;
   while (!ready.empty()) {
-    const int32_t g = ready.top();
-    ready.pop();
+    auto pick = std::find_if(ready.begin(), ready.end(), shrinks);
+    const int32_t g = pick == ready.end() ? *ready.begin() : *pick;
+    ready.erase(g);
     order.push_back(g);
+    for (ValueId b : reads[size_t(g)]) --pending_reads[size_t(b)];
     for (int32_t r : readers[size_t(g)])
-      if (--waiting[size_t(r)] == 0) ready.push(r);
+      if (--waiting[size_t(r)] == 0) ready.insert(r);
   }
   NNVM_CHECK(order.size() == n, "FusedPlan", "the fusion groups form a cycle:\n", f.to_string(t), t.to_string());
   return order;
+}
+
+// Whether two tensors' storages share any byte.
+bool share_memory(const Tensor& a, const Tensor& b) {
+  const Storage &x = *a.storage(), &y = *b.storage();
+  if (&x == &y) return true;
+  const char* xd = static_cast<const char*>(x.data());
+  const char* yd = static_cast<const char*>(y.data());
+  return xd && yd && xd < yd + y.nbytes() && yd < xd + x.nbytes();
+}
+
+bool same_layout(const Tensor& a, const Tensor& b) {
+  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() &&
+         a.sizes() == b.sizes() && a.strides() == b.strides();
 }
 
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
@@ -93,17 +141,82 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
   schedule.in_arena.resize(trace_.values().size());
   for (size_t v = 0; v < trace_.values().size(); ++v) schedule.in_arena[v] = computed(v) && !is_output[v];
   memory_ = plan_memory(trace_, &schedule);
+  own_values_.resize(order_.size());
   for (size_t v = 0; v < trace_.values().size(); ++v) {
     if (!computed(v)) continue;
     if (memory_.offsets[v] >= 0) arena_values_.push_back(ValueId(v));
-    else own_values_.push_back(ValueId(v));  // a trace output, or a value of no bytes
+    else own_values_[size_t(schedule.step[size_t(trace_.value(ValueId(v)).node)])].push_back(ValueId(v));
   }
+  for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
+  plan_direct_writes();
   if (!knobs().dump_dir.empty()) dump(knobs().dump_dir);
+}
+
+void FusedPlan::plan_direct_writes() {
+  const Trace& t = trace_;
+  std::vector<int32_t> step_of_group(order_.size());
+  for (size_t k = 0; k < order_.size(); ++k) step_of_group[size_t(order_[k])] = int32_t(k);
+  // A kernel that checks its input values may throw, and the recorder then
+  // reruns the trace from its inputs: none of them may have been overwritten.
+  int32_t last_check = -1;
+  for (size_t n = 0; n < t.nodes().size(); ++n)
+    if (t.nodes()[n].op->checks_values)
+      last_check = std::max(last_check, step_of_group[size_t(fusion_.group_of[n])]);
+  for (ValueId out : t.outputs()) {
+    DirectWrite d;
+    const int32_t n = t.value(out).node;
+    if (n < 0 || is_view(t, out) || step_of_group[size_t(fusion_.group_of[size_t(n)])] <= last_check) {
+      direct_.push_back(std::move(d));
+      continue;
+    }
+    const int32_t group = fusion_.group_of[size_t(n)];
+    d.step = step_of_group[size_t(group)];
+    const Node& node = t.nodes()[size_t(n)];
+    for (ValueId in : node.inputs) {
+      const Value& v = t.value(in);
+      if (!node.op->elementwise || !v.is_input() || v.shape != t.value(out).shape || v.dtype != t.value(out).dtype)
+        continue;
+      // Elementwise at the same elements: each is read before it is written,
+      // provided no other read of the input (or a view of it) shares the step.
+      bool alone = true;
+      for (int32_t m : fusion_.groups[size_t(group)].nodes)
+        for (ValueId x : t.nodes()[size_t(m)].inputs)
+          alone = alone && (memory_.base[size_t(x)] != in || (m == n && x == in));
+      if (alone) d.same_step_inputs.push_back(v.index);
+    }
+    direct_.push_back(std::move(d));
+  }
+}
+
+bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
+                               absl::Span<const Tensor> targets) const {
+  const DirectWrite& d = direct_[output];
+  const Tensor& target = targets[output];
+  const Value& v = trace_.value(trace_.outputs()[output]);
+  if (d.step < 0 || !target.defined() || target.dtype() != v.dtype || target.sizes() != IntArrayRef(v.shape) ||
+      !target.is_contiguous() || target.device() != Device() || !target.storage()->has_memory())
+    return false;
+  for (size_t k = 0; k < targets.size(); ++k)
+    if (k != output && targets[k].defined() && share_memory(target, targets[k])) return false;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    if (!share_memory(inputs[j], target) || input_last_step_[j] < d.step) continue;
+    const bool in_place = input_last_step_[j] == d.step && same_layout(inputs[j], target) &&
+                          std::find(d.same_step_inputs.begin(), d.same_step_inputs.end(), int32_t(j)) !=
+                              d.same_step_inputs.end();
+    if (!in_place) return false;
+  }
+  return true;
 }
 
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
 std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
+  std::vector<bool> written;
+  return run_into(inputs, scalars, {}, written);
+}
+
+std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+                                        absl::Span<const Tensor> targets, std::vector<bool>& written) const {
   const Trace& t = trace_;
   NNVM_CHECK(scalars.empty() || scalars.size() == t.scalars().size(), "FusedPlan", "the trace has ",
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
@@ -131,9 +244,14 @@ std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<c
       env[size_t(v)] = tensor_on(std::move(slice), t.value(v));
     }
   }
-  for (ValueId v : own_values_) {
-    const Value& val = t.value(v);
-    env[size_t(v)] = tensor_on(std::make_shared<Storage>(numel_of(val.shape) * itemsize(val.dtype), Device()), val);
+  NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
+             t.outputs().size(), " outputs but got ", targets.size(), " targets");
+  written.assign(targets.size(), false);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Tensor& slot = env[size_t(t.outputs()[i])];
+    if (slot.defined() || !can_write_into(i, inputs, targets)) continue;  // a value bound for two targets: the first
+    slot = targets[i];
+    written[i] = true;
   }
 
   std::vector<Attrs> bound(t.nodes().size());
@@ -148,7 +266,14 @@ std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<c
     }
   }
   absl::InlinedVector<const Attrs*, 8> group_attrs;
-  for (int32_t g : order_) {
+  for (size_t k = 0; k < order_.size(); ++k) {
+    const int32_t g = order_[k];
+    for (ValueId v : own_values_[k]) {  // allocated when computed, not for the whole run
+      const Value& val = t.value(v);
+      if (!env[size_t(v)].defined())
+        env[size_t(v)] =
+            tensor_on(std::make_shared<Storage>(numel_of(val.shape) * itemsize(val.dtype), Device()), val);
+    }
     group_attrs.clear();
     for (int32_t n : fusion_.groups[size_t(g)].nodes) group_attrs.push_back(attrs[size_t(n)]);
     const Group& group = groups_[size_t(g)];

@@ -6,8 +6,14 @@
 //   - one arena per run, from the caching allocator, holds every value that
 //     crosses a group boundary at the planner's offset; values a fused group
 //     only reads itself live in per-tile scratch;
-//   - trace outputs get fresh contiguous tensors of their own (the recorder
-//     adopts their memory); views are views of their base;
+//   - trace outputs get fresh contiguous tensors of their own, allocated when
+//     their group runs (the recorder adopts their memory), or, through
+//     run_into, are computed straight into the tensor they are bound for when
+//     every read of that tensor's old contents runs first; views are views of
+//     their base;
+//   - groups run in an order that keeps the arena small: a ready group that
+//     frees at least what it allocates runs before one that grows memory, so
+//     an optimizer update runs right after its gradient, which then dies;
 //   - every node's attributes are bound to the replayed trace's Scalars, and
 //     inputs may come at any strides and storage offsets.
 // NNVM_DUMP=DIR writes each plan there when it is built (trace/dump.h).
@@ -30,6 +36,8 @@ class FusedPlan final : public Plan {
   explicit FusedPlan(Trace t);
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
+  std::vector<Tensor> run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+                               absl::Span<const Tensor> targets, std::vector<bool>& written) const override;
   const Trace& trace() const override { return trace_; }
   // The trace, the fusion plan, how each group runs, and the memory plan.
   std::string to_string() const override;
@@ -56,13 +64,29 @@ class FusedPlan final : public Plan {
     Tiling tiling;
   };
 
+  // How trace output i may be computed straight into a caller's tensor.
+  struct DirectWrite {
+    // Of the group computing it; -1 when it may not be written early: no node
+    // of its own computes it (an input, a view), or a value-checking kernel
+    // that may throw runs at or after that step.
+    int32_t step = -1;
+    // Input positions its node reads elementwise at the output's own elements,
+    // read by nothing else in that step: the target may be one of them.
+    std::vector<int32_t> same_step_inputs;
+  };
+  void plan_direct_writes();
+  bool can_write_into(size_t output, absl::Span<const Tensor> inputs, absl::Span<const Tensor> targets) const;
+
   Trace trace_;
   FusionPlan fusion_;
   MemoryPlan memory_;
   std::vector<Group> groups_;   // as in fusion_.groups
   std::vector<int32_t> order_;  // groups in a topological order
   std::vector<ValueId> arena_values_;  // computed values placed in the arena
-  std::vector<ValueId> own_values_;    // computed values with memory of their own (trace outputs, empty values)
+  std::vector<std::vector<ValueId>> own_values_;  // per step: values it computes into memory of their own
+                                                 // (trace outputs, empty values)
+  std::vector<DirectWrite> direct_;      // per trace output
+  std::vector<int32_t> input_last_step_;  // per trace input: the last step reading it (the step count for outputs)
   uint64_t hash_ = 0;
 };
 

@@ -17,6 +17,18 @@ class Plan {
   // `inputs` as for interpret(); `scalars` are the Scalar slot values of the
   // trace being replayed (its scalars()). Returns the trace's outputs.
   virtual std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const = 0;
+  // run(), told where the outputs go: targets[i], where defined, is the
+  // materialised tensor the caller writes output i into afterwards (an
+  // in-place update of a parameter, say). A plan may compute output i straight
+  // into targets[i] when nothing reads the target's old contents afterwards;
+  // it then returns targets[i] as output i and sets written[i], and the
+  // caller neither copies nor holds a second parameter-sized buffer. The
+  // default writes no target.
+  virtual std::vector<Tensor> run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+                                       absl::Span<const Tensor> targets, std::vector<bool>& written) const {
+    written.assign(targets.size(), false);
+    return run(inputs, scalars);
+  }
   // The optimised trace the plan runs.
   virtual const Trace& trace() const = 0;
   // A readable description (the optimised trace, and how it runs).

@@ -146,7 +146,9 @@ class Recorder {
     } done{flushing_};
     EagerGuard eager;
     NoGradGuard no_grad;
-    std::vector<Tensor> results;
+    std::vector<Tensor> results, targets;
+    for (const Bind& b : binds) targets.push_back(b.storage ? Tensor() : b.target);
+    std::vector<bool> written_into(binds.size(), false);  // results a plan computed straight into their target
     std::vector<std::shared_ptr<const std::string>> failure;
     std::shared_ptr<const std::string> first_failure;
     try {
@@ -154,7 +156,8 @@ class Recorder {
       const CacheLookup found = global_trace_cache().lookup(t);
       if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                     static_cast<unsigned long long>(found.hash), t.to_string().c_str());
-      results = found.plan ? found.plan->run(inputs, t.scalars()) : interpret(t, inputs);
+      if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
+      else results = interpret(t, inputs);
     } catch (const std::exception&) {
       // Run it again node by node: what does not depend on the failing op
       // keeps its value, as it would have in eager mode.
@@ -162,6 +165,7 @@ class Recorder {
       results = std::move(partial.outputs);
       failure = std::move(partial.failure);
       first_failure = std::move(partial.first_failure);
+      written_into.assign(binds.size(), false);
     }
     static const OpDef& copy = op_named("copy");
     const KernelFn& copy_kernel = copy.kernels[size_t(kCPU)];
@@ -171,9 +175,12 @@ class Recorder {
     std::vector<const Storage*> written;
     for (const Bind& b : binds)
       if (!b.storage) written.push_back(b.target.storage().get());
-    for (Tensor& r : results)
-      if (r.defined() && std::find(written.begin(), written.end(), r.storage().get()) != written.end()) r = r.clone();
+    for (size_t i = 0; i < results.size(); ++i)
+      if (!written_into[i] && results[i].defined() &&
+          std::find(written.begin(), written.end(), results[i].storage().get()) != written.end())
+        results[i] = results[i].clone();
     for (size_t i = 0; i < binds.size(); ++i) {
+      if (written_into[i]) continue;
       if (!failure.empty() && failure[i]) {
         binds[i].record->failure = failure[i];
         if (binds[i].storage) binds[i].storage->set_pending(binds[i].record);
