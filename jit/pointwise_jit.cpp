@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/jit/kernel_dump.h"
 #include "nnvm/jit/x86/pointwise_kernel.h"
 
 namespace nnvm::jit {
@@ -24,11 +25,13 @@ float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double
 
 int64_t pointwise_compiles() { return compiles.load(); }
 
-CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa)
+CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key)
     : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
   kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa);
   compiles.fetch_add(1);
+  publish_kernel("pointwise", key, isa, kernel_->entry(), kernel_->code_bytes(),
+                 absl::StrCat("accesses ", accesses, "\n", ir.to_string()));
 }
 
 CompiledPointwise::~CompiledPointwise() = default;
@@ -52,9 +55,9 @@ std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const st
       if (n == name) return v;
   }
   const LoopIR& ir = lowering_.ir;
-  auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(global_kernel_cache().get(
-      absl::StrCat("x86-", name, ":", key_),
-      [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa); }));
+  const std::string key = absl::StrCat("x86-", name, ":", key_);
+  auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(
+      global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key); }));
   NNVM_CHECK(kernel != nullptr, "PointwiseJit", "the kernel cache holds another kind of kernel under an x86 key");
   std::lock_guard<std::mutex> lock(mutex_);
   variants_.emplace_back(name, kernel);

@@ -29,7 +29,8 @@ class PointwiseKernel;
 // One compiled variant, the KernelCache's entry: code, or why there is none.
 class CompiledPointwise final : public CompiledKernel {
  public:
-  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa);
+  // `key`: the kernel cache's key, which names the dump files (jit/kernel_dump.h).
+  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key);
   ~CompiledPointwise() override;
 
   const std::string& declined() const { return declined_; }
