@@ -1,5 +1,7 @@
 #include "nnvm/jit/pointwise_jit.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -21,14 +23,24 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
+int64_t last_level_cache_bytes() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? l3 : int64_t(32) << 20;
+}
+
+std::atomic<int64_t> stream_bytes{last_level_cache_bytes()};
+
 }  // namespace
 
 int64_t pointwise_compiles() { return compiles.load(); }
+void set_stream_store_bytes(int64_t bytes) { stream_bytes.store(bytes); }
+int64_t stream_store_bytes() { return stream_bytes.load(); }
 
-CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key)
+CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key,
+                                     bool stream)
     : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa);
+  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
   compiles.fetch_add(1);
   publish_kernel("pointwise", key, isa, kernel_->entry(), kernel_->code_bytes(),
                  absl::StrCat("accesses ", accesses, "\n", ir.to_string()));
@@ -47,8 +59,8 @@ PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, c
                            std::string key)
     : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {}
 
-std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses) const {
-  const std::string name = absl::StrCat(isa_name(isa), "-", accesses);
+std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses, bool stream) const {
+  const std::string name = absl::StrCat(isa_name(isa), "-", accesses, stream ? "-nt" : "");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [n, v] : variants_)
@@ -57,11 +69,18 @@ std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const st
   const LoopIR& ir = lowering_.ir;
   const std::string key = absl::StrCat("x86-", name, ":", key_);
   auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(
-      global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key); }));
+      global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key, stream); }));
   NNVM_CHECK(kernel != nullptr, "PointwiseJit", "the kernel cache holds another kind of kernel under an x86 key");
   std::lock_guard<std::mutex> lock(mutex_);
   variants_.emplace_back(name, kernel);
   return kernel;
+}
+
+std::vector<std::string> PointwiseJit::variant_names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [name, v] : variants_) names.push_back(name);
+  return names;
 }
 
 bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
@@ -84,15 +103,22 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const int64_t inner = space.sizes.back();
   for (const DimVector& s : space.strides)  // gather offsets are int32 bytes
     if (std::abs(s.back()) * 4 * 16 > INT32_MAX) return false;
-  const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses());
-  if (!compiled->declined().empty()) return false;
-  const x86::PointwiseKernel& kernel = compiled->kernel();
 
   // Blocks: `col_block` elements of the inner dim by `row_block` rows of the
   // next, for every index of the dims before.
   const size_t rank = space.sizes.size();
   const int64_t rows = rank >= 2 ? space.sizes[rank - 2] : 1;
   const int64_t col_block = std::min(inner, kBlockElements);
+  // streaming needs every full vector an output stores 64-byte aligned: its
+  // base, each block's first column and each row's start
+  bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
+  for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
+    stream = reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
+    for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
+  }
+  const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses(), stream);
+  if (!compiled->declined().empty()) return false;
+  const x86::PointwiseKernel& kernel = compiled->kernel();
   const int64_t row_block = std::max<int64_t>(1, kBlockElements / col_block);
   const int64_t col_blocks = (inner + col_block - 1) / col_block, row_blocks = (rows + row_block - 1) / row_block;
   const int64_t outer = numel / (inner * rows);

@@ -4,7 +4,10 @@
 // KernelCache under "x86-<isa>-<accesses>:<group key>": a new batch size
 // reuses the kernel, a new layout class of an operand compiles a variant.
 // The run splits the space into blocks of rows and columns across the thread
-// pool; each block is one call of the kernel.
+// pool (each thread takes one contiguous range of blocks); each block is one
+// call of the kernel. A run writing more than the last-level cache holds, to
+// 64-byte aligned outputs, takes the streaming variant (non-temporal stores):
+// its output would be evicted before anyone read it from the cache anyway.
 //
 // A group that does not lower, an ISA forced to portable, or a variant the
 // kernel declines (too many strided operands, a lane stride past int32) runs
@@ -30,7 +33,8 @@ class PointwiseKernel;
 class CompiledPointwise final : public CompiledKernel {
  public:
   // `key`: the kernel cache's key, which names the dump files (jit/kernel_dump.h).
-  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key);
+  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key,
+                    bool stream = false);
   ~CompiledPointwise() override;
 
   const std::string& declined() const { return declined_; }
@@ -54,13 +58,16 @@ class PointwiseJit {
   const std::string& declined() const { return lowering_.declined; }
   const LoopIR& ir() const { return lowering_.ir; }
 
+  // The variants this group has run: "<isa>-<accesses>[-nt]" (-nt: streaming stores).
+  std::vector<std::string> variant_names() const;
+
   // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
   // active ISA and the operands' layouts allow; false: nothing ran.
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
            absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
 
  private:
-  std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses) const;
+  std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses, bool stream) const;
 
   Lowering lowering_;
   std::string key_;
@@ -70,5 +77,10 @@ class PointwiseJit {
 
 // x86 kernels compiled by this process (a test counts re-JITs with it).
 int64_t pointwise_compiles();
+
+// Output bytes from which a run streams its stores (default: the last-level
+// cache's size); tests and benchmarks set it.
+void set_stream_store_bytes(int64_t bytes);
+int64_t stream_store_bytes();
 
 }  // namespace nnvm::jit

@@ -57,14 +57,22 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
   return {};
 }
 
-PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa)
-    : Generator(isa), ir_(ir), accesses_(accesses) {
+PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa, bool stream)
+    : Generator(isa), ir_(ir), accesses_(accesses), stream_(stream) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "PointwiseKernel", why);
   last_use_.assign(ir.exprs.size(), -1);
-  for (size_t i = 0; i < ir.exprs.size(); ++i)
-    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
-      if (o >= 0) last_use_[size_t(o)] = int32_t(i);
+  invariant_.assign(ir.exprs.size(), false);
+  for (size_t i = 0; i < ir.exprs.size(); ++i) {
+    const Expr& e = ir.exprs[i];
+    bool invariant = e.prim != Prim::kLoad;
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) {
+        last_use_[size_t(o)] = int32_t(i);
+        invariant = invariant && invariant_[size_t(o)];
+      }
+    invariant_[i] = invariant;
+  }
   stored_by_.resize(ir.exprs.size());
   for (size_t o = 0; o < ir.stores.size(); ++o) stored_by_[size_t(ir.stores[o])].push_back(int32_t(o));
   generate();
@@ -80,27 +88,38 @@ void PointwiseKernel::generate() {
   for (int k = 0; k < operands; ++k)
     if (accesses_[size_t(k)] == 's') gather_reg_[size_t(k)] = top--;
 
-  preamble(int64_t(ir_.exprs.size()) * kSlotBytes);
+  // stack: a spill slot per expression, then a hoisted slot per expression
+  preamble(2 * int64_t(ir_.exprs.size()) * kSlotBytes);
   for (int k = 0; k < operands; ++k) {
     if (gather_reg_[size_t(k)] < 0) continue;
     const Xmm g = vreg(gather_reg_[size_t(k)]);
     vpbroadcastd(g, dword[kCall + lane_stride_at(k)]);
     vpmulld(g, g, vconst_iota());
   }
-  Label row, vec, tail, row_end;
+  emit_invariants();
+  Label row, unrolled, vec, tail, row_end;
   mov(kRows, qword[kCall + int32_t(offsetof(PointwiseCall, rows))]);
   L(row);
   for (int k = 0; k < operands; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
   mov(kCols, qword[kCall + int32_t(offsetof(PointwiseCall, cols))]);
+  L(unrolled);
+  cmp(kCols, kUnroll * lanes());
+  jb(vec, T_NEAR);
+  for (int u = 0; u < kUnroll; ++u) {
+    emit_body(false, u);
+    advance_strided();
+  }
+  for (int k = 0; k < operands; ++k)
+    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], kUnroll * lanes() * 4);
+  sub(kCols, kUnroll * lanes());
+  jmp(unrolled, T_NEAR);
   L(vec);
   cmp(kCols, lanes());
   jb(tail, T_NEAR);
   emit_body(false);
-  for (int k = 0; k < operands; ++k) {
-    const char a = accesses_[size_t(k)];
-    if (a == 'c') add(kOperandRegs[k], lanes() * 4);
-    else if (a == 's') add(kOperandRegs[k], qword[kCall + vec_step_at(k)]);
-  }
+  advance_strided();
+  for (int k = 0; k < operands; ++k)
+    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], lanes() * 4);
   sub(kCols, lanes());
   jmp(vec, T_NEAR);
   L(tail);
@@ -125,10 +144,16 @@ void PointwiseKernel::generate() {
   }
   dec(kRows);
   jnz(row, T_NEAR);
+  if (stream_) sfence();  // non-temporal stores are weakly ordered: visible before the caller goes on
   postamble();
 }
 
-void PointwiseKernel::emit_body(bool tail) {
+void PointwiseKernel::advance_strided() {
+  for (size_t k = 0; k < accesses_.size(); ++k)
+    if (accesses_[k] == 's') add(kOperandRegs[k], qword[kCall + vec_step_at(int(k))]);
+}
+
+void PointwiseKernel::reset_allocation() {
   loc_.assign(ir_.exprs.size(), Location{});
   holder_.assign(size_t(num_vregs()), kFree);
   for (int32_t g : gather_reg_)
@@ -137,9 +162,27 @@ void PointwiseKernel::emit_body(bool tail) {
   pinned_.assign(size_t(num_vregs()), false);
   free_slots_.clear();
   for (int s = int(ir_.exprs.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
+}
+
+// Each invariant expression once, into its hoisted slot; its operands are
+// Scalars, constants or hoisted values, all in memory.
+void PointwiseKernel::emit_invariants() {
+  for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
+    const Prim p = ir_.exprs[size_t(pos_)].prim;
+    if (!invariant_[size_t(pos_)] || p == Prim::kArg || p == Prim::kConst) continue;
+    if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;
+    reset_allocation();
+    emit_expr(pos_, false);
+    vmovups(memory_of(pos_), vreg(loc_[size_t(pos_)].reg));
+  }
+}
+
+void PointwiseKernel::emit_body(bool tail, int vector) {
+  reset_allocation();
+  vector_ = vector;
   for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
     if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;  // read by nothing
-    emit_expr(pos_, tail);
+    if (!invariant_[size_t(pos_)]) emit_expr(pos_, tail);
     for (int32_t o : stored_by_[size_t(pos_)]) emit_store(o, pos_, tail);
     pinned_.assign(pinned_.size(), false);
     // values whose last reader this was die, and so does a value only stored
@@ -176,8 +219,7 @@ int PointwiseKernel::alloc() {
 
 void PointwiseKernel::evict(int32_t e) {
   Location& l = loc_[size_t(e)];
-  const Prim p = ir_.exprs[size_t(e)].prim;
-  if (p != Prim::kArg && p != Prim::kConst) {  // those reload from their own memory
+  if (!in_own_memory(e)) {
     l.slot = free_slots_.back();
     free_slots_.pop_back();
     vmovups(ptr[rsp + l.slot * kSlotBytes], vreg(l.reg));
@@ -186,11 +228,15 @@ void PointwiseKernel::evict(int32_t e) {
   l.reg = -1;
 }
 
+bool PointwiseKernel::in_own_memory(int32_t e) const { return invariant_[size_t(e)]; }
+
 Address PointwiseKernel::memory_of(int32_t e) {
   const Expr& x = ir_.exprs[size_t(e)];
   if (x.prim == Prim::kConst) return vconst(x.value);
-  const RegExp at = x.prim == Prim::kArg ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
-                                         : rsp + loc_[size_t(e)].slot * kSlotBytes;
+  const int32_t hoisted = int32_t(ir_.exprs.size()) + e;
+  const RegExp at = x.prim == Prim::kArg     ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
+                    : invariant_[size_t(e)] ? rsp + hoisted * kSlotBytes
+                                            : rsp + loc_[size_t(e)].slot * kSlotBytes;
   return avx512() ? zword[at] : yword[at];
 }
 
@@ -245,12 +291,13 @@ Xmm PointwiseKernel::temp() {
 void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
   const int k = ir_.exprs[size_t(e)].arg;
   const Reg64& p = kOperandRegs[k];
+  const int32_t at = vector_ * lanes() * 4;
   switch (accesses_[size_t(k)]) {
     case 'b':
       vbroadcastss(dst, dword[p]);
       break;
     case 'c':
-      if (!tail) vmovups(dst, ptr[p]);
+      if (!tail) vmovups(dst, ptr[p + at]);
       else if (avx512()) vmovups(dst | kTailMask | T_z, ptr[p]);
       else vmaskmovps(dst, Ymm(tail_mask_reg_), ptr[p]);
       break;
@@ -276,7 +323,9 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
 void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
   const Xmm v = reg_of(e);
   const Reg64& p = kOperandRegs[ir_.inputs + output];
-  if (!tail) vmovups(ptr[p], v);
+  const int32_t at = vector_ * lanes() * 4;
+  if (!tail && stream_) vmovntps(ptr[p + at], v);
+  else if (!tail) vmovups(ptr[p + at], v);
   else if (avx512()) vmovups(ptr[p] | kTailMask, v);
   else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), v);
 }

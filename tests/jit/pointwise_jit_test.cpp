@@ -186,3 +186,41 @@ TEST(PointwiseJit, NoMappingIsWritableAndExecutable) {
 
 }  // namespace
 }  // namespace nnvm::jit
+
+namespace nnvm::jit {
+namespace {
+
+// Streaming (non-temporal) stores: forced on by a zero threshold, a variant
+// of its own, taken only where every output vector is 64-byte aligned (in
+// guard mode a block is aligned as far as its byte size allows).
+TEST(PointwiseJit, StreamingStoresMatchAndNeedAlignedOutputs) {
+  const int64_t saved = stream_store_bytes();
+  set_stream_store_bytes(0);
+  for (Isa isa : jit_isas()) {
+    IsaGuard guard(isa);
+    for (const DimVector& shape : {DimVector{8, 1024}, DimVector{3, 64}, DimVector{5, 333}, DimVector{1000}}) {
+      SCOPED_TRACE(::testing::Message() << isa_name(isa) << shape_str(shape));
+      const Tensor x = testing::random(shape, kFloat32, 11), y = testing::random(shape, kFloat32, 12);
+      EagerGuard eager;
+      Trace t;
+      const ValueId xv = t.add_input(x), yv = t.add_input(y);
+      const ValueId d = t.add_node1(op("square"), {t.add_node1(op("add"), {xv, yv}, {Scalar(-1)})});
+      t.mark_output(t.add_node1(op("sigmoid"), {t.add_node1(op("add"), {d, xv}, {Scalar(0.25)})}));
+      const trace::FusedPlan plan(t);
+      const std::vector<Tensor> actual = plan.run({x, y}, {});
+      testing::expect_tensors_close(actual[0], trace::interpret(t, {x, y}, {})[0], 1e-5, 1e-6);
+      const bool aligned = reinterpret_cast<uintptr_t>(actual[0].data_ptr()) % 64 == 0 && shape.back() % 16 == 0;
+      // plans of one group signature share its program, so variants accumulate over the shapes
+      const std::vector<std::string> variants = plan.program(0).jit()->variant_names();
+      const std::string streaming = std::string(isa_name(isa)) + "-ccc-nt", plain = streaming.substr(0, streaming.size() - 3);
+      auto has = [&](const std::string& name) { return std::find(variants.begin(), variants.end(), name) != variants.end(); };
+      EXPECT_TRUE(has(aligned ? streaming : plain)) << ::testing::PrintToString(variants);
+      if (shape == DimVector{8, 1024}) {
+        EXPECT_FALSE(has(plain)) << "the aligned shape comes first";
+      }
+    }
+  }
+  set_stream_store_bytes(saved);
+}
+}  // namespace
+}  // namespace nnvm::jit
