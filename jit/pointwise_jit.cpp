@@ -91,7 +91,9 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
   std::vector<IntArrayRef> shapes, strides;
   std::vector<char*> base;
+  std::vector<int64_t> bytes;  // per operand: element size (4, or 2 for float16/bfloat16)
   for (size_t k = 0; k < operands; ++k) {
+    bytes.push_back(ir.dtype(k) == kFloat32 ? 4 : 2);
     const Tensor& x = env[size_t(ids[k])];
     shapes.push_back(x.sizes());
     strides.push_back(x.strides());
@@ -111,9 +113,10 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const int64_t col_block = std::min(inner, kBlockElements);
   // streaming needs every full vector an output stores 64-byte aligned: its
   // base, each block's first column and each row's start
+  // (float32 outputs only: a 16-bit result is converted on its way to memory)
   bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
   for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
-    stream = reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
+    stream = bytes[k] == 4 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
     for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
   }
   const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses(), stream);
@@ -129,8 +132,8 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     for (size_t k = 0; k < operands; ++k) {
-      const int64_t step = space.strides[k].back() * 4;
-      call.row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * 4 : 0;
+      const int64_t step = space.strides[k].back() * bytes[k];
+      call.row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * bytes[k] : 0;
       call.vec_step[k] = step * lanes;
       call.lane_stride[k] = int32_t(step);
     }
@@ -144,7 +147,7 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
           offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
           rest /= space.sizes[size_t(d)];
         }
-        call.ptr[k] = base[k] + offset * 4;
+        call.ptr[k] = base[k] + offset * bytes[k];
       }
       call.cols = std::min(col_block, inner - c * col_block);
       call.rows = std::min(row_block, rows - r * row_block);

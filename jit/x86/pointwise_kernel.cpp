@@ -54,6 +54,9 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
     strided += accesses[k] == 's';
   }
   if (strided > kMaxStrided) return absl::StrCat(strided, " strided inputs; at most ", kMaxStrided);
+  for (size_t k = 0; k < size_t(ir.inputs); ++k)
+    if (accesses[k] == 's' && ir.dtype(k) != kFloat32)
+      return absl::StrCat("input ", k, " is ", std::string(dtype_name(ir.dtype(k))), " at a stride: not gathered");
   return {};
 }
 
@@ -88,8 +91,8 @@ void PointwiseKernel::generate() {
   for (int k = 0; k < operands; ++k)
     if (accesses_[size_t(k)] == 's') gather_reg_[size_t(k)] = top--;
 
-  // stack: a spill slot per expression, then a hoisted slot per expression
-  preamble(2 * int64_t(ir_.exprs.size()) * kSlotBytes);
+  // stack: a spill slot per expression, a hoisted slot per expression, the staging slot
+  preamble((2 * int64_t(ir_.exprs.size()) + 1) * kSlotBytes);
   for (int k = 0; k < operands; ++k) {
     if (gather_reg_[size_t(k)] < 0) continue;
     const Xmm g = vreg(gather_reg_[size_t(k)]);
@@ -110,7 +113,7 @@ void PointwiseKernel::generate() {
     advance_strided();
   }
   for (int k = 0; k < operands; ++k)
-    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], kUnroll * lanes() * 4);
+    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], kUnroll * lanes() * elem_bytes(k));
   sub(kCols, kUnroll * lanes());
   jmp(unrolled, T_NEAR);
   L(vec);
@@ -119,7 +122,7 @@ void PointwiseKernel::generate() {
   emit_body(false);
   advance_strided();
   for (int k = 0; k < operands; ++k)
-    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], lanes() * 4);
+    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], lanes() * elem_bytes(k));
   sub(kCols, lanes());
   jmp(vec, T_NEAR);
   L(tail);
@@ -290,6 +293,10 @@ Xmm PointwiseKernel::temp() {
 
 void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
   const int k = ir_.exprs[size_t(e)].arg;
+  if (elem_bytes(k) == 2) {
+    emit_load_half(k, dst, tail);
+    return;
+  }
   const Reg64& p = kOperandRegs[k];
   const int32_t at = vector_ * lanes() * 4;
   switch (accesses_[size_t(k)]) {
@@ -322,12 +329,100 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
 
 void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
   const Xmm v = reg_of(e);
+  if (elem_bytes(ir_.inputs + output) == 2) {
+    emit_store_half(ir_.inputs + output, v, tail);
+    return;
+  }
   const Reg64& p = kOperandRegs[ir_.inputs + output];
   const int32_t at = vector_ * lanes() * 4;
   if (!tail && stream_) vmovntps(ptr[p + at], v);
   else if (!tail) vmovups(ptr[p + at], v);
   else if (avx512()) vmovups(ptr[p] | kTailMask, v);
   else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), v);
+}
+
+void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const bool half = ir_.dtype(size_t(k)) == kFloat16;
+  const Xbyak::Xmm low(dst.getIdx());  // dst's low 128 bits
+  if (accesses_[size_t(k)] == 'b') {
+    movzx(eax, word[p]);
+    if (!half) shl(eax, 16);
+    vmovd(low, eax);
+    if (half) vcvtph2ps(low, low);
+    vbroadcastss(dst, low);
+    return;
+  }
+  const int32_t at = vector_ * lanes() * 2;
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;  // past the spill and hoisted slots
+  Address src = avx512() ? yword[p + at] : xword[p + at];
+  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
+    Label done;
+    for (int j = 0; j < lanes() - 1; ++j) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+      movzx(eax, word[p + 2 * j]);
+      mov(word[rsp + stage + 2 * j], ax);
+    }
+    L(done);
+    src = xword[rsp + stage];
+  }
+  const bool masked = tail && avx512();  // EVEX masking suppresses faults on the lanes it leaves out
+  if (half) {
+    if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
+    else vcvtph2ps(dst, src);
+  } else {
+    if (masked) vpmovzxwd(dst | kTailMask | T_z, src);
+    else vpmovzxwd(dst, src);
+    vpslld(dst, dst, 16);
+  }
+}
+
+void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int32_t at = vector_ * lanes() * 2;
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
+  const Xmm t = temp();
+  const Xbyak::Xmm t128(t.getIdx());
+  if (ir_.dtype(size_t(k)) == kFloat16) {  // imm 0: round to nearest even
+    if (avx512()) vcvtps2ph(tail ? yword[p] | kTailMask : yword[p + at], v, 0);
+    else vcvtps2ph(t128, v, 0);
+  } else {  // bfloat16 = (x + 0x7fff + ((x >> 16) & 1)) >> 16; a NaN keeps its top half, made quiet
+    vpsrld(t, v, 16);
+    vand(t, t, vconst_bits(1));
+    vpaddd(t, t, v);
+    vpaddd(t, t, vconst_bits(0x7fff));
+    vpsrld(t, t, 16);
+    const Xmm nan = temp(), m = temp();
+    vpsrld(nan, v, 16);
+    vor(nan, nan, vconst_bits(0x40));
+    compare(mask(m), v, v, _CMP_UNORD_Q);
+    blend(mask(m), t, nan);
+    free_reg(m.getIdx());
+    free_reg(nan.getIdx());
+    if (avx512()) {
+      vpmovdw(tail ? yword[p] | kTailMask : yword[p + at], t);
+    } else {  // 8 dwords < 2^16 -> 8 words: pack within 128-bit halves, then gather qwords 0 and 2
+      vpackusdw(t, t, t);
+      vpermq(Ymm(t.getIdx()), Ymm(t.getIdx()), 0x08);
+    }
+  }
+  if (!avx512()) {
+    if (!tail) {
+      vmovdqu(xword[p + at], t128);
+    } else {  // the staging slot, then the cols < 8 elements one by one
+      vmovdqu(xword[rsp + stage], t128);
+      Label done;
+      for (int j = 0; j < lanes() - 1; ++j) {
+        cmp(kCols, j);
+        jbe(done, T_NEAR);
+        movzx(eax, word[rsp + stage + 2 * j]);
+        mov(word[p + 2 * j], ax);
+      }
+      L(done);
+    }
+  }
+  free_reg(t.getIdx());
 }
 
 void PointwiseKernel::emit_expr(int32_t i, bool tail) {

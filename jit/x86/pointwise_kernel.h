@@ -11,6 +11,13 @@
 // Transcendentals come from the injectors in vector_math.h. Sizes, strides,
 // pointers and Scalar values are run-time arguments (PointwiseCall).
 //
+// Operands stored as float16 or bfloat16 are widened on load (vcvtph2ps;
+// bfloat16: zero-extend and shift left by 16) and rounded to nearest even on
+// store (vcvtps2ph; bfloat16: add 0x7fff plus the kept lsb, keep the top
+// half, NaN kept quiet as in core/dtype.h). AVX-512 masks the tails of those
+// too; AVX2 has no 16-bit masked load or store, so its tail goes through a
+// stack slot element by element. A strided 16-bit input is declined.
+//
 // Speed: expressions of Scalars and constants alone (alpha * other of an
 // add.Scalar) are loop-invariant: computed once per call into stack slots
 // and read from there like a Scalar. The inner loop runs kUnroll vectors per
@@ -74,6 +81,9 @@ class PointwiseKernel final : public Generator {
   void emit_load(int32_t e, const Xbyak::Xmm& dst, bool tail);
   void emit_store(int32_t output, int32_t e, bool tail);
   void advance_strided();  // gathered operands' pointers to the next vector
+  int elem_bytes(int operand) const { return ir_.dtype(size_t(operand)) == kFloat32 ? 4 : 2; }
+  void emit_load_half(int k, const Xbyak::Xmm& dst, bool tail);
+  void emit_store_half(int k, const Xbyak::Xmm& v, bool tail);
 
   // Register allocation (over one body: registers start free each time).
   int alloc();
