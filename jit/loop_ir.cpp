@@ -192,7 +192,7 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
     const trace::Value& v = t.value(values.ids[i]);
     if (v.dtype != kFloat32 && v.dtype != kFloat16 && v.dtype != kBFloat16) {
       l.declined = absl::StrCat("%", values.ids[i], " is ", std::string(dtype_name(v.dtype)),
-                                ": the JIT computes float32 (from float32, float16 or bfloat16 in memory) only");
+                                ": the JIT computes float32 only (stored as float32, float16 or bfloat16)");
       return l;
     }
   }
