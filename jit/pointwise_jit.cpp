@@ -1,9 +1,8 @@
 #include "nnvm/jit/pointwise_jit.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
@@ -23,12 +22,9 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
-int64_t last_level_cache_bytes() {
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return l3 > 0 ? l3 : int64_t(32) << 20;
-}
-
-std::atomic<int64_t> stream_bytes{last_level_cache_bytes()};
+// Off by default: on the 2-core Zen 4 the gelu chain is compute-bound and
+// streaming stores measured no faster (docs/BENCHMARKS.md, JIT section).
+std::atomic<int64_t> stream_bytes{INT64_MAX};
 
 }  // namespace
 

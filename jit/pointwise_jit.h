@@ -5,9 +5,10 @@
 // reuses the kernel, a new layout class of an operand compiles a variant.
 // The run splits the space into blocks of rows and columns across the thread
 // pool (each thread takes one contiguous range of blocks); each block is one
-// call of the kernel. A run writing more than the last-level cache holds, to
-// 64-byte aligned outputs, takes the streaming variant (non-temporal stores):
-// its output would be evicted before anyone read it from the cache anyway.
+// call of the kernel. A run writing at least stream_store_bytes() to 64-byte
+// aligned float32 outputs takes the streaming variant (non-temporal stores:
+// no read for ownership, no cache pollution); off by default, since it
+// measured no faster here (docs/BENCHMARKS.md).
 //
 // A group that does not lower, an ISA forced to portable, or a variant the
 // kernel declines (too many strided operands, a lane stride past int32) runs
@@ -78,8 +79,7 @@ class PointwiseJit {
 // x86 kernels compiled by this process (a test counts re-JITs with it).
 int64_t pointwise_compiles();
 
-// Output bytes from which a run streams its stores (default: the last-level
-// cache's size); tests and benchmarks set it.
+// Output bytes from which a run streams its stores (default: never).
 void set_stream_store_bytes(int64_t bytes);
 int64_t stream_store_bytes();
 
