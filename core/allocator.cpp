@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdlib>
 
+#include <sys/mman.h>
+
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
@@ -35,7 +37,7 @@ CpuCachingAllocator& CpuCachingAllocator::instance() {
   return *a;
 }
 
-CpuCachingAllocator::CpuCachingAllocator() : cache_limit_(knobs().cpu_cache_limit) {}
+CpuCachingAllocator::CpuCachingAllocator() : guard_(knobs().alloc_guard), cache_limit_(knobs().cpu_cache_limit) {}
 CpuCachingAllocator::~CpuCachingAllocator() { empty_cache(); }
 
 size_t CpuCachingAllocator::round_size(size_t n) {
@@ -45,10 +47,33 @@ size_t CpuCachingAllocator::round_size(size_t n) {
   return (n + step - 1) / step * step;
 }
 
+void* CpuCachingAllocator::allocate_guarded_locked(size_t nbytes) {
+  const size_t pages = (nbytes + kPage - 1) / kPage;
+  const size_t bytes = (pages + 1) * kPage;
+  void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED)
+    throw Error(absl::StrCat("allocate: out of memory asking for ", nbytes, " guarded bytes (", bytes, " mapped)"));
+  char* guard = static_cast<char*>(map) + pages * kPage;
+  NNVM_CHECK(mprotect(guard, kPage, PROT_NONE) == 0, "allocate", "cannot protect the guard page of a ", nbytes,
+             "-byte block");
+  void* p = guard - nbytes;
+  guarded_[p] = {map, bytes};
+  return p;
+}
+
 void* CpuCachingAllocator::allocate(size_t nbytes) {
   const size_t size = round_size(nbytes);
   std::lock_guard<std::mutex> lock(mu_);
   void* p = nullptr;
+  if (guard_) {
+    p = allocate_guarded_locked(nbytes);
+    ++stats_.cache_misses;
+    stats_.bytes_reserved += size;
+    ++stats_.allocations;
+    stats_.bytes_in_use += size;
+    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+    return p;
+  }
   auto it = free_lists_.find(size);
   if (it != free_lists_.end() && !it->second.empty()) {
     p = it->second.back();
@@ -79,10 +104,26 @@ void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
   if (!ptr) return;
   const size_t size = round_size(nbytes);
   std::lock_guard<std::mutex> lock(mu_);
-  NNVM_POISON(ptr, size);
-  free_lists_[size].push_back(ptr);
   ++stats_.frees;
   stats_.bytes_in_use -= size;
+  if (auto it = guarded_.find(ptr); it != guarded_.end()) {
+    munmap(it->second.first, it->second.second);
+    guarded_.erase(it);
+    stats_.bytes_reserved -= size;
+    return;
+  }
+  NNVM_POISON(ptr, size);
+  free_lists_[size].push_back(ptr);
+}
+
+void CpuCachingAllocator::set_guard(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  guard_ = on;
+}
+
+bool CpuCachingAllocator::guard() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return guard_;
 }
 
 void CpuCachingAllocator::release_cached_locked() {
@@ -113,5 +154,6 @@ void CpuCachingAllocator::empty_cache() {
 
 AllocatorStats cpu_memory_stats() { return CpuCachingAllocator::instance().stats(); }
 void empty_cache() { CpuCachingAllocator::instance().empty_cache(); }
+void set_alloc_guard(bool on) { CpuCachingAllocator::instance().set_guard(on); }
 
 }  // namespace nnvm

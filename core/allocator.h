@@ -10,11 +10,24 @@
 // past the cache limit (NNVM_CPU_CACHE_LIMIT bytes, default 8 GiB), the cached
 // blocks are released first. empty_cache() releases them on demand. One mutex
 // guards the lists; a lock costs ~20 ns uncontended, far below an op.
+//
+// Note [Guard mode]
+// For tests of code the sanitizers cannot see (JIT kernels): with
+// NNVM_ALLOC_GUARD=1 or set_alloc_guard(true), every allocation is a fresh
+// mapping whose last page is PROT_NONE, and the block ENDS exactly where that
+// page starts (ptr + nbytes == guard), so reading or writing even one byte
+// past any buffer faults, whatever its size. The price is alignment: a block
+// is aligned to the largest power of two dividing nbytes (at most a page), so
+// to at least its element size, not to 64 bytes; nothing in nnvm relies on
+// more. Underruns are not caught. A guarded block is unmapped when freed
+// (never cached), so a use after free faults too. Blocks remember how they
+// were allocated: the mode may change while blocks of either kind are live.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -45,13 +58,21 @@ class CpuCachingAllocator {
 
   static size_t round_size(size_t nbytes);
 
+  // Note [Guard mode]; the default is the NNVM_ALLOC_GUARD knob.
+  void set_guard(bool on);
+  bool guard() const;
+
  private:
   CpuCachingAllocator();
   ~CpuCachingAllocator();
   void release_cached_locked();
+  void* allocate_guarded_locked(size_t nbytes);
+
 
   mutable std::mutex mu_;
   absl::flat_hash_map<size_t, std::vector<void*>> free_lists_;  // size class -> blocks
+  absl::flat_hash_map<void*, std::pair<void*, size_t>> guarded_;  // block -> its mapping (start, bytes)
+  bool guard_;
   AllocatorStats stats_;
   int64_t cache_limit_;
 };
@@ -59,5 +80,6 @@ class CpuCachingAllocator {
 // libtorch-style free functions.
 AllocatorStats cpu_memory_stats();
 void empty_cache();
+void set_alloc_guard(bool on);  // Note [Guard mode]
 
 }  // namespace nnvm

@@ -21,6 +21,7 @@ const Knobs& knobs() {
     Knobs k;
     k.threads = int(env_int("NNVM_THREADS", std::max(1u, std::thread::hardware_concurrency())));
     k.cpu_cache_limit = env_int("NNVM_CPU_CACHE_LIMIT", int64_t(8) << 30);
+    k.alloc_guard = env_int("NNVM_ALLOC_GUARD", 0) == 1;
     k.hot = int(env_int("NNVM_HOT", 2));
     const char* mode = std::getenv("NNVM_MODE");
     k.traced = !(mode && std::string_view(mode) == "eager");

@@ -5,13 +5,18 @@
 //                             (default: hardware concurrency)
 //   NNVM_CPU_CACHE_LIMIT=B    bytes the CPU caching allocator may reserve
 //                             before it releases cached blocks (default 8 GiB)
+//   NNVM_ALLOC_GUARD=1        every CPU block ends against a PROT_NONE     set_alloc_guard()
+//                             page, unmapped when freed: an overrun faults
+//                             (tests of JIT code; core/allocator.h)
 //   NNVM_HOT=N                sightings of a trace signature before it is   TraceCache(capacity, hot)
 //                             compiled (default 2)
 //   NNVM_MODE=eager|traced    how ops run (default traced): recorded into    set_mode()
 //                             traces, or each at once by its kernel
 //   NNVM_TRACE_CAP=N          nodes a trace may hold before it flushes     set_trace_cap()
 //                             (default 16384)
-//   NNVM_DUMP=DIR             write every compiled plan there (DOT, text)
+//   NNVM_DUMP=DIR             write every compiled plan there (DOT, text), jit::set_kernel_dump_dir()
+//                             each JIT kernel's machine code and LoopIR,
+//                             and name kernels in /tmp/perf-<pid>.map    jit::set_perf_map()
 //   NNVM_LOG=a,b              comma-separated topics that print one line    TraceCache::set_log()
 //                             per event to stderr: cache, jit (default none)
 //   NNVM_ISA=avx512|avx2|portable  the JIT's instruction set (default: the  jit::set_isa()
@@ -27,6 +32,7 @@ namespace nnvm {
 struct Knobs {
   int threads;
   int64_t cpu_cache_limit;
+  bool alloc_guard;
   int hot;
   bool traced;
   int64_t trace_cap;

@@ -52,6 +52,7 @@ std::string LoopIR::to_string() const {
     const Expr& e = exprs[i];
     absl::StrAppend(&s, "e", i, " = ", prim_name(e.prim));
     if (e.prim == Prim::kLoad) absl::StrAppend(&s, " in", e.arg);
+    if (e.prim == Prim::kLoad && dtype(size_t(e.arg)) != kFloat32) absl::StrAppend(&s, " ", std::string(dtype_name(dtype(size_t(e.arg)))));
     else if (e.prim == Prim::kArg) absl::StrAppend(&s, " s", e.arg, " (node ", args[size_t(e.arg)].step, " attr ",
                                                     args[size_t(e.arg)].attr, ")");
     else if (e.prim == Prim::kConst) absl::StrAppendFormat(&s, " %.9g", e.value);
@@ -59,7 +60,11 @@ std::string LoopIR::to_string() const {
     for (int k = 0; k < prim_arity(e.prim); ++k) absl::StrAppend(&s, k ? ", e" : " e", operands[k]);
     s += "\n";
   }
-  for (size_t o = 0; o < stores.size(); ++o) absl::StrAppend(&s, "out", o, " = e", stores[o], "\n");
+  for (size_t o = 0; o < stores.size(); ++o) {
+    absl::StrAppend(&s, "out", o, " = e", stores[o]);
+    const DType t = dtype(size_t(inputs) + o);
+    absl::StrAppend(&s, t != kFloat32 ? absl::StrCat(" ", std::string(dtype_name(t))) : "", "\n");
+  }
   return s;
 }
 
@@ -185,11 +190,13 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
   absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
   for (size_t i = 0; i < values.ids.size(); ++i) {
     const trace::Value& v = t.value(values.ids[i]);
-    if (v.dtype != kFloat32) {
-      l.declined = absl::StrCat("%", values.ids[i], " is ", std::string(dtype_name(v.dtype)), ": the JIT computes float32 only");
+    if (v.dtype != kFloat32 && v.dtype != kFloat16 && v.dtype != kBFloat16) {
+      l.declined = absl::StrCat("%", values.ids[i], " is ", std::string(dtype_name(v.dtype)),
+                                ": the JIT computes float32 only (stored as float32, float16 or bfloat16)");
       return l;
     }
   }
+  for (int32_t k = 0; k < values.inputs + values.outputs; ++k) l.ir.dtypes.push_back(t.value(values.ids[size_t(k)]).dtype);
   Builder b(l.ir);
   l.ir.inputs = values.inputs;
   for (int32_t i = 0; i < values.inputs; ++i)

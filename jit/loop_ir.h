@@ -53,6 +53,12 @@ struct ScalarArg {
 
 struct LoopIR {
   int32_t inputs = 0;              // loaded operands: the group's inputs, in order
+  // Per operand (inputs, then outputs): float32, float16 or bfloat16 in
+  // memory, converted to float32 on load and rounded to nearest even on
+  // store; empty means all float32. Values inside the group stay float32 (the
+  // op-by-op reference rounds each to its dtype: results differ within the
+  // half type's precision).
+  std::vector<DType> dtypes;
   std::vector<Expr> exprs;         // topological: operands come first
   std::vector<int32_t> stores;     // per group output: the expression it stores
   std::vector<ScalarArg> args;
@@ -61,7 +67,9 @@ struct LoopIR {
   //   e0 = load in0
   //   e2 = mul e0, e1
   //   out0 = e5
+  // (an operand stored as float16/bfloat16 names its dtype: "load in0 float16")
   std::string to_string() const;
+  DType dtype(size_t operand) const { return dtypes.empty() ? kFloat32 : dtypes[operand]; }
 };
 
 // The result of lowering: `ir` when `declined` is empty.
@@ -71,8 +79,8 @@ struct Lowering {
   bool ok() const { return declined.empty(); }
 };
 
-// Lowers a pointwise group whose values are all float32 and whose program is
-// tiled (GroupProgram::tiled). `values` orders the operands: inputs, then outputs.
+// Lowers a pointwise group whose values are all float32, float16 or bfloat16
+// and whose program is tiled (GroupProgram::tiled). `values` orders the operands: inputs, then outputs.
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // How the inner loop reads or writes one operand.

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/jit/kernel_dump.h"
 #include "nnvm/jit/x86/pointwise_kernel.h"
 
 namespace nnvm::jit {
@@ -20,15 +22,24 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
+// Off by default: on the 2-core Zen 4 the gelu chain is compute-bound and
+// streaming stores measured no faster (docs/BENCHMARKS.md, JIT section).
+std::atomic<int64_t> stream_bytes{INT64_MAX};
+
 }  // namespace
 
 int64_t pointwise_compiles() { return compiles.load(); }
+void set_stream_store_bytes(int64_t bytes) { stream_bytes.store(bytes); }
+int64_t stream_store_bytes() { return stream_bytes.load(); }
 
-CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa)
+CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key,
+                                     bool stream)
     : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa);
+  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
   compiles.fetch_add(1);
+  publish_kernel("pointwise", key, isa, kernel_->entry(), kernel_->code_bytes(),
+                 absl::StrCat("accesses ", accesses, "\n", ir.to_string()));
 }
 
 CompiledPointwise::~CompiledPointwise() = default;
@@ -44,21 +55,28 @@ PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, c
                            std::string key)
     : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {}
 
-std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses) const {
-  const std::string name = absl::StrCat(isa_name(isa), "-", accesses);
+std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses, bool stream) const {
+  const std::string name = absl::StrCat(isa_name(isa), "-", accesses, stream ? "-nt" : "");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [n, v] : variants_)
       if (n == name) return v;
   }
   const LoopIR& ir = lowering_.ir;
-  auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(global_kernel_cache().get(
-      absl::StrCat("x86-", name, ":", key_),
-      [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa); }));
+  const std::string key = absl::StrCat("x86-", name, ":", key_);
+  auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(
+      global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key, stream); }));
   NNVM_CHECK(kernel != nullptr, "PointwiseJit", "the kernel cache holds another kind of kernel under an x86 key");
   std::lock_guard<std::mutex> lock(mutex_);
   variants_.emplace_back(name, kernel);
   return kernel;
+}
+
+std::vector<std::string> PointwiseJit::variant_names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [name, v] : variants_) names.push_back(name);
+  return names;
 }
 
 bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
@@ -69,7 +87,9 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
   std::vector<IntArrayRef> shapes, strides;
   std::vector<char*> base;
+  std::vector<int64_t> bytes;  // per operand: element size (4, or 2 for float16/bfloat16)
   for (size_t k = 0; k < operands; ++k) {
+    bytes.push_back(ir.dtype(k) == kFloat32 ? 4 : 2);
     const Tensor& x = env[size_t(ids[k])];
     shapes.push_back(x.sizes());
     strides.push_back(x.strides());
@@ -81,15 +101,23 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const int64_t inner = space.sizes.back();
   for (const DimVector& s : space.strides)  // gather offsets are int32 bytes
     if (std::abs(s.back()) * 4 * 16 > INT32_MAX) return false;
-  const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses());
-  if (!compiled->declined().empty()) return false;
-  const x86::PointwiseKernel& kernel = compiled->kernel();
 
   // Blocks: `col_block` elements of the inner dim by `row_block` rows of the
   // next, for every index of the dims before.
   const size_t rank = space.sizes.size();
   const int64_t rows = rank >= 2 ? space.sizes[rank - 2] : 1;
   const int64_t col_block = std::min(inner, kBlockElements);
+  // streaming needs every full vector an output stores 64-byte aligned: its
+  // base, each block's first column and each row's start
+  // (float32 outputs only: a 16-bit result is converted on its way to memory)
+  bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
+  for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
+    stream = bytes[k] == 4 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
+    for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
+  }
+  const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses(), stream);
+  if (!compiled->declined().empty()) return false;
+  const x86::PointwiseKernel& kernel = compiled->kernel();
   const int64_t row_block = std::max<int64_t>(1, kBlockElements / col_block);
   const int64_t col_blocks = (inner + col_block - 1) / col_block, row_blocks = (rows + row_block - 1) / row_block;
   const int64_t outer = numel / (inner * rows);
@@ -100,8 +128,8 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     for (size_t k = 0; k < operands; ++k) {
-      const int64_t step = space.strides[k].back() * 4;
-      call.row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * 4 : 0;
+      const int64_t step = space.strides[k].back() * bytes[k];
+      call.row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * bytes[k] : 0;
       call.vec_step[k] = step * lanes;
       call.lane_stride[k] = int32_t(step);
     }
@@ -115,7 +143,7 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
           offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
           rest /= space.sizes[size_t(d)];
         }
-        call.ptr[k] = base[k] + offset * 4;
+        call.ptr[k] = base[k] + offset * bytes[k];
       }
       call.cols = std::min(col_block, inner - c * col_block);
       call.rows = std::min(row_block, rows - r * row_block);

@@ -4,7 +4,11 @@
 // KernelCache under "x86-<isa>-<accesses>:<group key>": a new batch size
 // reuses the kernel, a new layout class of an operand compiles a variant.
 // The run splits the space into blocks of rows and columns across the thread
-// pool; each block is one call of the kernel.
+// pool (each thread takes one contiguous range of blocks); each block is one
+// call of the kernel. A run writing at least stream_store_bytes() to 64-byte
+// aligned float32 outputs takes the streaming variant (non-temporal stores:
+// no read for ownership, no cache pollution); off by default, since it
+// measured no faster here (docs/BENCHMARKS.md).
 //
 // A group that does not lower, an ISA forced to portable, or a variant the
 // kernel declines (too many strided operands, a lane stride past int32) runs
@@ -29,7 +33,9 @@ class PointwiseKernel;
 // One compiled variant, the KernelCache's entry: code, or why there is none.
 class CompiledPointwise final : public CompiledKernel {
  public:
-  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa);
+  // `key`: the kernel cache's key, which names the dump files (jit/kernel_dump.h).
+  CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key,
+                    bool stream = false);
   ~CompiledPointwise() override;
 
   const std::string& declined() const { return declined_; }
@@ -53,13 +59,16 @@ class PointwiseJit {
   const std::string& declined() const { return lowering_.declined; }
   const LoopIR& ir() const { return lowering_.ir; }
 
+  // The variants this group has run: "<isa>-<accesses>[-nt]" (-nt: streaming stores).
+  std::vector<std::string> variant_names() const;
+
   // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
   // active ISA and the operands' layouts allow; false: nothing ran.
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
            absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
 
  private:
-  std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses) const;
+  std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses, bool stream) const;
 
   Lowering lowering_;
   std::string key_;
@@ -69,5 +78,9 @@ class PointwiseJit {
 
 // x86 kernels compiled by this process (a test counts re-JITs with it).
 int64_t pointwise_compiles();
+
+// Output bytes from which a run streams its stores (default: never).
+void set_stream_store_bytes(int64_t bytes);
+int64_t stream_store_bytes();
 
 }  // namespace nnvm::jit

@@ -54,17 +54,28 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
     strided += accesses[k] == 's';
   }
   if (strided > kMaxStrided) return absl::StrCat(strided, " strided inputs; at most ", kMaxStrided);
+  for (size_t k = 0; k < size_t(ir.inputs); ++k)
+    if (accesses[k] == 's' && ir.dtype(k) != kFloat32)
+      return absl::StrCat("input ", k, " is ", std::string(dtype_name(ir.dtype(k))), " at a stride: not gathered");
   return {};
 }
 
-PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa)
-    : Generator(isa), ir_(ir), accesses_(accesses) {
+PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa, bool stream)
+    : Generator(isa), ir_(ir), accesses_(accesses), stream_(stream) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "PointwiseKernel", why);
   last_use_.assign(ir.exprs.size(), -1);
-  for (size_t i = 0; i < ir.exprs.size(); ++i)
-    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
-      if (o >= 0) last_use_[size_t(o)] = int32_t(i);
+  invariant_.assign(ir.exprs.size(), false);
+  for (size_t i = 0; i < ir.exprs.size(); ++i) {
+    const Expr& e = ir.exprs[i];
+    bool invariant = e.prim != Prim::kLoad;
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) {
+        last_use_[size_t(o)] = int32_t(i);
+        invariant = invariant && invariant_[size_t(o)];
+      }
+    invariant_[i] = invariant;
+  }
   stored_by_.resize(ir.exprs.size());
   for (size_t o = 0; o < ir.stores.size(); ++o) stored_by_[size_t(ir.stores[o])].push_back(int32_t(o));
   generate();
@@ -80,27 +91,38 @@ void PointwiseKernel::generate() {
   for (int k = 0; k < operands; ++k)
     if (accesses_[size_t(k)] == 's') gather_reg_[size_t(k)] = top--;
 
-  preamble(int64_t(ir_.exprs.size()) * kSlotBytes);
+  // stack: a spill slot per expression, a hoisted slot per expression, the staging slot
+  preamble((2 * int64_t(ir_.exprs.size()) + 1) * kSlotBytes);
   for (int k = 0; k < operands; ++k) {
     if (gather_reg_[size_t(k)] < 0) continue;
     const Xmm g = vreg(gather_reg_[size_t(k)]);
     vpbroadcastd(g, dword[kCall + lane_stride_at(k)]);
     vpmulld(g, g, vconst_iota());
   }
-  Label row, vec, tail, row_end;
+  emit_invariants();
+  Label row, unrolled, vec, tail, row_end;
   mov(kRows, qword[kCall + int32_t(offsetof(PointwiseCall, rows))]);
   L(row);
   for (int k = 0; k < operands; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
   mov(kCols, qword[kCall + int32_t(offsetof(PointwiseCall, cols))]);
+  L(unrolled);
+  cmp(kCols, kUnroll * lanes());
+  jb(vec, T_NEAR);
+  for (int u = 0; u < kUnroll; ++u) {
+    emit_body(false, u);
+    advance_strided();
+  }
+  for (int k = 0; k < operands; ++k)
+    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], kUnroll * lanes() * elem_bytes(k));
+  sub(kCols, kUnroll * lanes());
+  jmp(unrolled, T_NEAR);
   L(vec);
   cmp(kCols, lanes());
   jb(tail, T_NEAR);
   emit_body(false);
-  for (int k = 0; k < operands; ++k) {
-    const char a = accesses_[size_t(k)];
-    if (a == 'c') add(kOperandRegs[k], lanes() * 4);
-    else if (a == 's') add(kOperandRegs[k], qword[kCall + vec_step_at(k)]);
-  }
+  advance_strided();
+  for (int k = 0; k < operands; ++k)
+    if (accesses_[size_t(k)] == 'c') add(kOperandRegs[k], lanes() * elem_bytes(k));
   sub(kCols, lanes());
   jmp(vec, T_NEAR);
   L(tail);
@@ -125,10 +147,16 @@ void PointwiseKernel::generate() {
   }
   dec(kRows);
   jnz(row, T_NEAR);
+  if (stream_) sfence();  // non-temporal stores are weakly ordered: visible before the caller goes on
   postamble();
 }
 
-void PointwiseKernel::emit_body(bool tail) {
+void PointwiseKernel::advance_strided() {
+  for (size_t k = 0; k < accesses_.size(); ++k)
+    if (accesses_[k] == 's') add(kOperandRegs[k], qword[kCall + vec_step_at(int(k))]);
+}
+
+void PointwiseKernel::reset_allocation() {
   loc_.assign(ir_.exprs.size(), Location{});
   holder_.assign(size_t(num_vregs()), kFree);
   for (int32_t g : gather_reg_)
@@ -137,9 +165,27 @@ void PointwiseKernel::emit_body(bool tail) {
   pinned_.assign(size_t(num_vregs()), false);
   free_slots_.clear();
   for (int s = int(ir_.exprs.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
+}
+
+// Each invariant expression once, into its hoisted slot; its operands are
+// Scalars, constants or hoisted values, all in memory.
+void PointwiseKernel::emit_invariants() {
+  for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
+    const Prim p = ir_.exprs[size_t(pos_)].prim;
+    if (!invariant_[size_t(pos_)] || p == Prim::kArg || p == Prim::kConst) continue;
+    if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;
+    reset_allocation();
+    emit_expr(pos_, false);
+    vmovups(memory_of(pos_), vreg(loc_[size_t(pos_)].reg));
+  }
+}
+
+void PointwiseKernel::emit_body(bool tail, int vector) {
+  reset_allocation();
+  vector_ = vector;
   for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
     if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;  // read by nothing
-    emit_expr(pos_, tail);
+    if (!invariant_[size_t(pos_)]) emit_expr(pos_, tail);
     for (int32_t o : stored_by_[size_t(pos_)]) emit_store(o, pos_, tail);
     pinned_.assign(pinned_.size(), false);
     // values whose last reader this was die, and so does a value only stored
@@ -176,8 +222,7 @@ int PointwiseKernel::alloc() {
 
 void PointwiseKernel::evict(int32_t e) {
   Location& l = loc_[size_t(e)];
-  const Prim p = ir_.exprs[size_t(e)].prim;
-  if (p != Prim::kArg && p != Prim::kConst) {  // those reload from their own memory
+  if (!in_own_memory(e)) {
     l.slot = free_slots_.back();
     free_slots_.pop_back();
     vmovups(ptr[rsp + l.slot * kSlotBytes], vreg(l.reg));
@@ -186,11 +231,15 @@ void PointwiseKernel::evict(int32_t e) {
   l.reg = -1;
 }
 
+bool PointwiseKernel::in_own_memory(int32_t e) const { return invariant_[size_t(e)]; }
+
 Address PointwiseKernel::memory_of(int32_t e) {
   const Expr& x = ir_.exprs[size_t(e)];
   if (x.prim == Prim::kConst) return vconst(x.value);
-  const RegExp at = x.prim == Prim::kArg ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
-                                         : rsp + loc_[size_t(e)].slot * kSlotBytes;
+  const int32_t hoisted = int32_t(ir_.exprs.size()) + e;
+  const RegExp at = x.prim == Prim::kArg     ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
+                    : invariant_[size_t(e)] ? rsp + hoisted * kSlotBytes
+                                            : rsp + loc_[size_t(e)].slot * kSlotBytes;
   return avx512() ? zword[at] : yword[at];
 }
 
@@ -244,13 +293,18 @@ Xmm PointwiseKernel::temp() {
 
 void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
   const int k = ir_.exprs[size_t(e)].arg;
+  if (elem_bytes(k) == 2) {
+    emit_load_half(k, dst, tail);
+    return;
+  }
   const Reg64& p = kOperandRegs[k];
+  const int32_t at = vector_ * lanes() * 4;
   switch (accesses_[size_t(k)]) {
     case 'b':
       vbroadcastss(dst, dword[p]);
       break;
     case 'c':
-      if (!tail) vmovups(dst, ptr[p]);
+      if (!tail) vmovups(dst, ptr[p + at]);
       else if (avx512()) vmovups(dst | kTailMask | T_z, ptr[p]);
       else vmaskmovps(dst, Ymm(tail_mask_reg_), ptr[p]);
       break;
@@ -275,10 +329,100 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
 
 void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
   const Xmm v = reg_of(e);
+  if (elem_bytes(ir_.inputs + output) == 2) {
+    emit_store_half(ir_.inputs + output, v, tail);
+    return;
+  }
   const Reg64& p = kOperandRegs[ir_.inputs + output];
-  if (!tail) vmovups(ptr[p], v);
+  const int32_t at = vector_ * lanes() * 4;
+  if (!tail && stream_) vmovntps(ptr[p + at], v);
+  else if (!tail) vmovups(ptr[p + at], v);
   else if (avx512()) vmovups(ptr[p] | kTailMask, v);
   else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), v);
+}
+
+void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const bool half = ir_.dtype(size_t(k)) == kFloat16;
+  const Xbyak::Xmm low(dst.getIdx());  // dst's low 128 bits
+  if (accesses_[size_t(k)] == 'b') {
+    movzx(eax, word[p]);
+    if (!half) shl(eax, 16);
+    vmovd(low, eax);
+    if (half) vcvtph2ps(low, low);
+    vbroadcastss(dst, low);
+    return;
+  }
+  const int32_t at = vector_ * lanes() * 2;
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;  // past the spill and hoisted slots
+  Address src = avx512() ? yword[p + at] : xword[p + at];
+  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
+    Label done;
+    for (int j = 0; j < lanes() - 1; ++j) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+      movzx(eax, word[p + 2 * j]);
+      mov(word[rsp + stage + 2 * j], ax);
+    }
+    L(done);
+    src = xword[rsp + stage];
+  }
+  const bool masked = tail && avx512();  // EVEX masking suppresses faults on the lanes it leaves out
+  if (half) {
+    if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
+    else vcvtph2ps(dst, src);
+  } else {
+    if (masked) vpmovzxwd(dst | kTailMask | T_z, src);
+    else vpmovzxwd(dst, src);
+    vpslld(dst, dst, 16);
+  }
+}
+
+void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int32_t at = vector_ * lanes() * 2;
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
+  const Xmm t = temp();
+  const Xbyak::Xmm t128(t.getIdx());
+  if (ir_.dtype(size_t(k)) == kFloat16) {  // imm 0: round to nearest even
+    if (avx512()) vcvtps2ph(tail ? yword[p] | kTailMask : yword[p + at], v, 0);
+    else vcvtps2ph(t128, v, 0);
+  } else {  // bfloat16 = (x + 0x7fff + ((x >> 16) & 1)) >> 16; a NaN keeps its top half, made quiet
+    vpsrld(t, v, 16);
+    vand(t, t, vconst_bits(1));
+    vpaddd(t, t, v);
+    vpaddd(t, t, vconst_bits(0x7fff));
+    vpsrld(t, t, 16);
+    const Xmm nan = temp(), m = temp();
+    vpsrld(nan, v, 16);
+    vor(nan, nan, vconst_bits(0x40));
+    compare(mask(m), v, v, _CMP_UNORD_Q);
+    blend(mask(m), t, nan);
+    free_reg(m.getIdx());
+    free_reg(nan.getIdx());
+    if (avx512()) {
+      vpmovdw(tail ? yword[p] | kTailMask : yword[p + at], t);
+    } else {  // 8 dwords < 2^16 -> 8 words: pack within 128-bit halves, then gather qwords 0 and 2
+      vpackusdw(t, t, t);
+      vpermq(Ymm(t.getIdx()), Ymm(t.getIdx()), 0x08);
+    }
+  }
+  if (!avx512()) {
+    if (!tail) {
+      vmovdqu(xword[p + at], t128);
+    } else {  // the staging slot, then the cols < 8 elements one by one
+      vmovdqu(xword[rsp + stage], t128);
+      Label done;
+      for (int j = 0; j < lanes() - 1; ++j) {
+        cmp(kCols, j);
+        jbe(done, T_NEAR);
+        movzx(eax, word[rsp + stage + 2 * j]);
+        mov(word[p + 2 * j], ax);
+      }
+      L(done);
+    }
+  }
+  free_reg(t.getIdx());
 }
 
 void PointwiseKernel::emit_expr(int32_t i, bool tail) {

@@ -10,6 +10,22 @@
 // value used furthest ahead to the stack when they run out (32 zmm / 16 ymm).
 // Transcendentals come from the injectors in vector_math.h. Sizes, strides,
 // pointers and Scalar values are run-time arguments (PointwiseCall).
+//
+// Operands stored as float16 or bfloat16 are widened on load (vcvtph2ps;
+// bfloat16: zero-extend and shift left by 16) and rounded to nearest even on
+// store (vcvtps2ph; bfloat16: add 0x7fff plus the kept lsb, keep the top
+// half, NaN kept quiet as in core/dtype.h). AVX-512 masks the tails of those
+// too; AVX2 has no 16-bit masked load or store, so its tail goes through a
+// stack slot element by element. A strided 16-bit input is declined.
+//
+// Speed: expressions of Scalars and constants alone (alpha * other of an
+// add.Scalar) are loop-invariant: computed once per call into stack slots
+// and read from there like a Scalar. The inner loop runs kUnroll vectors per
+// iteration (independent copies of the body, which the out-of-order core
+// overlaps), then single vectors, then the masked tail. A streaming kernel
+// writes full vectors with non-temporal stores (vmovntps: no read for
+// ownership, no cache pollution; outputs must be vector-aligned) and fences
+// them (sfence) before it returns.
 #pragma once
 
 #include <optional>
@@ -26,6 +42,7 @@ inline constexpr int kMaxOperands = 11;  // one GPR each
 inline constexpr int kMaxArgs = 16;
 inline constexpr int kMaxExprs = 256;
 inline constexpr int kMaxStrided = 4;    // one vector register of lane offsets each
+inline constexpr int kUnroll = 4;        // vectors per iteration of the main loop
 
 // The kernel's argument block; the code reads it by offsetof and advances
 // `ptr` row by row (it is the call's scratch).
@@ -44,7 +61,8 @@ class PointwiseKernel final : public Generator {
   // Why the kernel cannot be built for this IR, access pattern and ISA; empty when it can.
   static std::string declines(const LoopIR& ir, std::string_view accesses, Isa isa);
 
-  PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa);
+  // `stream`: non-temporal stores; every output pointer of a call must be 64-byte aligned.
+  PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa, bool stream = false);
 
   void operator()(PointwiseCall* call) const { reinterpret_cast<void (*)(PointwiseCall*)>(entry())(call); }
 
@@ -55,10 +73,17 @@ class PointwiseKernel final : public Generator {
   };
 
   void generate();
-  void emit_body(bool tail);
+  void emit_invariants();
+  void reset_allocation();
+  // One vector (at `vector` vectors past the operand pointers) or the masked tail.
+  void emit_body(bool tail, int vector = 0);
   void emit_expr(int32_t e, bool tail);
   void emit_load(int32_t e, const Xbyak::Xmm& dst, bool tail);
   void emit_store(int32_t output, int32_t e, bool tail);
+  void advance_strided();  // gathered operands' pointers to the next vector
+  int elem_bytes(int operand) const { return ir_.dtype(size_t(operand)) == kFloat32 ? 4 : 2; }
+  void emit_load_half(int k, const Xbyak::Xmm& dst, bool tail);
+  void emit_store_half(int k, const Xbyak::Xmm& v, bool tail);
 
   // Register allocation (over one body: registers start free each time).
   int alloc();
@@ -78,10 +103,14 @@ class PointwiseKernel final : public Generator {
   Xbyak::Xmm temp();
   void free_reg(int r);
   bool live_after(int32_t e, int32_t pos) const { return last_use_[size_t(e)] > pos; }
-  Xbyak::Address memory_of(int32_t e);    // a Scalar argument, a constant, or a spilled value
+  Xbyak::Address memory_of(int32_t e);    // a Scalar argument, a constant, a hoisted or a spilled value
+  bool in_own_memory(int32_t e) const;    // a Scalar, a constant or a hoisted value: never spilled
 
   const LoopIR& ir_;
   std::string accesses_;
+  bool stream_;
+  std::vector<bool> invariant_;            // per expression: depends on no load
+  int vector_ = 0;                         // the body being emitted: vectors past the operand pointers
   std::vector<int32_t> last_use_;          // per expression: the last expression reading it
   std::vector<std::vector<int32_t>> stored_by_;  // per expression: the outputs it is stored to
   std::vector<int32_t> gather_reg_;        // per operand: lane-offset register, or -1

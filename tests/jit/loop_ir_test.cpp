@@ -91,6 +91,21 @@ TEST(LoopIR, DeclinesWithAReason) {
   }
 }
 
+TEST(LoopIR, HalfTypedOperandsLowerWithTheirDtypes) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat16, {8}, {1}), y = t.add_input(kBFloat16, {8}, {1});
+  const ValueId v = t.add_node1(op("exp"), {t.add_node1(op("mul"), {x, x})});
+  t.mark_output(v);
+  t.mark_output(t.add_node1(op("add"), {v, y}, {Scalar(1)}));  // float16 + bfloat16 -> float32
+  const Lowering l = lower_only_group(t);
+  ASSERT_TRUE(l.ok()) << l.declined;
+  EXPECT_EQ(l.ir.dtypes, (std::vector<DType>{kFloat16, kBFloat16, kFloat16, kFloat32}));
+  const std::string s = l.ir.to_string();
+  EXPECT_NE(s.find("load in0 float16"), std::string::npos) << s;
+  EXPECT_NE(s.find("load in1 bfloat16"), std::string::npos) << s;
+  EXPECT_NE(s.find("out0 = e3 float16\n"), std::string::npos) << s;
+}
+
 DimVector dv(std::initializer_list<int64_t> v) { return DimVector(v); }
 
 TEST(LoopSpace, MergesDimsEveryOperandSteps) {

@@ -186,3 +186,79 @@ TEST(PointwiseJit, NoMappingIsWritableAndExecutable) {
 
 }  // namespace
 }  // namespace nnvm::jit
+
+namespace nnvm::jit {
+namespace {
+
+// Streaming (non-temporal) stores: forced on by a zero threshold, a variant
+// of its own, taken only where every output vector is 64-byte aligned (in
+// guard mode a block is aligned as far as its byte size allows).
+TEST(PointwiseJit, StreamingStoresMatchAndNeedAlignedOutputs) {
+  const int64_t saved = stream_store_bytes();
+  set_stream_store_bytes(0);
+  for (Isa isa : jit_isas()) {
+    IsaGuard guard(isa);
+    for (const DimVector& shape : {DimVector{8, 1024}, DimVector{3, 64}, DimVector{5, 333}, DimVector{1000}}) {
+      SCOPED_TRACE(::testing::Message() << isa_name(isa) << shape_str(shape));
+      const Tensor x = testing::random(shape, kFloat32, 11), y = testing::random(shape, kFloat32, 12);
+      EagerGuard eager;
+      Trace t;
+      const ValueId xv = t.add_input(x), yv = t.add_input(y);
+      const ValueId d = t.add_node1(op("square"), {t.add_node1(op("add"), {xv, yv}, {Scalar(-1)})});
+      t.mark_output(t.add_node1(op("sigmoid"), {t.add_node1(op("add"), {d, xv}, {Scalar(0.25)})}));
+      const trace::FusedPlan plan(t);
+      const std::vector<Tensor> actual = plan.run({x, y}, {});
+      testing::expect_tensors_close(actual[0], trace::interpret(t, {x, y}, {})[0], 1e-5, 1e-6);
+      const bool aligned = reinterpret_cast<uintptr_t>(actual[0].data_ptr()) % 64 == 0 && shape.back() % 16 == 0;
+      // plans of one group signature share its program, so variants accumulate over the shapes
+      const std::vector<std::string> variants = plan.program(0).jit()->variant_names();
+      const std::string streaming = std::string(isa_name(isa)) + "-ccc-nt", plain = streaming.substr(0, streaming.size() - 3);
+      auto has = [&](const std::string& name) { return std::find(variants.begin(), variants.end(), name) != variants.end(); };
+      EXPECT_TRUE(has(aligned ? streaming : plain)) << ::testing::PrintToString(variants);
+      if (shape == DimVector{8, 1024}) {
+        EXPECT_FALSE(has(plain)) << "the aligned shape comes first";
+      }
+    }
+  }
+  set_stream_store_bytes(saved);
+}
+// float16 and bfloat16 operands: widened on load, rounded once on store.
+// Against the interpreter (which rounds every op's result: the tolerance of
+// the type) and, tighter, against the same group in float32 rounded once.
+TEST(PointwiseJit, HalfTypesComputeInFloat32) {
+  const std::vector<DimVector> shapes = {{1}, {7}, {15}, {17}, {33}, {3, 33}, {2, 5, 129}, {4, 1000}};
+  for (DType dtype : {kFloat16, kBFloat16}) {
+    const double rtol = dtype == kFloat16 ? 4e-3 : 3e-2, atol = dtype == kFloat16 ? 1e-3 : 1e-2;
+    const double ulp = dtype == kFloat16 ? 1.0 / 1024 : 1.0 / 128;  // relative spacing at worst
+    for (Isa isa : jit_isas()) {
+      for (const DimVector& shape : shapes) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << shape_str(shape));
+        DimVector col(shape.size(), 1);
+        col[0] = shape[0];
+        const std::vector<Tensor> in = {testing::random(shape, dtype, 21), testing::random(col, dtype, 22),
+                                        testing::random(shape, kFloat32, 23)};
+        auto build = [&](const std::vector<Tensor>& inputs) {
+          Trace t;
+          const ValueId x = t.add_input(inputs[0]), c = t.add_input(inputs[1]), y = t.add_input(inputs[2]);
+          const ValueId v = t.add_node1(op("mul"), {x, c});  // a broadcast 16-bit column
+          const ValueId w = t.add_node1(op("tanh"), {t.add_node1(op("add"), {v, x}, {Scalar(0.5)})});
+          t.mark_output(w);                                                    // 16-bit
+          t.mark_output(t.add_node1(op("add"), {y, t.add_node1(op("exp"), {w})}, {Scalar(1)}));  // float32
+          return t;
+        };
+        expect_matches(build(in), in, isa, rtol, atol);
+        // the same group on float32 copies, its 16-bit output rounded once
+        IsaGuard guard(isa);
+        EagerGuard eager;
+        const std::vector<Tensor> wide = {in[0].to(kFloat32), in[1].to(kFloat32), in[2]};
+        const Tensor once = trace::interpret(build(wide), wide, {})[0].to(dtype);
+        const std::vector<Tensor> actual = trace::FusedPlan(build(in)).run(in, {});
+        EXPECT_EQ(actual[0].dtype(), dtype);
+        testing::expect_tensors_close(actual[0], once, ulp, 1e-6);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nnvm::jit
