@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/rowwise_jit.h"
 
 namespace nnvm::trace {
 
@@ -101,6 +102,8 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
   if (g.kind != GroupKind::kPointwise && !reduction) {
     why_untiled_ = g.kind == GroupKind::kMatmulEpilogue ? "a matmul runs whole; its epilogue reads it from memory"
                                                         : "one node: its kernel runs whole";
+    if (g.nodes.size() == 1 && jit::RowwiseJit::handles(last.op->name))
+      rowwise_ = std::make_unique<jit::RowwiseJit>(t, g, values);
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -167,6 +170,7 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                        const Tiling& tiling) const {
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
+  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
   if (tiled()) run_tiles(ids, env, attrs, tiling);
   else run_steps(ids, env, attrs);
 }
