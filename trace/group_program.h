@@ -15,7 +15,9 @@
 // allows (jit/pointwise_jit.h); the tiles are its fallback. A single row-wise
 // op (softmax, layer_norm, cross_entropy and their backward passes) runs a
 // JIT row kernel (jit/rowwise_jit.h) when it is float32 along the last dim;
-// its reference kernel is the fallback.
+// its reference kernel is the fallback. A reduction (tiled with its
+// prologue, or a single one) runs a JIT reduction kernel (jit/reduce_jit.h)
+// when it is float32 and its reduced dims are one block in memory.
 // A program depends on the group's structure only: it is built once per
 // group signature and kept in the KernelCache (jit/kernel_cache.h). Sizes
 // (the tiling), memory and Scalar values come from the plan at run time.
@@ -31,6 +33,7 @@
 
 namespace nnvm::jit {
 class PointwiseJit;
+class ReduceJit;
 class RowwiseJit;
 }
 
@@ -83,6 +86,8 @@ class GroupProgram final : public jit::CompiledKernel {
   const jit::PointwiseJit* jit() const { return jit_.get(); }
   // A single row-wise op's machine-code path (jit/rowwise_jit.h), or null.
   const jit::RowwiseJit* rowwise() const { return rowwise_.get(); }
+  // A reduction's machine-code path (jit/reduce_jit.h), or null.
+  const jit::ReduceJit* reduce() const { return reduce_.get(); }
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
   Tiling tiling(const Trace& t, absl::Span<const ValueId> ids) const;
@@ -103,9 +108,11 @@ class GroupProgram final : public jit::CompiledKernel {
   int32_t inputs_ = 0, outputs_ = 0;
   int32_t loop_value_ = -1;    // tiled: the group value whose shape is the loop
   int32_t max_split_ = -1;     // tiled: the deepest dim a tile may split
+  int32_t reduce_input_ = -1;  // with reduce_: the group value the reduction reads
   std::string why_untiled_;
   std::unique_ptr<jit::PointwiseJit> jit_;
   std::unique_ptr<jit::RowwiseJit> rowwise_;
+  std::unique_ptr<jit::ReduceJit> reduce_;
 };
 
 }  // namespace nnvm::trace
