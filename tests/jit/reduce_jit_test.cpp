@@ -9,6 +9,7 @@
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
+#include "guard_page.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -169,6 +170,14 @@ TEST(ReduceJit, StridedRowsRunAndOtherLayoutsFallBack) {
     expect_matches(reduction("amax", transposed, {1}, false), {transposed}, isa, false);
     const Tensor x = testing::random({6, 5, 9}, kFloat32, 8);
     expect_matches(reduction("sum", x, {0, 2}, false), {x}, isa, false);  // two blocks
+  }
+}
+
+TEST(ReduceJit, ReadsNothingPastTheData) {
+  for (const Case& c : {Case{{3, 17}, {1}}, Case{{5, 7}, {0}}, Case{{1025}, {0}}, Case{{9, 33}, {0}}}) {
+    const testing::GuardedTensor x(testing::random(c.shape, kFloat32, 12));
+    for (Isa isa : jit_isas())
+      for (const char* name : {"sum", "amax"}) expect_matches(reduction(name, x.tensor(), c.dims, false), {x.tensor()}, isa);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "nnvm/jit/rowwise_jit.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
+#include "guard_page.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -189,6 +190,26 @@ TEST(RowwiseJit, DeclinesWhatItDoesNotCompute) {
     const Tensor logits = testing::random({4, 9}, kFloat32, 18);
     const std::vector<Tensor> in = {logits, targets(4, 9, -100, 2), w};
     expect_matches(single("cross_entropy", in, {int64_t(1), int64_t(-100), true, Scalar(0.2)}), in, isa, false);
+  }
+}
+
+TEST(RowwiseJit, ReadsNothingPastTheLastRow) {
+  for (int64_t cols : {1, 7, 17, 1025}) {
+    const testing::GuardedTensor x(testing::random({3, cols}, kFloat32, 30));
+    const testing::GuardedTensor g(testing::random({3, cols}, kFloat32, 31));
+    const testing::GuardedTensor w(testing::random({cols}, kFloat32, 32));
+    for (Isa isa : jit_isas()) {
+      SCOPED_TRACE(cols);
+      expect_matches(single("log_softmax", {x.tensor()}, {int64_t(1), kFloat32}), {x.tensor()}, isa);
+      const std::vector<Tensor> back = {g.tensor(), x.tensor(), w.tensor()};
+      expect_matches(single("layer_norm_backward", back, {DimVector{cols}, true, true, Scalar(1e-5)}), back, isa, true,
+                     2e-4, 2e-4);
+      const std::vector<Tensor> ce = {x.tensor(), targets(3, cols, -100, 4), w.tensor()};
+      const Attrs attrs{int64_t(1), int64_t(-100), true, Scalar(0.0)};
+      expect_matches(single("cross_entropy", ce, attrs), ce, isa, true, 5e-5, 1e-5);
+      const std::vector<Tensor> ce_back = {testing::random({}, kFloat32, 33), ce[0], ce[1], ce[2]};
+      expect_matches(single("cross_entropy_backward", ce_back, attrs), ce_back, isa, true, 5e-5, 1e-6);
+    }
   }
 }
 
