@@ -198,6 +198,7 @@ TEST(ReduceJit, ForcedPortableRunsTheReference) {
 }
 
 TEST(ReduceJit, ANewBatchSizeReusesTheKernel) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
   if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
   IsaGuard guard(jit_isas()[0]);
   auto f = [](const Tensor& x) { return (x * 0.5).exp().sum({1}) * 3; };
