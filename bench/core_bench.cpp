@@ -85,10 +85,10 @@ BENCHMARK(BM_SumColumns)->Name("BM_Sum/eager/columns")->UseRealTime();
 void BM_Softmax(benchmark::State& state) {
   const Tensor a = randn({kRows, kCols});
   FaultCounter faults{state};
-  for (auto _ : state) benchmark::DoNotOptimize(softmax(a, -1));
+  for (auto _ : state) benchmark::DoNotOptimize(softmax(a, -1).data_ptr());
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
 }
-BENCHMARK(BM_Softmax)->Name("BM_Softmax/eager")->UseRealTime();
+BENCHMARK(BM_Softmax)->Name("BM_SoftmaxOp/eager")->UseRealTime();
 
 // The same vectorisable exp the kernels use, so the comparison is of loops, not of libm.
 void BM_SoftmaxHandwritten(benchmark::State& state) {
@@ -111,7 +111,7 @@ void BM_SoftmaxHandwritten(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
 }
-BENCHMARK(BM_SoftmaxHandwritten)->Name("BM_Softmax/handwritten")->UseRealTime();
+BENCHMARK(BM_SoftmaxHandwritten)->Name("BM_SoftmaxOp/handwritten")->UseRealTime();
 
 void BM_Matmul(benchmark::State& state) {
   const int64_t n = state.range(0);

@@ -36,6 +36,18 @@ const char* prim_name(Prim p) {
   return "?";
 }
 
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kNone: return "none";
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMean: return "mean";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kProd: return "prod";
+  }
+  return "?";
+}
+
 int prim_arity(Prim p) {
   switch (p) {
     case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
@@ -61,7 +73,8 @@ std::string LoopIR::to_string() const {
     s += "\n";
   }
   for (size_t o = 0; o < stores.size(); ++o) {
-    absl::StrAppend(&s, "out", o, " = e", stores[o]);
+    if (reduce == ReduceOp::kNone) absl::StrAppend(&s, "out", o, " = e", stores[o]);
+    else absl::StrAppend(&s, "out", o, " = ", reduce_op_name(reduce), " e", stores[o], " over the reduction axis");
     const DType t = dtype(size_t(inputs) + o);
     absl::StrAppend(&s, t != kFloat32 ? absl::StrCat(" ", std::string(dtype_name(t))) : "", "\n");
   }
@@ -181,6 +194,48 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
 
 }  // namespace
 
+namespace {
+
+// Every value of the group is float32; else why not.
+std::string float32_only(const trace::Trace& t, const trace::GroupValues& values) {
+  for (trace::ValueId id : values.ids) {
+    const trace::Value& v = t.value(id);
+    if (v.dtype != kFloat32)
+      return absl::StrCat("%", id, " is ", std::string(dtype_name(v.dtype)), ": the JIT computes float32 only");
+  }
+  return {};
+}
+
+// Lowers nodes[0, count) of g over the group's inputs (loaded); the result
+// of each node output in expr_of. Empty, or why a node does not lower.
+std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size_t count,
+                        const trace::GroupValues& values, Builder& b, LoopIR& ir,
+                        absl::flat_hash_map<trace::ValueId, int32_t>& expr_of) {
+  ir.inputs = values.inputs;
+  for (int32_t i = 0; i < values.inputs; ++i)
+    expr_of[values.ids[size_t(i)]] = b.add(Expr{Prim::kLoad, -1, -1, -1, i});
+  for (size_t k = 0; k < count; ++k) {
+    const trace::Node& node = t.nodes()[size_t(g.nodes[k])];
+    auto it = lowerings().find(node.op->name);
+    if (it == lowerings().end() || node.outputs.size() != 1) return absl::StrCat(node.op->name, " has no JIT primitive");
+    absl::InlinedVector<int32_t, 3> in;
+    for (trace::ValueId v : node.inputs) in.push_back(expr_of.at(v));
+    expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
+  }
+  return {};
+}
+
+ReduceOp reduce_op_of(const std::string& name) {
+  if (name == "sum") return ReduceOp::kSum;
+  if (name == "mean") return ReduceOp::kMean;
+  if (name == "amax" || name == "max") return ReduceOp::kMax;
+  if (name == "amin" || name == "min") return ReduceOp::kMin;
+  if (name == "prod") return ReduceOp::kProd;
+  return ReduceOp::kNone;
+}
+
+}  // namespace
+
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values) {
   Lowering l;
   if (g.kind != trace::GroupKind::kPointwise) {
@@ -198,22 +253,34 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
   }
   for (int32_t k = 0; k < values.inputs + values.outputs; ++k) l.ir.dtypes.push_back(t.value(values.ids[size_t(k)]).dtype);
   Builder b(l.ir);
-  l.ir.inputs = values.inputs;
-  for (int32_t i = 0; i < values.inputs; ++i)
-    expr_of[values.ids[size_t(i)]] = b.add(Expr{Prim::kLoad, -1, -1, -1, i});
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const trace::Node& node = t.nodes()[size_t(g.nodes[k])];
-    auto it = lowerings().find(node.op->name);
-    if (it == lowerings().end() || node.outputs.size() != 1) {
-      l.declined = absl::StrCat(node.op->name, " has no JIT primitive");
-      return l;
-    }
-    absl::InlinedVector<int32_t, 3> in;
-    for (trace::ValueId v : node.inputs) in.push_back(expr_of.at(v));
-    expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
-  }
+  l.declined = lower_nodes(t, g, g.nodes.size(), values, b, l.ir, expr_of);
+  if (!l.ok()) return l;
   for (int32_t o = 0; o < values.outputs; ++o)
     l.ir.stores.push_back(expr_of.at(values.ids[size_t(values.inputs + o)]));
+  return l;
+}
+
+Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values) {
+  Lowering l;
+  const trace::Node& last = t.nodes()[size_t(g.nodes.back())];
+  const bool single = g.kind == trace::GroupKind::kSingle && g.nodes.size() == 1;
+  if (g.kind != trace::GroupKind::kReduction && !single) {
+    l.declined = absl::StrCat("a ", trace::group_kind_name(g.kind), " group, not a reduction");
+    return l;
+  }
+  l.ir.reduce = reduce_op_of(last.op->name);
+  if (l.ir.reduce == ReduceOp::kNone || last.inputs.size() != 1 || last.outputs.size() != 1 || values.outputs != 1 ||
+      g.outputs[0] != last.outputs[0]) {
+    l.declined = absl::StrCat(last.op->name, " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod)");
+    return l;
+  }
+  l.declined = float32_only(t, values);
+  if (!l.ok()) return l;
+  absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
+  Builder b(l.ir);
+  l.declined = lower_nodes(t, g, g.nodes.size() - 1, values, b, l.ir, expr_of);
+  if (!l.ok()) return l;
+  l.ir.stores.push_back(expr_of.at(last.inputs[0]));
   return l;
 }
 

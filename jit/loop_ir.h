@@ -11,6 +11,10 @@
 //     inner stride of each operand picks how the kernel reads it (Access).
 // lower_pointwise maps each op name and its attributes to primitives, or
 // declines with a reason; a declined group runs its portable tile program.
+// lower_reduction does the same for a reduction group (a pointwise prologue
+// closed by a reduction, or a reduction alone): the IR's one store is the
+// value reduced, and `reduce` says how; which dims it runs over is the
+// reduction axis of the run's ReduceSpace (jit/reduce_jit.h).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +48,11 @@ struct Expr {
   float value = 0;                 // kConst
 };
 
+// How a reduction group's stored expression is reduced (kNone: a pointwise IR).
+// NaN propagates through max and min, as in the reference kernels.
+enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd };
+const char* reduce_op_name(ReduceOp op);
+
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
 // `step` (as bound for the run).
 struct ScalarArg {
@@ -62,11 +71,12 @@ struct LoopIR {
   std::vector<Expr> exprs;         // topological: operands come first
   std::vector<int32_t> stores;     // per group output: the expression it stores
   std::vector<ScalarArg> args;
+  ReduceOp reduce = ReduceOp::kNone;  // else: out0 is stores[0] reduced over the reduction axis
 
   // A canonical one-line-per-expression listing:
   //   e0 = load in0
   //   e2 = mul e0, e1
-  //   out0 = e5
+  //   out0 = e5                    (a reduction: out0 = sum e5 over the reduction axis)
   // (an operand stored as float16/bfloat16 names its dtype: "load in0 float16")
   std::string to_string() const;
   DType dtype(size_t operand) const { return dtypes.empty() ? kFloat32 : dtypes[operand]; }
@@ -82,6 +92,11 @@ struct Lowering {
 // Lowers a pointwise group whose values are all float32, float16 or bfloat16
 // and whose program is tiled (GroupProgram::tiled). `values` orders the operands: inputs, then outputs.
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
+
+// Lowers a reduction group: kReduction (a pointwise prologue, then sum,
+// mean, amax, amin, max, min or prod over dims), or kSingle with one such
+// reduction; every value float32.
+Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // How the inner loop reads or writes one operand.
 enum class Access : uint8_t {

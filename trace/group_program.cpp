@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/reduce_jit.h"
+#include "nnvm/jit/rowwise_jit.h"
 
 namespace nnvm::trace {
 
@@ -101,6 +103,12 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
   if (g.kind != GroupKind::kPointwise && !reduction) {
     why_untiled_ = g.kind == GroupKind::kMatmulEpilogue ? "a matmul runs whole; its epilogue reads it from memory"
                                                         : "one node: its kernel runs whole";
+    if (g.nodes.size() == 1 && jit::RowwiseJit::handles(last.op->name))
+      rowwise_ = std::make_unique<jit::RowwiseJit>(t, g, values);
+    if (g.nodes.size() == 1 && jit::ReduceJit::handles(last.op->name)) {
+      reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
+      reduce_input_ = index_of(last.inputs[0]);
+    }
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -118,6 +126,7 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
         why_untiled_ = absl::StrCat(node.op->name, " reads a value that does not broadcast to the loop");
   }
   max_split_ = int32_t(shape.size()) - 1;
+  bool first_dim = false;
   if (why_untiled_.empty() && reduction) {
     const bool dims_attr = last.attrs.size() > 1 && std::holds_alternative<DimVector>(last.attrs[0]);
     if (!is_reduction(*last.op) || !dims_attr || last.inputs.size() != 1 || index_of(loop) < inputs_ + outputs_ ||
@@ -126,11 +135,17 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
     } else {
       const DimVector reduced = reduction_dims(last.attrs.ints(0), int64_t(shape.size()), last.op->name);
       max_split_ = int32_t(reduced.empty() ? 0 : reduced[0]) - 1;
-      if (max_split_ < 0) why_untiled_ = "it reduces the first dim: no rows to tile";
+      first_dim = max_split_ < 0;
+      if (first_dim) why_untiled_ = "it reduces the first dim: no rows to tile";
     }
   }
   if (why_untiled_.empty()) loop_value_ = index_of(loop);
   if (why_untiled_.empty() && !reduction) jit_ = std::make_unique<jit::PointwiseJit>(t, g, values, group_key(t, g, values));
+  // the reduction kernel also takes the first dim, which has no rows to tile
+  if (reduction && (why_untiled_.empty() || first_dim) && jit::ReduceJit::handles(last.op->name)) {
+    reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
+    reduce_input_ = index_of(loop);
+  }
 }
 
 GroupProgram::~GroupProgram() = default;
@@ -167,6 +182,11 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                        const Tiling& tiling) const {
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
+  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
+  // untiled, the reduction's input is allocated: its shape is the loop
+  if (reduce_ &&
+      reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes()))
+    return;
   if (tiled()) run_tiles(ids, env, attrs, tiling);
   else run_steps(ids, env, attrs);
 }

@@ -12,7 +12,12 @@
 //     over the first dim, a draw keyed by element position) runs node by
 //     node, every value in memory; why is recorded.
 // A tiled pointwise group runs JIT code instead when it lowers and the ISA
-// allows (jit/pointwise_jit.h); the tiles are its fallback.
+// allows (jit/pointwise_jit.h); the tiles are its fallback. A single row-wise
+// op (softmax, layer_norm, cross_entropy and their backward passes) runs a
+// JIT row kernel (jit/rowwise_jit.h) when it is float32 along the last dim;
+// its reference kernel is the fallback. A reduction (tiled with its
+// prologue, or a single one) runs a JIT reduction kernel (jit/reduce_jit.h)
+// when it is float32 and its reduced dims are one block in memory.
 // A program depends on the group's structure only: it is built once per
 // group signature and kept in the KernelCache (jit/kernel_cache.h). Sizes
 // (the tiling), memory and Scalar values come from the plan at run time.
@@ -28,6 +33,8 @@
 
 namespace nnvm::jit {
 class PointwiseJit;
+class ReduceJit;
+class RowwiseJit;
 }
 
 namespace nnvm::trace {
@@ -77,6 +84,10 @@ class GroupProgram final : public jit::CompiledKernel {
   const std::vector<Step>& steps() const { return steps_; }
   // A tiled pointwise group's machine-code path (jit/pointwise_jit.h), or null.
   const jit::PointwiseJit* jit() const { return jit_.get(); }
+  // A single row-wise op's machine-code path (jit/rowwise_jit.h), or null.
+  const jit::RowwiseJit* rowwise() const { return rowwise_.get(); }
+  // A reduction's machine-code path (jit/reduce_jit.h), or null.
+  const jit::ReduceJit* reduce() const { return reduce_.get(); }
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
   Tiling tiling(const Trace& t, absl::Span<const ValueId> ids) const;
@@ -97,8 +108,11 @@ class GroupProgram final : public jit::CompiledKernel {
   int32_t inputs_ = 0, outputs_ = 0;
   int32_t loop_value_ = -1;    // tiled: the group value whose shape is the loop
   int32_t max_split_ = -1;     // tiled: the deepest dim a tile may split
+  int32_t reduce_input_ = -1;  // with reduce_: the group value the reduction reads
   std::string why_untiled_;
   std::unique_ptr<jit::PointwiseJit> jit_;
+  std::unique_ptr<jit::RowwiseJit> rowwise_;
+  std::unique_ptr<jit::ReduceJit> reduce_;
 };
 
 }  // namespace nnvm::trace

@@ -1,0 +1,247 @@
+#include "nnvm/jit/reduce_jit.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "absl/strings/str_cat.h"
+#include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/reduce.h"
+
+namespace nnvm::jit {
+
+namespace {
+
+std::atomic<int64_t> compiles{0};
+std::atomic<int64_t> runs{0};
+
+// Elements one call covers at most: rows (or inner columns) of a few cache-resident vectors.
+constexpr int64_t kTaskElements = 32768;
+// Inner outputs per call of a column reduction: a multiple of every ISA's lanes.
+constexpr int64_t kInnerBlock = 256;
+
+float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
+
+}  // namespace
+
+int64_t reduce_compiles() { return compiles.load(); }
+int64_t reduce_runs() { return runs.load(); }
+
+CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa)
+    : isa_(isa),
+      variant_(absl::StrCat(axis == x86::ReduceAxis::kRows ? "rows" : "cols", "[", accesses, "]")),
+      declined_(x86::ReduceKernel::declines(ir, accesses, isa)) {
+  if (!declined_.empty()) return;
+  kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+  compiles.fetch_add(1);
+}
+
+CompiledReduce::~CompiledReduce() = default;
+
+std::string CompiledReduce::describe() const {
+  if (!kernel_) return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " declined: ", declined_);
+  return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " ", kernel_->code_bytes(), " bytes");
+}
+
+std::string ReduceSpace::to_string() const {
+  std::string s = "[";
+  for (size_t d = 0; d < sizes.size(); ++d) absl::StrAppend(&s, d ? ", " : "", sizes[d], reduced[d] ? " r" : "");
+  s += "]";
+  for (size_t k = 0; k < strides.size(); ++k)
+    absl::StrAppend(&s, k + 1 < strides.size() ? " in" : " out", k + 1 < strides.size() ? k : 0, " ",
+                    shape_str(strides[k]));
+  return s;
+}
+
+ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl::Span<const IntArrayRef> shapes,
+                         absl::Span<const IntArrayRef> strides) {
+  const size_t n = shapes.size();
+  auto is_reduced = [&](size_t d) { return std::binary_search(dims.begin(), dims.end(), int64_t(d)); };
+  std::vector<DimVector> full(n);
+  for (size_t k = 0; k + 1 < n; ++k) full[k] = broadcast_strides(shapes[k], strides[k], loop);
+  size_t od = 0;  // the output's dim for loop dim d
+  for (size_t d = 0; d < loop.size(); ++d) {
+    if (is_reduced(d)) {
+      full[n - 1].push_back(0);
+      od += keepdim;
+    } else {
+      full[n - 1].push_back(strides[n - 1][od++]);
+    }
+  }
+  ReduceSpace s;
+  s.strides.resize(n);
+  for (size_t d = 0; d < loop.size(); ++d) {
+    if (loop[d] == 1) continue;
+    bool merge = !s.sizes.empty() && s.reduced.back() == is_reduced(d);
+    for (size_t k = 0; k < n && merge; ++k) merge = s.strides[k].back() == full[k][d] * loop[d];
+    if (merge) {
+      s.sizes.back() *= loop[d];
+      for (size_t k = 0; k < n; ++k) s.strides[k].back() = full[k][d];
+    } else {
+      s.sizes.push_back(loop[d]);
+      s.reduced.push_back(is_reduced(d));
+      for (size_t k = 0; k < n; ++k) s.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (std::count(s.reduced.begin(), s.reduced.end(), true) == 1)
+    s.axis = int32_t(std::find(s.reduced.begin(), s.reduced.end(), true) - s.reduced.begin());
+  return s;
+}
+
+bool ReduceJit::handles(const std::string& op) {
+  return op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "max" || op == "min" || op == "prod";
+}
+
+ReduceJit::ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
+                     std::string key)
+    : lowering_(lower_reduction(t, g, values)), key_(std::move(key)) {}
+
+std::string ReduceJit::last_fallback() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_fallback_;
+}
+
+bool ReduceJit::fall_back(std::string why) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_fallback_ = std::move(why);
+  return false;
+}
+
+std::shared_ptr<const CompiledReduce> ReduceJit::variant(Isa isa, x86::ReduceAxis axis,
+                                                         const std::string& accesses) const {
+  const std::string name =
+      absl::StrCat(isa_name(isa), "-reduce-", axis == x86::ReduceAxis::kRows ? "rows" : "cols", "-", accesses);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [n, v] : variants_)
+      if (n == name) return v;
+  }
+  const LoopIR& ir = lowering_.ir;
+  auto kernel = std::dynamic_pointer_cast<const CompiledReduce>(global_kernel_cache().get(
+      absl::StrCat("x86-", name, ":", key_),
+      [&] { return std::make_shared<const CompiledReduce>(ir, accesses, axis, isa); }));
+  NNVM_CHECK(kernel != nullptr, "ReduceJit", "the kernel cache holds another kind of kernel under an x86 key");
+  std::lock_guard<std::mutex> lock(mutex_);
+  variants_.emplace_back(name, kernel);
+  return kernel;
+}
+
+bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
+                    absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
+  const Isa isa = active_isa();
+  if (!lowering_.ok()) return false;
+  if (isa == Isa::kPortable) return fall_back("the ISA is portable");
+  const LoopIR& ir = lowering_.ir;
+  if (numel_of(loop) == 0 || loop.empty()) return fall_back("an empty or rank-0 reduction");
+  const Attrs& red = *attrs.back();
+  const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
+  const size_t operands = size_t(ir.inputs) + 1;
+  std::vector<IntArrayRef> shapes, strides;
+  std::vector<char*> base;
+  for (size_t k = 0; k < operands; ++k) {
+    const Tensor& x = env[size_t(ids[k])];
+    shapes.push_back(x.sizes());
+    strides.push_back(x.strides());
+    base.push_back(static_cast<char*>(x.data_ptr()));
+  }
+  const ReduceSpace space = reduce_space(loop, dims, red.b(1), shapes, strides);
+  if (space.axis < 0) return fall_back(absl::StrCat("the reduced dims are not one block: ", space.to_string()));
+  const size_t rank = space.sizes.size(), axis = size_t(space.axis);
+  const bool rows = axis == rank - 1;
+  if (!rows && axis != rank - 2)
+    return fall_back(absl::StrCat("kept dims inside the reduced one do not merge: ", space.to_string()));
+  const size_t vec_dim = rows ? axis : rank - 1;  // the dim vectors run along
+  std::string accesses;
+  for (int32_t k = 0; k < ir.inputs; ++k) {
+    const int64_t s = space.strides[size_t(k)][vec_dim];
+    if (s != 0 && s != 1) return fall_back(absl::StrCat("input ", k, " is strided along the vector axis: ", space.to_string()));
+    accesses += s == 1 ? 'c' : 'b';
+  }
+  if (!rows && space.strides[operands - 1][vec_dim] != 1)
+    return fall_back(absl::StrCat("the output is not unit-stride: ", space.to_string()));
+  const x86::ReduceAxis kind = rows ? x86::ReduceAxis::kRows : x86::ReduceAxis::kColumns;
+  const std::shared_ptr<const CompiledReduce> compiled = variant(isa, kind, accesses);
+  if (!compiled->declined().empty()) return fall_back(compiled->declined());
+  const x86::ReduceKernel& kernel = compiled->kernel();
+
+  const int64_t reduced = space.sizes[axis];
+  // dims [0, outer_dims) are walked here; the kernel takes rows (kRows: the
+  // dim before the axis) or the inner dim (kColumns) in blocks.
+  const size_t split = rows ? (axis > 0 ? axis - 1 : 0) : rank - 1;
+  const bool has_rows = rows && axis > 0;
+  const size_t outer_dims = rows ? split : axis;
+  int64_t outer = 1;
+  for (size_t d = 0; d < outer_dims; ++d) outer *= space.sizes[d];
+  const int64_t across = rows ? (has_rows ? space.sizes[split] : 1) : space.sizes[rank - 1];
+  const int64_t block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : kInnerBlock;
+  const int64_t blocks = (across + block - 1) / block;
+
+  // A row longer than the reference's block: each block's double result,
+  // then the blocks in order (cpu::reduce), then the finish.
+  const bool in_double = ir.reduce == ReduceOp::kSum || ir.reduce == ReduceOp::kMean || ir.reduce == ReduceOp::kProd;
+  auto row_in_blocks = [&](x86::ReduceCall call, int64_t rows_here) {
+    const int64_t row_blocks = (reduced + cpu::kRowBlock - 1) / cpu::kRowBlock;
+    std::vector<double> partial(static_cast<size_t>(row_blocks));
+    const std::vector<const char*> first(call.ptr, call.ptr + operands);
+    for (int64_t r = 0; r < rows_here; ++r) {
+      for (int64_t b = 0; b < row_blocks; ++b) {
+        for (size_t k = 0; k + 1 < operands; ++k)
+          call.ptr[k] = first[k] + (r * call.row_stride[k] + b * cpu::kRowBlock * space.strides[k][axis] * 4);
+        call.rows = 1;
+        call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - b * cpu::kRowBlock);
+        call.partial = &partial[size_t(b)];
+        kernel(&call);
+      }
+      double acc = partial[0];
+      for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * partial[size_t(b)]
+                                                                                  : acc + partial[size_t(b)];
+      if (ir.reduce == ReduceOp::kMean) acc /= double(reduced);
+      *reinterpret_cast<float*>(const_cast<char*>(first[operands - 1]) + r * call.row_stride[operands - 1]) =
+          float(acc);
+    }
+  };
+  auto run_tasks = [&](int64_t begin, int64_t end) {
+    x86::ReduceCall call;
+    for (size_t a = 0; a < ir.args.size(); ++a)
+      std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+    call.reduced = reduced;
+    call.count = double(reduced);
+    call.block = cpu::kColumnBlock;
+    for (size_t k = 0; k < operands; ++k) {
+      call.row_stride[k] = has_rows ? space.strides[k][split] * 4 : 0;
+      call.red_stride[k] = space.strides[k][axis] * 4;
+    }
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
+      for (size_t k = 0; k < operands; ++k) {
+        int64_t offset = 0;
+        for (int64_t d = int64_t(outer_dims) - 1, rest = task / blocks; d >= 0; --d) {
+          offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
+          rest /= space.sizes[size_t(d)];
+        }
+        if (has_rows || !rows) offset += first * space.strides[k][rows ? split : rank - 1];
+        call.ptr[k] = base[k] + offset * 4;
+      }
+      if (rows && in_double && reduced > cpu::kRowBlock) {
+        row_in_blocks(call, count);
+        continue;
+      }
+      if (rows) {
+        call.rows = count;
+        call.tail = reduced;
+      } else {
+        call.inner = count;
+        call.tail = count;
+      }
+      kernel(&call);
+    }
+  };
+  const int64_t tasks = outer * blocks;
+  if (outer * across * reduced < 2 * kTaskElements) run_tasks(0, tasks);
+  else parallel_for(0, tasks, 1, run_tasks);
+  runs.fetch_add(1);
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_fallback_.clear();
+  return true;
+}
+
+}  // namespace nnvm::jit

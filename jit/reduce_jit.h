@@ -1,0 +1,93 @@
+// The JIT path of a reduction group (DESIGN §3.8): a pointwise prologue closed
+// by sum, mean, amax/max, amin/min or prod, or one such reduction alone, all
+// in float32. The group is lowered to LoopIR once (lower_reduction); each run
+// computes its ReduceSpace (the loop with merged dims, the reduced block and
+// the dims around it) and takes the kernel for (ISA, axis, accesses) from the
+// KernelCache under "x86-<isa>-reduce-<rows|cols>-<accesses>:<group key>": a
+// new batch size reuses it. Rows (kept dims) split over the thread pool in
+// blocks; one output is always reduced by one call in a fixed order, so
+// results do not depend on the thread count.
+//
+// What runs the portable program or the reference kernel instead, each a
+// recorded reason: another dtype (float64 stays portable), reduced dims that
+// are not one block in memory after merging, an input strided along the
+// vector axis, an output that is not unit-stride, an empty reduction, a
+// prologue too large for the register file, or the ISA forced to portable.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/x86/isa.h"
+#include "nnvm/jit/x86/reduce_kernel.h"
+
+namespace nnvm::jit {
+
+// One compiled variant, the KernelCache's entry: code, or why there is none.
+class CompiledReduce final : public CompiledKernel {
+ public:
+  CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa);
+  ~CompiledReduce() override;
+  const std::string& declined() const { return declined_; }
+  std::string describe() const override;
+  const x86::ReduceKernel& kernel() const { return *kernel_; }
+
+ private:
+  Isa isa_;
+  std::string variant_;
+  std::string declined_;
+  std::unique_ptr<x86::ReduceKernel> kernel_;
+};
+
+// A run's iteration space for a reduction: the loop's dims with size-1 dims
+// dropped and neighbours of one class (kept or reduced) merged where every
+// operand allows; the reduced dims must merge into one.
+struct ReduceSpace {
+  DimVector sizes;
+  std::vector<bool> reduced;         // per dim
+  std::vector<DimVector> strides;    // per operand (the inputs, then the output), in elements
+  int32_t axis = -1;                 // the reduced dim, or -1 when it is not one block
+  std::string to_string() const;     // "[64, 4096 r] in0 [4096, 1] out0 [1, 0]"
+};
+// `loop` is the reduction's input shape, `dims` the reduced dims (wrapped,
+// sorted); operand k has (shapes[k], strides[k]) broadcast to the loop, the
+// last operand is the output (keepdim or not).
+ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl::Span<const IntArrayRef> shapes,
+                         absl::Span<const IntArrayRef> strides);
+
+class ReduceJit {
+ public:
+  // Whether a single node of `op` is a reduction this path may run.
+  static bool handles(const std::string& op);
+
+  ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values, std::string key);
+
+  const std::string& declined() const { return lowering_.declined; }
+  const LoopIR& ir() const { return lowering_.ir; }
+  std::string last_fallback() const;
+
+  // Runs the group over env[ids[i]] (inputs set, the output allocated) with
+  // `loop` the reduction's input shape; false: nothing was written.
+  bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
+           absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
+
+ private:
+  std::shared_ptr<const CompiledReduce> variant(Isa isa, x86::ReduceAxis axis, const std::string& accesses) const;
+  bool fall_back(std::string why) const;
+
+  Lowering lowering_;
+  std::string key_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledReduce>>> variants_;
+  mutable std::string last_fallback_;
+};
+
+// Reduction kernels compiled, and runs that used one, in this process.
+int64_t reduce_compiles();
+int64_t reduce_runs();
+
+}  // namespace nnvm::jit

@@ -1,0 +1,81 @@
+// The JIT path of a single-op group whose op works row by row along the last
+// dim (DESIGN §3.8): softmax, log_softmax, layer_norm, layer_norm_backward,
+// cross_entropy and cross_entropy_backward in float32. The row kernel
+// (jit/x86/rowwise_kernel.h) comes from the KernelCache under
+// "x86-<isa>-rowwise-<op+flags>", one per (ISA, op, flags) for the process:
+// a new batch size, row length or eps reuses it. The run splits the rows in
+// fixed blocks over the thread pool; per-row scalar work (a loss from its
+// row's log-sum-exp, a target's one-hot term, the in-order sums of
+// dweight/dbias and of the loss) stays in C++ here.
+//
+// What does not run JIT code, each a recorded reason: another dtype (float64
+// stays portable), a dim other than the last, a class dim followed by spatial
+// dims, rows that are not one uniform stride apart or not unit-stride inside,
+// weighted label smoothing, an empty row, a bad target (the reference kernel
+// then raises the error), or the ISA forced to portable.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/x86/isa.h"
+#include "nnvm/jit/x86/rowwise_kernel.h"
+#include "nnvm/trace/group_program.h"
+
+namespace nnvm::jit {
+
+// One compiled row kernel, the KernelCache's entry.
+class CompiledRowwise final : public CompiledKernel {
+ public:
+  CompiledRowwise(const x86::RowwiseSpec& spec, Isa isa);
+  std::string describe() const override;
+  const x86::RowwiseKernel& kernel() const { return kernel_; }
+
+ private:
+  x86::RowwiseSpec spec_;
+  Isa isa_;
+  x86::RowwiseKernel kernel_;
+};
+
+class RowwiseJit {
+ public:
+  // Whether `op` is one this path knows (others never build a RowwiseJit).
+  static bool handles(const std::string& op);
+
+  RowwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
+
+  // Why the group never runs JIT code; empty when it may.
+  const std::string& declined() const { return declined_; }
+  const x86::RowwiseSpec& spec() const { return spec_; }
+  // Why the last run that could have used JIT code did not; empty if it did.
+  std::string last_fallback() const;
+
+  // Runs the node over env[ids[i]] (inputs set, outputs allocated) when the
+  // ISA, the layouts and the values allow; false: nothing was written.
+  bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, const Attrs& attrs) const;
+
+ private:
+  const x86::RowwiseKernel& kernel(Isa isa) const;
+  bool fall_back(std::string why) const;
+  bool run_rows(const Tensor& x, const Tensor& y, const Attrs& attrs, const Tensor* weight, const Tensor* bias) const;
+  bool run_layer_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const Attrs& a) const;
+  bool run_cross_entropy(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const;
+  bool run_cross_entropy_backward(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const;
+
+  std::string op_;
+  x86::RowwiseSpec spec_;
+  std::string declined_;
+  std::vector<int32_t> inputs_, outputs_;  // the node's operands as indices into the group's values
+  mutable std::mutex mutex_;
+  mutable std::array<std::shared_ptr<const CompiledRowwise>, 3> kernels_;  // per Isa
+  mutable std::string last_fallback_;
+};
+
+// Row kernels compiled, and runs that used one, in this process (tests count both).
+int64_t rowwise_compiles();
+int64_t rowwise_runs();
+
+}  // namespace nnvm::jit

@@ -1,0 +1,534 @@
+#include "nnvm/jit/x86/reduce_kernel.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstddef>
+
+#include "absl/strings/str_cat.h"
+#include "nnvm/core/error.h"
+#include "nnvm/jit/x86/vector_math.h"
+
+namespace nnvm::jit::x86 {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+
+namespace {
+
+const Reg64 kCall = rdi, kJ = r13, kN = rcx, kRow = r14, kR = rdx;
+const Reg64 kOperandRegs[kMaxReduceOperands] = {rbx, rbp, rsi, r8, r9, r10, r11, r12};
+const Opmask kTail = k1, kOff = k3;
+constexpr int kUnroll = 4;
+constexpr int kFirstPooled = 4;  // 0-3 are the accumulators
+
+int pool_end(bool avx512) { return avx512 ? 31 : 14; }  // then one temporary; AVX2: 15 is the tail mask
+
+int32_t ptr_at(int k) { return int32_t(offsetof(ReduceCall, ptr) + 8 * size_t(k)); }
+int32_t row_stride_at(int k) { return int32_t(offsetof(ReduceCall, row_stride) + 8 * size_t(k)); }
+int32_t red_stride_at(int k) { return int32_t(offsetof(ReduceCall, red_stride) + 8 * size_t(k)); }
+#define AT(field) int32_t(offsetof(ReduceCall, field))
+
+int injector_scratch(Prim p) {
+  switch (p) {
+    case Prim::kExp: return kExpScratch;
+    case Prim::kLog: return kLogScratch;
+    case Prim::kTanh: return kTanhScratch;
+    case Prim::kSigmoid: return kSigmoidScratch;
+    case Prim::kMax: case Prim::kMin: return 1;  // the AVX2 mask of the NaN check
+    default: return 0;
+  }
+}
+
+// Marks the expressions the store reads and, per expression, its last reader.
+void liveness(const LoopIR& ir, std::vector<bool>& needed, std::vector<int32_t>& last_use) {
+  const size_t n = ir.exprs.size();
+  needed.assign(n, false);
+  last_use.assign(n, -1);
+  needed[size_t(ir.stores[0])] = true;
+  for (size_t i = n; i-- > 0;) {
+    if (!needed[i]) continue;
+    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
+      if (o >= 0) needed[size_t(o)] = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!needed[i]) continue;
+    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
+      if (o >= 0) last_use[size_t(o)] = int32_t(i);
+  }
+  last_use[size_t(ir.stores[0])] = int32_t(n);  // held until it is accumulated
+}
+
+// The most vector registers one evaluation of the DAG holds at once.
+int pressure(const LoopIR& ir) {
+  std::vector<bool> needed;
+  std::vector<int32_t> last_use;
+  liveness(ir, needed, last_use);
+  int live = 0, peak = 0;
+  for (size_t i = 0; i < ir.exprs.size(); ++i) {
+    if (!needed[i]) continue;
+    ++live;
+    peak = std::max(peak, live + injector_scratch(ir.exprs[i].prim));
+    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
+      if (o >= 0 && last_use[size_t(o)] == int32_t(i)) --live;
+  }
+  return peak;
+}
+
+}  // namespace
+
+std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
+  if (isa == Isa::kPortable) return "the ISA is portable";
+  if (ir.reduce == ReduceOp::kNone || ir.stores.size() != 1) return "not a reduction IR";
+  if (ir.inputs + 1 > kMaxReduceOperands)
+    return absl::StrCat(ir.inputs, " inputs; the kernel keeps at most ", kMaxReduceOperands - 1, " in registers");
+  if (ir.args.size() > size_t(kMaxReduceArgs)) return absl::StrCat(ir.args.size(), " Scalar arguments");
+  NNVM_CHECK(accesses.size() == size_t(ir.inputs), "ReduceKernel", "an access per input: got ", accesses.size(),
+             " for ", ir.inputs);
+  const int have = pool_end(isa == Isa::kAvx512) - kFirstPooled, need = pressure(ir);
+  if (need > have) return absl::StrCat("the prologue needs ", need, " vector registers; ", have, " are free");
+  return {};
+}
+
+ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa)
+    : Generator(isa), ir_(ir), accesses_(accesses), axis_(axis) {
+  const std::string why = declines(ir, accesses, isa);
+  NNVM_CHECK(why.empty(), "ReduceKernel", why);
+  liveness(ir, needed_, last_use_);
+  reg_.assign(ir.exprs.size(), -1);
+  busy_.assign(size_t(num_vregs()), false);
+  preamble(in_double() ? 16 * 8 : 0);  // the sixteen double lanes of a row, added in order
+  mov(rax, qword[kCall + AT(tail)]);  // the tail's lanes: length % lanes
+  and_(eax, lanes() - 1);
+  if (avx512()) {
+    mov(ecx, eax);
+    mov(eax, 1);
+    shl(eax, cl);
+    sub(eax, 1);
+    kmovw(kTail, eax);
+    knotw(kOff, kTail);
+  } else {
+    const Ymm m(15);
+    vmovd(Xbyak::Xmm(15), eax);
+    vpbroadcastd(m, Xbyak::Xmm(15));
+    vpcmpgtd(m, m, vconst_iota());
+  }
+  if (axis == ReduceAxis::kRows) in_double() ? generate_rows_double() : generate_rows();
+  else in_double() ? generate_columns_double() : generate_columns();
+  postamble();
+  finalize();
+}
+
+float ReduceKernel::identity() const {
+  switch (ir_.reduce) {
+    case ReduceOp::kMax: return -INFINITY;
+    case ReduceOp::kMin: return INFINITY;
+    case ReduceOp::kProd: return 1.0f;
+    default: return 0.0f;
+  }
+}
+
+int ReduceKernel::alloc() {
+  for (int r = kFirstPooled; r < pool_end(avx512()); ++r)
+    if (!busy_[size_t(r)]) {
+      busy_[size_t(r)] = true;
+      return r;
+    }
+  NNVM_CHECK(false, "ReduceKernel", "no vector register left (the pressure check should have declined)");
+  return -1;
+}
+
+void ReduceKernel::free_reg(int r) { busy_[size_t(r)] = false; }
+
+void ReduceKernel::release() {
+  busy_.assign(busy_.size(), false);
+  reg_.assign(reg_.size(), -1);
+}
+
+int ReduceKernel::evaluate(int u, bool tail) {
+  for (size_t i = 0; i < ir_.exprs.size(); ++i) {
+    if (!needed_[i]) continue;
+    emit_expr(int32_t(i), u, tail);
+    const Expr& e = ir_.exprs[i];
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0 && last_use_[size_t(o)] == int32_t(i)) free_reg(reg_[size_t(o)]);
+  }
+  return reg_[size_t(ir_.stores[0])];
+}
+
+void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const int r = alloc();
+  reg_[size_t(i)] = r;
+  const Xmm d = vreg(r);
+  auto in = [&](int32_t o) { return vreg(reg_[size_t(o)]); };
+  switch (e.prim) {
+    case Prim::kLoad: {
+      const Reg64& p = kOperandRegs[e.arg];
+      if (accesses_[size_t(e.arg)] == 'b') vbroadcastss(d, dword[p]);
+      else if (!tail) vmovups(d, ptr[p + kJ + u * lanes() * 4]);
+      else if (avx512()) vmovups(d | kTail | T_z, ptr[p + kJ + u * lanes() * 4]);
+      else vmaskmovps(d, Ymm(15), ptr[p + kJ + u * lanes() * 4]);
+      return;
+    }
+    case Prim::kArg: vmovups(d, ptr[kCall + int32_t(offsetof(ReduceCall, args)) + e.arg * 64]); return;
+    case Prim::kConst: vmovups(d, vconst(e.value)); return;
+    case Prim::kAdd: vaddps(d, in(e.a), in(e.b)); return;
+    case Prim::kSub: vsubps(d, in(e.a), in(e.b)); return;
+    case Prim::kMul: vmulps(d, in(e.a), in(e.b)); return;
+    case Prim::kDiv: vdivps(d, in(e.a), in(e.b)); return;
+    case Prim::kMax: case Prim::kMin: {  // a NaN in either propagates (torch.maximum)
+      if (e.prim == Prim::kMax) vmaxps(d, in(e.a), in(e.b));
+      else vminps(d, in(e.a), in(e.b));
+      const int t = alloc();
+      const VMask m = mask(vreg(t));
+      compare(m, in(e.a), in(e.a), _CMP_UNORD_Q);
+      blend(m, d, in(e.a));
+      free_reg(t);
+      return;
+    }
+    case Prim::kClampMin: vmaxps(d, in(e.b), in(e.a)); return;  // bound first: a NaN x stays
+    case Prim::kClampMax: vminps(d, in(e.b), in(e.a)); return;
+    case Prim::kFma:
+      vmovaps(d, in(e.a));
+      vfmadd213ps(d, in(e.b), in(e.c));
+      return;
+    case Prim::kNeg: vxor(d, in(e.a), vconst_bits(0x80000000u)); return;
+    case Prim::kAbs: vand(d, in(e.a), vconst_bits(0x7fffffffu)); return;
+    case Prim::kRelu: vmaxps(d, in(e.a), vconst(0.0f)); return;  // NaN gives 0, as the reference
+    case Prim::kSqrt: vsqrtps(d, in(e.a)); return;
+    case Prim::kRecip:
+      vmovups(d, vconst(1.0f));
+      vdivps(d, d, in(e.a));
+      return;
+    default: {  // an injector rewrites its register in place
+      vmovaps(d, in(e.a));
+      Xmm scratch[8];
+      const int n = injector_scratch(e.prim);
+      int regs[8];
+      for (int s = 0; s < n; ++s) scratch[s] = vreg(regs[s] = alloc());
+      if (e.prim == Prim::kExp) emit_exp(*this, d, scratch);
+      else if (e.prim == Prim::kLog) emit_log(*this, d, scratch);
+      else if (e.prim == Prim::kTanh) emit_tanh(*this, d, scratch);
+      else emit_sigmoid(*this, d, scratch);
+      for (int s = 0; s < n; ++s) free_reg(regs[s]);
+    }
+  }
+}
+
+// max/min as the reference's reducer: a NaN in either operand wins.
+void ReduceKernel::extremum(const Xmm& acc, const Xmm& v, const Xmm& temp) {
+  if (ir_.reduce == ReduceOp::kMax) vmaxps(acc, v, acc);  // acc when either is NaN
+  else vminps(acc, v, acc);
+  const VMask m = mask(temp);
+  compare(m, v, v, _CMP_UNORD_Q);
+  blend(m, acc, v);
+}
+
+void ReduceKernel::combine(const Xmm& acc, const Xmm& v, const Xmm& temp) {
+  switch (ir_.reduce) {
+    case ReduceOp::kMax: case ReduceOp::kMin: extremum(acc, v, temp); return;
+    case ReduceOp::kProd: vmulps(acc, acc, v); return;
+    default: vaddps(acc, acc, v);
+  }
+}
+
+void ReduceKernel::fill_identity(const Xmm& v, const Xmm& temp) {
+  if (avx512()) {
+    vmovups(v | kOff, vconst(identity()));
+  } else {
+    vmovups(temp, vconst(identity()));
+    vblendvps(v, temp, v, Ymm(15));
+  }
+}
+
+void ReduceKernel::accumulate(const Xmm& acc, const Xmm& v, bool tail, const Xmm& temp) {
+  if (tail) fill_identity(v, temp);
+  combine(acc, v, temp);
+}
+
+void ReduceKernel::accumulate_double(const Xmm& lo, const Xmm& hi, const Xmm& v, const Xmm& temp) {
+  auto op = [&](const Xmm& acc) {
+    if (ir_.reduce == ReduceOp::kProd) vmulpd(acc, acc, temp);
+    else vaddpd(acc, acc, temp);
+  };
+  if (avx512()) {
+    vcvtps2pd(Zmm(temp.getIdx()), Ymm(v.getIdx()));
+    op(lo);
+    vextractf64x4(Ymm(temp.getIdx()), Zmm(v.getIdx()), 1);
+    vcvtps2pd(Zmm(temp.getIdx()), Ymm(temp.getIdx()));
+  } else {
+    vcvtps2pd(Ymm(temp.getIdx()), Xbyak::Xmm(v.getIdx()));
+    op(lo);
+    vextractf128(Xbyak::Xmm(temp.getIdx()), Ymm(v.getIdx()), 1);
+    vcvtps2pd(Ymm(temp.getIdx()), Xbyak::Xmm(temp.getIdx()));
+  }
+  op(hi);
+}
+
+// Lanes meet in a butterfly (halves, quarters, pairs, neighbours): every lane
+// ends with the same value from the same order of operations.
+void ReduceKernel::horizontal(const Xmm& v, const Xmm& t, const Xmm& temp) {
+  if (avx512()) {
+    vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0x4E);
+    combine(v, t, temp);
+    vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0xB1);
+    combine(v, t, temp);
+  } else {
+    vperm2f128(Ymm(t.getIdx()), Ymm(v.getIdx()), Ymm(v.getIdx()), 0x01);
+    combine(v, t, temp);
+  }
+  vpermilps(t, v, 0x4E);
+  combine(v, t, temp);
+  vpermilps(t, v, 0xB1);
+  combine(v, t, temp);
+}
+
+void ReduceKernel::finish_double_scalar(const Address& out) {
+  const Xbyak::Xmm x0(0);
+  if (ir_.reduce == ReduceOp::kMean) vdivsd(x0, x0, qword[kCall + AT(count)]);
+  vcvtsd2ss(x0, x0, x0);
+  vmovss(out, x0);
+}
+
+void ReduceKernel::generate_rows() {
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512()));
+  for (int k = 0; k <= inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  xor_(kRow, kRow);
+  Label row;
+  L(row);
+  for (int u = 0; u < kUnroll; ++u) vmovups(vreg(u), vconst(identity()));
+  Label unrolled, single, tail, done;
+  xor_(kJ, kJ);
+  mov(kN, qword[kCall + AT(reduced)]);
+  auto step = [&](int u, bool is_tail) {
+    const int v = evaluate(u, is_tail);
+    accumulate(vreg(u), vreg(v), is_tail, temp);
+    release();
+  };
+  L(unrolled);
+  cmp(kN, kUnroll * lanes());
+  jb(single, T_NEAR);
+  for (int u = 0; u < kUnroll; ++u) step(u, false);
+  add(kJ, kUnroll * lanes() * 4);
+  sub(kN, kUnroll * lanes());
+  jmp(unrolled, T_NEAR);
+  L(single);
+  cmp(kN, lanes());
+  jb(tail, T_NEAR);
+  step(0, false);
+  add(kJ, lanes() * 4);
+  sub(kN, lanes());
+  jmp(single, T_NEAR);
+  L(tail);
+  test(kN, kN);
+  jz(done, T_NEAR);
+  step(0, true);
+  L(done);
+  combine(vreg(0), vreg(1), temp);
+  combine(vreg(2), vreg(3), temp);
+  combine(vreg(0), vreg(2), temp);
+  horizontal(vreg(0), vreg(1), temp);
+  vmovss(dword[out], Xbyak::Xmm(0));
+  for (int k = 0; k <= inputs; ++k) add(kOperandRegs[k], qword[kCall + row_stride_at(k)]);
+  inc(kRow);
+  cmp(kRow, qword[kCall + AT(rows)]);
+  jb(row, T_NEAR);
+}
+
+void ReduceKernel::generate_columns() {
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512()));
+  mov(out, qword[kCall + ptr_at(inputs)]);
+  // `vectors` vectors of the inner dim from kJ, each reduced over every reduced index.
+  auto chunk = [&](int vectors, bool tail) {
+    for (int u = 0; u < vectors; ++u) vmovups(vreg(u), vconst(identity()));
+    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+    mov(kR, qword[kCall + AT(reduced)]);
+    Label r;
+    L(r);
+    for (int u = 0; u < vectors; ++u) {
+      const int v = evaluate(u, tail);
+      combine(vreg(u), vreg(v), temp);  // lanes past the data are never stored
+      release();
+    }
+    for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+    dec(kR);
+    jnz(r, T_NEAR);
+    for (int u = 0; u < vectors; ++u) {
+      if (!tail) vmovups(ptr[out + kJ + u * lanes() * 4], vreg(u));
+      else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(u));
+      else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(u));
+    }
+  };
+  Label unrolled, single, tail, done;
+  xor_(kJ, kJ);
+  mov(kN, qword[kCall + AT(inner)]);
+  L(unrolled);
+  cmp(kN, kUnroll * lanes());
+  jb(single, T_NEAR);
+  chunk(kUnroll, false);
+  add(kJ, kUnroll * lanes() * 4);
+  sub(kN, kUnroll * lanes());
+  jmp(unrolled, T_NEAR);
+  L(single);
+  cmp(kN, lanes());
+  jb(tail, T_NEAR);
+  chunk(1, false);
+  add(kJ, lanes() * 4);
+  sub(kN, lanes());
+  jmp(single, T_NEAR);
+  L(tail);
+  test(kN, kN);
+  jz(done, T_NEAR);
+  chunk(1, true);
+  L(done);
+}
+
+// Sixteen double lanes: AVX-512 zmm0 (lanes 0-7) and zmm1 (8-15), one float
+// vector a step; AVX2 ymm0-3 (4 lanes each), two float vectors a step.
+void ReduceKernel::generate_rows_double() {
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512()));
+  const int accs = avx512() ? 2 : 4;
+  for (int k = 0; k <= inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  xor_(kRow, kRow);
+  Label row, vec, tail, done, next;
+  L(row);
+  vmovups(temp, vconst(identity()));
+  for (int a = 0; a < accs; ++a) vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
+  xor_(kJ, kJ);
+  mov(kN, qword[kCall + AT(reduced)]);
+  // the float vector u of a 16-element step into its lanes' accumulators
+  auto step = [&](int u, bool is_tail) {
+    const Xmm v = vreg(evaluate(u, is_tail));
+    if (is_tail) fill_identity(v, temp);
+    accumulate_double(vreg(2 * u), vreg(2 * u + 1), v, temp);
+    release();
+  };
+  auto avx2_tail_mask = [&](int first) {  // ymm15 = lanes first.. of the step below kN
+    mov(eax, ecx);
+    if (first) sub(eax, first);
+    vmovd(Xbyak::Xmm(15), eax);
+    vpbroadcastd(Ymm(15), Xbyak::Xmm(15));
+    vpcmpgtd(Ymm(15), Ymm(15), vconst_iota());
+  };
+  L(vec);
+  cmp(kN, 16);
+  jb(tail, T_NEAR);
+  for (int u = 0; u < 16 / lanes(); ++u) step(u, false);
+  add(kJ, 64);
+  sub(kN, 16);
+  jmp(vec, T_NEAR);
+  L(tail);
+  test(kN, kN);
+  jz(done, T_NEAR);
+  if (avx512()) {
+    step(0, true);
+  } else {
+    avx2_tail_mask(0);
+    step(0, true);
+    avx2_tail_mask(8);
+    step(1, true);
+  }
+  L(done);
+  for (int a = 0; a < accs; ++a) vmovupd(ptr[rsp + a * lanes() * 4], vreg(a));
+  const Xbyak::Xmm x0(0);
+  vmovsd(x0, qword[rsp]);
+  for (int k = 1; k < 16; ++k) {
+    if (ir_.reduce == ReduceOp::kProd) vmulsd(x0, x0, qword[rsp + 8 * k]);
+    else vaddsd(x0, x0, qword[rsp + 8 * k]);
+  }
+  Label finished;
+  mov(rax, qword[kCall + AT(partial)]);
+  test(rax, rax);
+  jz(finished, T_NEAR);
+  vmovsd(qword[rax + kRow * 8], x0);
+  jmp(next, T_NEAR);
+  L(finished);
+  finish_double_scalar(dword[out]);
+  L(next);
+  for (int k = 0; k <= inputs; ++k) add(kOperandRegs[k], qword[kCall + row_stride_at(k)]);
+  inc(kRow);
+  cmp(kRow, qword[kCall + AT(rows)]);
+  jb(row, T_NEAR);
+}
+
+// One float vector of the inner dim at a time: its lanes' doubles in
+// (0, 1), a block of reduced rows at a time, the blocks' sums in (2, 3).
+void ReduceKernel::generate_columns_double() {
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512()));
+  mov(out, qword[kCall + ptr_at(inputs)]);
+  auto identity_into = [&](int first) {
+    vmovups(temp, vconst(identity()));
+    for (int a = first; a < first + 2; ++a)
+      vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
+  };
+  auto chunk = [&](bool tail) {
+    identity_into(2);
+    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+    mov(kR, qword[kCall + AT(reduced)]);
+    Label block, r;
+    L(block);
+    identity_into(0);
+    mov(r15, qword[kCall + AT(block)]);
+    cmp(kR, r15);
+    cmovb(r15, kR);
+    sub(kR, r15);
+    L(r);
+    accumulate_double(vreg(0), vreg(1), vreg(evaluate(0, tail)), temp);
+    release();
+    for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+    dec(r15);
+    jnz(r, T_NEAR);
+    for (int a = 0; a < 2; ++a) {
+      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(2 + a), vreg(2 + a), vreg(a));
+      else vaddpd(vreg(2 + a), vreg(2 + a), vreg(a));
+    }
+    test(kR, kR);
+    jnz(block, T_NEAR);
+    if (ir_.reduce == ReduceOp::kMean) {
+      if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
+      else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);
+      vdivpd(vreg(2), vreg(2), temp);
+      vdivpd(vreg(3), vreg(3), temp);
+    }
+    if (avx512()) {
+      vcvtpd2ps(Ymm(2), Zmm(2));
+      vcvtpd2ps(Ymm(3), Zmm(3));
+      vinsertf64x4(Zmm(2), Zmm(2), Ymm(3), 1);
+    } else {
+      vcvtpd2ps(Xbyak::Xmm(2), Ymm(2));
+      vcvtpd2ps(Xbyak::Xmm(3), Ymm(3));
+      vinsertf128(Ymm(2), Ymm(2), Xbyak::Xmm(3), 1);
+    }
+    if (!tail) vmovups(ptr[out + kJ], vreg(2));
+    else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(2));
+    else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(2));
+  };
+  Label single, tail, done;
+  xor_(kJ, kJ);
+  mov(kN, qword[kCall + AT(inner)]);
+  L(single);
+  cmp(kN, lanes());
+  jb(tail, T_NEAR);
+  chunk(false);
+  add(kJ, lanes() * 4);
+  sub(kN, lanes());
+  jmp(single, T_NEAR);
+  L(tail);
+  test(kN, kN);
+  jz(done, T_NEAR);
+  chunk(true);
+  L(done);
+}
+
+#undef AT
+
+}  // namespace nnvm::jit::x86

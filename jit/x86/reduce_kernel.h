@@ -1,0 +1,97 @@
+// The reduction kernel kind (DESIGN §3.8): one class generating the code of a
+// reduction LoopIR (a pointwise prologue DAG whose one store is reduced by
+// sum, mean, max, min or prod) for one ISA, one reduction axis and one access
+// pattern (per input: contiguous or broadcast along the vector axis).
+//
+// Sums, means and products accumulate in double in exactly the reference's
+// order (kernels/cpu/reduce.h), so a hot trace's JIT result is bit-identical
+// to the cold trace's interpreted one (given the prologue's primitives are):
+//   - kRows (the reduced dim is innermost): sixteen double lanes, element j
+//     into lane j % 16, then the lanes added in order 0..15. A row longer
+//     than the reference's block comes in blocks whose double results
+//     (`partial`) the caller adds in order.
+//   - kColumns (a kept dim lies inside the reduced one): per output, the
+//     reduced elements in order within blocks of `block` rows, the blocks'
+//     sums added in order. One vector of the inner dim at a time.
+// max and min are exact in any order: float, four vectors per step into four
+// accumulators ((a0 op a1) op (a2 op a3)) and a lane butterfly for kRows,
+// four vectors of the inner dim at a time for kColumns; NaN wins. Lanes past
+// the data hold the identity. An output's order of operations depends on the
+// sizes only, never on the thread that runs it. The prologue is evaluated per vector into
+// registers freed at each value's last use; a DAG that needs more registers
+// than the ISA has is declined (the portable program runs it).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/x86/generator.h"
+
+namespace nnvm::jit::x86 {
+
+inline constexpr int kMaxReduceOperands = 8;  // the inputs, then the output; one GPR each
+inline constexpr int kMaxReduceArgs = 16;
+
+enum class ReduceAxis : uint8_t { kRows, kColumns };
+
+// The kernel's argument block, read by offsetof.
+struct alignas(64) ReduceCall {
+  float args[kMaxReduceArgs][16];              // each run-time Scalar in every lane
+  const char* ptr[kMaxReduceOperands] = {};    // first element of the call's block, per operand
+  int64_t row_stride[kMaxReduceOperands] = {}; // kRows: bytes from one row to the next
+  int64_t red_stride[kMaxReduceOperands] = {}; // kColumns: bytes from one reduced index to the next
+  int64_t rows = 0;                            // kRows: rows, > 0
+  int64_t reduced = 0;                         // elements reduced per output, > 0
+  int64_t inner = 0;                           // kColumns: outputs along the inner dim, > 0
+  int64_t tail = 0;                            // the vector axis's length: reduced (kRows) or inner
+  int64_t block = 0;                           // kColumns: reduced rows per block of the double sums
+  double count = 0;                            // the mean's divisor
+  double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead
+};
+
+class ReduceKernel final : public Generator {
+ public:
+  // Why the kernel cannot be built; empty when it can.
+  static std::string declines(const LoopIR& ir, std::string_view accesses, Isa isa);
+
+  ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa);
+
+  void operator()(ReduceCall* call) const { reinterpret_cast<void (*)(ReduceCall*)>(entry())(call); }
+
+ private:
+  void generate_rows();
+  void generate_rows_double();
+  void generate_columns();
+  void generate_columns_double();
+  // acc_lo, acc_hi (doubles) op= the float lanes of v.
+  void accumulate_double(const Xbyak::Xmm& lo, const Xbyak::Xmm& hi, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
+  void fill_identity(const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
+  bool in_double() const { return ir_.reduce != ReduceOp::kMax && ir_.reduce != ReduceOp::kMin; }
+  // Evaluates the DAG for vector u (tail: the masked one); returns the
+  // register holding the reduced value (free it with release()).
+  int evaluate(int u, bool tail);
+  void emit_expr(int32_t e, int u, bool tail);
+  void release();
+  int alloc();
+  void free_reg(int r);
+  // acc = acc op v; in a tail the lanes past the data take the identity first.
+  void accumulate(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, bool tail, const Xbyak::Xmm& temp);
+  void combine(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);  // acc = acc op v
+  void extremum(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
+  void horizontal(const Xbyak::Xmm& v, const Xbyak::Xmm& t, const Xbyak::Xmm& temp);
+  // xmm0's double: the mean's division, then to float in xmm0, stored at `out`.
+  void finish_double_scalar(const Xbyak::Address& out);
+  float identity() const;
+
+  const LoopIR& ir_;
+  std::string accesses_;
+  ReduceAxis axis_;
+  std::vector<int32_t> last_use_;  // per expression: the last needed expression reading it, or the store
+  std::vector<bool> needed_;
+  std::vector<int> reg_;           // per expression: its register while live
+  std::vector<bool> busy_;         // per vector register of the pool
+};
+
+}  // namespace nnvm::jit::x86

@@ -1,0 +1,103 @@
+// The row-wise kernel kind (DESIGN §3.8): the single ops that normalise or
+// reduce each row of their input's last dim and that the recognise pass makes
+// (softmax, log_softmax, layer_norm) or autograd records (layer_norm_backward,
+// cross_entropy and its backward), as one class generating the code for one
+// op, its structural flags (weight, bias) and one ISA.
+//
+// The code runs `rows` rows of `cols` float32 elements, each row unit-stride,
+// rows `*_stride` bytes apart. Per row it makes a few passes over the row
+// (max, then exp-sum, then the normalisation; or mean, then variance, then
+// the affine map), so main memory sees the row read once and written once
+// while the row stays in L1/L2. (An online max/sum pass would save a pass
+// over cached data at the price of a second exp per element: slower for the
+// rows these ops see.) Every pass walks the row four vectors at a time into
+// four accumulators, then one vector at a time into the first, then one
+// masked vector (AVX-512 opmask, AVX2 vmaskmovps) that never touches memory
+// past the row; accumulators combine as ((a0 op a1) op (a2 op a3)) and then
+// across lanes in a fixed butterfly. The order depends on `cols` only, so a
+// row's result is the same whichever thread runs it.
+//
+// Sizes, pointers and Scalar values (eps) are run-time arguments (RowwiseCall):
+// one compiled kernel serves every batch size and row length.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nnvm/jit/x86/generator.h"
+
+namespace nnvm::jit::x86 {
+
+enum class RowOp : uint8_t {
+  kSoftmax,               // y = exp(x - max) / sum(exp(x - max))
+  kLogSoftmax,            // y = (x - max) - log(sum(exp(x - max)))
+  kLayerNorm,             // y = (x - mean) / sqrt(var + eps) [* weight] [+ bias]
+  kLayerNormBackward,     // y = dx; dweight += g * xhat, dbias += g per column
+  kRowLogSumExp,          // row_out[3r..] = (max, sum(exp(x - max)), sum(x))
+  kCrossEntropyBackward,  // y = row_a[r] * exp(x - lse) - row_b[r] [* weight]
+};
+const char* row_op_name(RowOp op);
+
+struct RowwiseSpec {
+  RowOp op = RowOp::kSoftmax;
+  bool weight = false;  // a per-column weight input
+  bool bias = false;    // layer_norm: a bias input; layer_norm_backward: a dbias output
+  // The key of the compiled code: "layer_norm+w+b".
+  std::string name() const;
+};
+
+// The kernel's argument block, read by offsetof.
+struct alignas(64) RowwiseCall {
+  const char* x = nullptr;     // rows of the input (logits)
+  const char* g = nullptr;     // layer_norm_backward: rows of the upstream gradient
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  char* y = nullptr;           // rows of the output
+  float* dweight = nullptr;    // layer_norm_backward: per-column sums, added to
+  float* dbias = nullptr;
+  const float* row_a = nullptr;  // cross_entropy_backward: per-row coefficients
+  const float* row_b = nullptr;
+  float* row_out = nullptr;      // row_log_sum_exp: three floats per row
+  int64_t rows = 0;            // > 0
+  int64_t cols = 0;            // > 0
+  int64_t x_stride = 0, g_stride = 0, y_stride = 0;  // bytes between rows
+  float cols_f = 0;            // cols as float (mean = sum / cols)
+  float eps = 0;
+};
+
+class RowwiseKernel final : public Generator {
+ public:
+  RowwiseKernel(const RowwiseSpec& spec, Isa isa);
+
+  void operator()(RowwiseCall* call) const { reinterpret_cast<void (*)(RowwiseCall*)>(entry())(call); }
+
+ private:
+  void generate();
+  // One pass over the current row; body(u, tail) handles vector u of the
+  // unrolled step at byte offset kJ + u * vector bytes.
+  template <class Body> void pass(Body body);
+  // Loads 4-byte lanes at base + kJ + u vectors; a tail load fills the lanes
+  // past the row with `fill` (0 unless given).
+  void load(const Xbyak::Xmm& v, const Xbyak::Reg64& base, int u, bool tail);
+  void load_filled(const Xbyak::Xmm& v, const Xbyak::Reg64& base, int u, bool tail, float fill,
+                   const Xbyak::Xmm& temp);
+  void store(const Xbyak::Reg64& base, int u, bool tail, const Xbyak::Xmm& v);
+  // acc += v (or acc += a * b) in the row's lanes only.
+  void accumulate(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, bool tail);
+  void accumulate_product(const Xbyak::Xmm& acc, const Xbyak::Xmm& a, const Xbyak::Xmm& b, bool tail);
+  // Sets the four accumulators from `first` to `value`.
+  void init_accumulators(int first, float value);
+  // Combines accumulators first..first+3 into every lane of `first`.
+  void combine(int first, bool max);
+  void horizontal(const Xbyak::Xmm& v, const Xbyak::Xmm& temp, bool max);
+
+  // Passes shared by the ops.
+  void emit_max(int dst);                        // v[dst] = the row's max
+  void emit_exp_sum(int shift, int dst, bool store_exp);  // v[dst] = sum exp(x - v[shift])
+  void emit_moments();                           // v8 = mean, v9 = 1 / sqrt(var + eps)
+  void emit_log(int v);
+
+  RowwiseSpec spec_;
+};
+
+}  // namespace nnvm::jit::x86

@@ -1,0 +1,287 @@
+// The x86 row kernels through FusedPlan: softmax, log_softmax, layer_norm,
+// layer_norm_backward, cross_entropy and cross_entropy_backward on every ISA
+// this CPU has (forced from code) against the interpreter's reference kernels,
+// on empty, single and odd row lengths, strided rows, NaN and inf; the
+// fallbacks (transposed input, dim not last, float64, portable) with their
+// reasons; one compile per (ISA, op) across batch sizes and row lengths; the
+// decomposed softmax and the layer_norm op of the public API reaching the kernel.
+#include "nnvm/jit/rowwise_jit.h"
+#include "nnvm/trace/executor.h"
+#include "nnvm/trace/interpreter.h"
+#include "guard_page.h"
+#include "reference.h"
+
+namespace nnvm::jit {
+namespace {
+
+using trace::Trace;
+using trace::ValueId;
+
+class IsaGuard {
+ public:
+  explicit IsaGuard(Isa isa) : saved_(active_isa()) { set_isa(isa); }
+  ~IsaGuard() { set_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+std::vector<Isa> jit_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
+    if (isa_supported(isa)) isas.push_back(isa);
+  return isas;
+}
+
+// A trace of one node `name` over `inputs` with `attrs`, every output marked.
+Trace single(const char* name, const std::vector<Tensor>& inputs, Attrs attrs) {
+  Trace t;
+  std::vector<ValueId> in;
+  for (const Tensor& x : inputs) in.push_back(t.add_input(x));
+  for (ValueId out : t.add_node(find_op(name), in, std::move(attrs))) t.mark_output(out);
+  return t;
+}
+
+// Runs `t`'s plan under `isa` against the interpreter. `jit`: whether the row
+// kernel must have run (else it must have fallen back, with a reason).
+void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true, double rtol = 2e-5,
+                    double atol = 2e-6) {
+  SCOPED_TRACE(isa_name(isa));
+  IsaGuard guard(isa);
+  EagerGuard eager;
+  const trace::FusedPlan plan(t);
+  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
+  const RowwiseJit* rows = plan.program(0).rowwise();
+  ASSERT_NE(rows, nullptr) << plan.to_string();
+  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
+  const int64_t runs = rowwise_runs();
+  const std::vector<Tensor> actual = plan.run(inputs, {});
+  if (jit) {
+    EXPECT_EQ(rows->declined(), "");
+    EXPECT_EQ(rows->last_fallback(), "");
+    EXPECT_EQ(rowwise_runs(), runs + 1) << "the row kernel did not run";
+  } else {
+    EXPECT_EQ(rowwise_runs(), runs) << "the row kernel ran";
+    EXPECT_TRUE(!rows->declined().empty() || !rows->last_fallback().empty()) << "a fallback without a reason";
+  }
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
+    testing::expect_tensors_close(actual[i], expected[i], rtol, atol);
+  }
+}
+
+const std::vector<DimVector> kShapes = {{0, 7}, {1, 1}, {3, 7}, {5, 17}, {2, 1000}, {4, 1025}, {2, 3, 33},
+                                        {64, 4096}, {300, 129}, {16}};
+
+TEST(RowwiseJit, SoftmaxAndLogSoftmax) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes)
+      for (const char* name : {"softmax", "log_softmax"}) {
+        SCOPED_TRACE(::testing::Message() << name << shape_str(shape));
+        const Tensor x = testing::random(shape, kFloat32, 1, -8, 8);
+        expect_matches(single(name, {x}, {int64_t(-1), kFloat32}), {x}, isa);
+      }
+}
+
+TEST(RowwiseJit, SoftmaxWithNanAndInfinities) {
+  Tensor x = testing::random({6, 37}, kFloat32, 2);
+  float* p = x.data_ptr<float>();
+  p[0 * 37 + 3] = NAN;                                 // row 0: NaN everywhere
+  p[1 * 37 + 36] = INFINITY;                           // row 1: +inf
+  for (int j = 0; j < 37; ++j) p[2 * 37 + j] = -INFINITY;  // row 2: all -inf
+  p[3 * 37 + 5] = -INFINITY;                           // row 3: one -inf, a zero
+  p[4 * 37 + 20] = 1e30f;                              // row 4: one huge value
+  for (Isa isa : jit_isas())
+    for (const char* name : {"softmax", "log_softmax"}) {
+      SCOPED_TRACE(name);
+      expect_matches(single(name, {x}, {int64_t(1), kFloat32}), {x}, isa);
+    }
+}
+
+TEST(RowwiseJit, LayerNormWithAndWithoutAffine) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes)
+      for (int affine = 0; affine < 4; ++affine) {
+        const bool w = affine & 1, b = affine & 2;
+        SCOPED_TRACE(::testing::Message() << shape_str(shape) << " weight " << w << " bias " << b);
+        std::vector<Tensor> in = {testing::random(shape, kFloat32, 3, -3, 5)};
+        if (w) in.push_back(testing::random({shape.back()}, kFloat32, 4));
+        if (b) in.push_back(testing::random({shape.back()}, kFloat32, 5));
+        expect_matches(single("layer_norm", in, {DimVector{shape.back()}, w, b, Scalar(1e-5)}), in, isa, true, 5e-5,
+                       5e-5);
+      }
+}
+
+TEST(RowwiseJit, LayerNormOverTwoTrailingDims) {
+  const Tensor x = testing::random({6, 5, 9}, kFloat32, 6);
+  for (Isa isa : jit_isas())
+    expect_matches(single("layer_norm", {x}, {DimVector{5, 9}, false, false, Scalar(1e-3)}), {x}, isa, true, 5e-5,
+                   5e-5);
+}
+
+TEST(RowwiseJit, LayerNormBackward) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes)
+      for (int affine = 0; affine < 4; ++affine) {
+        const bool w = affine & 1, b = affine & 2;
+        SCOPED_TRACE(::testing::Message() << shape_str(shape) << " weight " << w << " bias " << b);
+        std::vector<Tensor> in = {testing::random(shape, kFloat32, 7), testing::random(shape, kFloat32, 8, -3, 5)};
+        if (w) in.push_back(testing::random({shape.back()}, kFloat32, 9));
+        // the parameter sums run over every row: their error grows with the row count
+        expect_matches(single("layer_norm_backward", in, {DimVector{shape.back()}, w, b, Scalar(1e-5)}), in, isa,
+                       true, 2e-4, 2e-4);
+      }
+}
+
+Tensor targets(int64_t n, int64_t classes, int64_t ignore, uint64_t seed) {
+  std::vector<int64_t> t(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) t[size_t(r)] = int64_t((uint64_t(r) * 2654435761u + seed) % uint64_t(classes));
+  if (n > 2) t[1] = ignore;
+  return tensor(t, IntArrayRef{n});
+}
+
+TEST(RowwiseJit, CrossEntropyAndItsBackward) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : {DimVector{1, 1}, DimVector{3, 7}, DimVector{5, 17}, DimVector{2, 1000},
+                                   DimVector{9, 1025}, DimVector{700, 10}})
+      for (int64_t reduction : {0, 1, 2})
+        for (bool weighted : {false, true})
+          for (double smoothing : {0.0, 0.1}) {
+            if (weighted && smoothing != 0) continue;  // a fallback, tested below
+            SCOPED_TRACE(::testing::Message() << shape_str(shape) << " reduction " << reduction << " weight "
+                                              << weighted << " smoothing " << smoothing);
+            const int64_t n = shape[0], classes = shape[1];
+            std::vector<Tensor> in = {testing::random(shape, kFloat32, 10, -6, 6), targets(n, classes, -100, 3)};
+            if (weighted) in.push_back(testing::random({classes}, kFloat32, 11, 0.5, 2));
+            const Attrs attrs{reduction, int64_t(-100), weighted, Scalar(smoothing)};
+            expect_matches(single("cross_entropy", in, attrs), in, isa, true, 5e-5, 1e-5);
+            const DimVector loss_shape = reduction == 0 ? DimVector{n} : DimVector{};
+            std::vector<Tensor> back = {testing::random(loss_shape, kFloat32, 12)};
+            back.insert(back.end(), in.begin(), in.end());
+            expect_matches(single("cross_entropy_backward", back, attrs), back, isa, true, 5e-5, 1e-6);
+          }
+}
+
+TEST(RowwiseJit, StridedRowsRunAndOtherLayoutsFallBack) {
+  const Tensor wide = testing::random({12, 40}, kFloat32, 13);
+  const Tensor rows = wide.narrow(1, 3, 29);  // unit-stride rows 40 apart
+  const Tensor transposed = testing::random({29, 12}, kFloat32, 14).t();
+  for (Isa isa : jit_isas()) {
+    expect_matches(single("softmax", {rows}, {int64_t(1), kFloat32}), {rows}, isa);
+    expect_matches(single("layer_norm", {rows}, {DimVector{29}, false, false, Scalar(1e-5)}), {rows}, isa, true,
+                   5e-5, 5e-5);
+    expect_matches(single("softmax", {transposed}, {int64_t(1), kFloat32}), {transposed}, isa, false);
+    expect_matches(single("layer_norm_backward", {rows, transposed}, {DimVector{29}, false, false, Scalar(1e-5)}),
+                   {rows, transposed}, isa, false);
+  }
+}
+
+TEST(RowwiseJit, DeclinesWhatItDoesNotCompute) {
+  const Tensor x = testing::random({4, 6, 5}, kFloat32, 15);
+  const Tensor x64 = testing::random({4, 9}, kFloat64, 16);
+  const Tensor target = targets(4, 6, -100, 1).reshape({4, 1}).expand({4, 5}).contiguous();
+  const Tensor w = testing::random({9}, kFloat32, 17);
+  for (Isa isa : jit_isas()) {
+    expect_matches(single("softmax", {x}, {int64_t(1), kFloat32}), {x}, isa, false);
+    expect_matches(single("log_softmax", {x64}, {int64_t(1), kFloat64}), {x64}, isa, false);
+    expect_matches(single("cross_entropy", {x, target}, {int64_t(1), int64_t(-100), false, Scalar(0.0)}),
+                   {x, target}, isa, false);
+    const Tensor logits = testing::random({4, 9}, kFloat32, 18);
+    const std::vector<Tensor> in = {logits, targets(4, 9, -100, 2), w};
+    expect_matches(single("cross_entropy", in, {int64_t(1), int64_t(-100), true, Scalar(0.2)}), in, isa, false);
+  }
+}
+
+TEST(RowwiseJit, ReadsNothingPastTheLastRow) {
+  for (int64_t cols : {1, 7, 17, 1025}) {
+    const testing::GuardedTensor x(testing::random({3, cols}, kFloat32, 30));
+    const testing::GuardedTensor g(testing::random({3, cols}, kFloat32, 31));
+    const testing::GuardedTensor w(testing::random({cols}, kFloat32, 32));
+    for (Isa isa : jit_isas()) {
+      SCOPED_TRACE(cols);
+      expect_matches(single("log_softmax", {x.tensor()}, {int64_t(1), kFloat32}), {x.tensor()}, isa);
+      const std::vector<Tensor> back = {g.tensor(), x.tensor(), w.tensor()};
+      expect_matches(single("layer_norm_backward", back, {DimVector{cols}, true, true, Scalar(1e-5)}), back, isa, true,
+                     2e-4, 2e-4);
+      const std::vector<Tensor> ce = {x.tensor(), targets(3, cols, -100, 4), w.tensor()};
+      const Attrs attrs{int64_t(1), int64_t(-100), true, Scalar(0.0)};
+      expect_matches(single("cross_entropy", ce, attrs), ce, isa, true, 5e-5, 1e-5);
+      const std::vector<Tensor> ce_back = {testing::random({}, kFloat32, 33), ce[0], ce[1], ce[2]};
+      expect_matches(single("cross_entropy_backward", ce_back, attrs), ce_back, isa, true, 5e-5, 1e-6);
+    }
+  }
+}
+
+TEST(RowwiseJit, ABadTargetRaisesTheReferenceError) {
+  for (Isa isa : jit_isas()) {
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    const std::vector<Tensor> in = {testing::random({3, 5}, kFloat32, 19), tensor<int64_t>({0, 7, 1})};
+    const trace::FusedPlan plan(single("cross_entropy", in, {int64_t(1), int64_t(-100), false, Scalar(0.0)}));
+    testing::expect_error([&] { plan.run(in, {}); }, {"cross_entropy", "target 7"});
+  }
+}
+
+TEST(RowwiseJit, ForcedPortableRunsTheReferenceKernel) {
+  const Tensor x = testing::random({5, 40}, kFloat32, 20);
+  const int64_t compiles_before = rowwise_compiles();
+  expect_matches(single("softmax", {x}, {int64_t(1), kFloat32}), {x}, Isa::kPortable, false);
+  EXPECT_EQ(rowwise_compiles(), compiles_before);
+}
+
+TEST(RowwiseJit, ANewBatchSizeOrRowLengthReusesTheKernel) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  IsaGuard guard(jit_isas()[0]);
+  auto f = [](const Tensor& x) { return layer_norm(x, {x.size(1)}, {}, {}, 1e-4) * 2; };
+  Tensor x0 = testing::random({8, 96}, kFloat32, 21);
+  f(x0).data_ptr();  // compiles whatever this ISA had not compiled yet
+  const int64_t before = rowwise_compiles(), runs = rowwise_runs();
+  for (int64_t batch : {8, 16, 24, 8})
+    for (int64_t cols : {96, 33}) {
+      const Tensor x = testing::random({batch, cols}, kFloat32, uint64_t(batch + cols));
+      Tensor expected;
+      {
+        EagerGuard eager;
+        expected = f(x);
+      }
+      testing::expect_tensors_close(f(x), expected, 5e-5, 5e-5);
+    }
+  EXPECT_EQ(rowwise_compiles(), before) << "no compile for a new batch size or row length";
+  EXPECT_GT(rowwise_runs(), runs);
+}
+
+TEST(RowwiseJit, DecomposedSoftmaxAndLayerNormOfTheApiReachTheKernel) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  auto softmax_of = [](const Tensor& x) {
+    const Tensor e = (x - x.amax({-1}, true)).exp();
+    return e / e.sum({-1}, true);
+  };
+  // (a decomposed layer_norm records its `x - mean` alpha as a run-time
+  // Scalar, which the recognise pass declines: the op itself here)
+  auto layer_norm_of = [](const Tensor& x) { return layer_norm(x, {x.size(1)}, {}, {}, 1e-5); };
+  for (Isa isa : jit_isas()) {
+    IsaGuard guard(isa);
+    for (int step = 0; step < 3; ++step) {  // the third run replays the compiled plan
+      const Tensor x = testing::random({33, 257}, kFloat32, uint64_t(22 + step), -4, 4);
+      Tensor softmax_expected, norm_expected;
+      {
+        EagerGuard eager;
+        softmax_expected = softmax_of(x);
+        norm_expected = layer_norm_of(x);
+      }
+      const int64_t runs = rowwise_runs();
+      const Tensor s = softmax_of(x), n = layer_norm_of(x);
+      testing::expect_tensors_close(s, softmax_expected, 2e-5, 1e-6);
+      testing::expect_tensors_close(n, norm_expected, 5e-5, 5e-5);
+      if (step == 2) {
+        EXPECT_EQ(rowwise_runs(), runs + 2);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nnvm::jit
