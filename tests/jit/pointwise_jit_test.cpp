@@ -148,6 +148,7 @@ TEST(PointwiseJit, ForcedPortableRunsTheTileProgram) {
 
 TEST(PointwiseJit, ANewBatchSizeReusesTheKernel) {
   if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
   IsaGuard guard(jit_isas()[0]);
   // a group of its own here: the Scalars' kinds and the ops' order are this test's
   auto f = [](const Tensor& x) { return ((x * 1.5 + 0.25).sigmoid() * x).abs().tanh().relu(); };
