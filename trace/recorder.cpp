@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
@@ -70,10 +71,10 @@ class Recorder {
               absl::Span<const OutputSpec> specs, detail::LazyOutputs& outs) {
     flush_if_needed(op, inputs, nullptr);
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
-    const std::vector<ValueId> vals =
-        trace_.add_inferred_node(op, ins, attrs, OutputSpecs(specs.begin(), specs.end()));
+    const ValueId first = trace_.add_inferred_node(op, ins, attrs, specs);
     const Device device = inputs.empty() ? Device() : inputs[0].device();
-    for (size_t k = 0; k < specs.size(); ++k) outs.push_back(make_lazy(specs[k], vals[k], device, op.name));
+    for (size_t k = 0; k < specs.size(); ++k)
+      outs.push_back(make_lazy(specs[k], first + ValueId(k), device, op.name));
     if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
   }
 
@@ -81,10 +82,10 @@ class Recorder {
                    const Tensor& out) {
     flush_if_needed(op, inputs, &out);
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
-    ValueId v = trace_.add_inferred_node(op, ins, attrs, {result})[0];
+    ValueId v = trace_.add_inferred_node(op, ins, attrs, {result});
     if (result.dtype != out.dtype()) {
       static const OpDef& copy = op_named("copy");
-      v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}})[0];
+      v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}});
     }
     Storage& s = *out.storage();
     if (Record* r = own_record(s, op.name)) {
@@ -97,7 +98,7 @@ class Recorder {
         const Value& base = trace_.value(r->value);
         r->value = trace_.add_inferred_node(update, {r->value, v},
                                             {dims(out.sizes()), dims(out.strides()), out.storage_offset()},
-                                            {{base.shape, base.dtype}})[0];
+                                            {{base.shape, base.dtype}});
       }
     } else {
       auto rec = std::make_shared<Record>(Record::kWrite, v);
@@ -132,17 +133,24 @@ class Recorder {
       if (s) s->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
     }
-    Trace t = std::move(trace_);
+    Trace t = std::exchange(trace_, std::move(spare_));
     std::vector<Tensor> inputs = std::move(inputs_);
     reset();
     ++stats_.flushes;
     stats_.nodes_flushed += int64_t(t.nodes().size());
 
     flushing_ = true;
+    // Nothing records while the flush runs (it is eager): afterwards t's
+    // buffers wait in spare_ for the trace after next.
     struct Done {
-      bool& flag;
-      ~Done() { flag = false; }
-    } done{flushing_};
+      Recorder& r;
+      Trace& t;
+      ~Done() {
+        r.flushing_ = false;
+        t.clear();
+        r.spare_ = std::move(t);
+      }
+    } done{*this, t};
     EagerGuard eager;
     NoGradGuard no_grad;
     std::vector<Tensor> results;
@@ -224,7 +232,6 @@ class Recorder {
   };
 
   void reset() {
-    trace_ = Trace();
     inputs_.clear();
     input_of_.clear();
     owed_.clear();
@@ -300,6 +307,7 @@ class Recorder {
   }
 
   Trace trace_;
+  Trace spare_;                 // empty, with the memory of an earlier trace
   std::vector<Tensor> inputs_;  // the materialised tensors the trace reads, by input position
   absl::flat_hash_map<const TensorImpl*, ValueId> input_of_;
   std::vector<Owed> owed_;      // in the order the trace took them on
