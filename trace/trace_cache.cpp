@@ -38,7 +38,6 @@ std::string TraceCache::explain_miss(uint64_t hash, uint64_t structure, const Tr
 
 CacheLookup TraceCache::lookup(const Trace& t) {
   const uint64_t hash = signature_hash(t);
-  const uint64_t structure = structure_hash(t);
   CacheLookup result;
   result.hash = hash;
   std::shared_ptr<Slot> slot;
@@ -49,12 +48,13 @@ CacheLookup TraceCache::lookup(const Trace& t) {
       result.hit = true;
       ++stats_.hits;
     } else {
+      const uint64_t structure = structure_hash(t);
       result.miss_reason = entry ? "another signature with the same hash" : explain_miss(hash, structure, t);
       ++stats_.misses;
       stats_.recent_misses.push_back({hash, result.miss_reason});
       if (stats_.recent_misses.size() > kRecentMisses) stats_.recent_misses.pop_front();
       if (log_) log(absl::StrCat("cache miss ", hex(hash), " nodes=", t.nodes().size(), ": ", result.miss_reason));
-      Entry fresh{hash, 0, std::make_shared<const Trace>(t), std::make_shared<Slot>()};
+      Entry fresh{hash, structure, 0, std::make_shared<const Trace>(t), std::make_shared<Slot>()};
       if (auto evicted = entries_.put(hash, std::move(fresh))) {
         ++stats_.evictions;
         evicted_.put(evicted->second.hash, evicted->second.count);
@@ -62,7 +62,7 @@ CacheLookup TraceCache::lookup(const Trace& t) {
       }
       entry = entries_.find(hash);
     }
-    structures_.put(structure, entry->trace);
+    structures_.put(entry->structure, entry->trace);
     result.count = ++entry->count;
     result.hot = result.count >= hot_;
     stats_.entries = int64_t(entries_.size());

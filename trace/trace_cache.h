@@ -87,6 +87,7 @@ class TraceCache {
   };
   struct Entry {
     uint64_t hash = 0;
+    uint64_t structure = 0;  // structure_hash(*trace)
     int64_t count = 0;
     // The first trace seen: the exact check behind a hash match, and what
     // explains others' misses.
