@@ -1,7 +1,5 @@
 #include "nnvm/trace/signature.h"
 
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -40,20 +38,22 @@ void append_ids(std::string& out, const Trace& t, absl::Span<const ValueId> ids)
   out += ")";
 }
 
-// signature_hash's words go through a multiply-xorshift step and a
-// splitmix64 finish: a few cycles a word, no text.
+// signature_hash's words go round-robin into four lanes, each a
+// multiply-xorshift chain, so consecutive words do not wait on each other's
+// multiply; the lanes are folded in order and finished by splitmix64.
 class WordHash {
  public:
   void add(uint64_t w) {
-    h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
-    h_ ^= h_ >> 32;
+    uint64_t& h = lanes_[n_++ & 3];
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
   }
   // The bytes eight at a time (little-endian, the tail zero-padded), after their count.
   void add(std::string_view s) {
     add(s.size());
     for (size_t at = 0; at < s.size(); at += 8) {
-      uint64_t w = 0;
-      std::memcpy(&w, s.data() + at, std::min<size_t>(8, s.size() - at));
+      uint64_t w = 0;  // assembled in a register: a short memcpy into w would stall the load of w
+      for (size_t k = 0; k < 8 && at + k < s.size(); ++k) w |= uint64_t(uint8_t(s[at + k])) << (8 * k);
       add(w);
     }
   }
@@ -62,14 +62,19 @@ class WordHash {
     for (int64_t x : v) add(uint64_t(x));
   }
   uint64_t finish() const {
-    uint64_t z = h_;
+    uint64_t z = n_;
+    for (uint64_t lane : lanes_) {
+      z = (z ^ lane) * 0x9e3779b97f4a7c15ull;
+      z ^= z >> 32;
+    }
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
 
  private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
+  uint64_t lanes_[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x100000001b3ull, 0x1b300000001ull};
+  uint64_t n_ = 0;  // words so far
 };
 
 // A value by role, as append_ids writes it.

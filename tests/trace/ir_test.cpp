@@ -71,9 +71,9 @@ TEST(Signature, HasNoAddressesAndIsTheSameInEveryProcess) {
             "sum(2.0)[[1],false,float32];out(3.0)");
   // signature_hash's word stream for this trace, computed independently by a
   // short Python script following signature.cpp's description (dtype 7 =
-  // float32; names as length + 8-byte little-endian words; values by role):
-  // a constant, so every process computes the same hash.
-  EXPECT_EQ(s.hash, 0x6919475161bcf56dull) << std::hex << s.hash;
+  // float32; names as length + 8-byte little-endian words; values by role;
+  // four lanes): a constant, so every process computes the same hash.
+  EXPECT_EQ(s.hash, 0x903c139fb0c0d147ull) << std::hex << s.hash;
 }
 
 TEST(Interpreter, MatchesEagerAndReadsViewsAtAnyOffset) {
