@@ -4,6 +4,38 @@
 
 namespace nnvm::trace {
 
+namespace {
+
+// Runs node n on `args` into env: a computing op's kernel straight into
+// outputs made from the node's values, whose shapes and dtypes the trace
+// already inferred, so nothing is inferred again. A view, or an op with no
+// kernel for the device (call() names the error), goes through call().
+void run_node(const Trace& t, const Node& n, absl::Span<const Tensor> args, const Attrs& attrs,
+              std::vector<Tensor>& env) {
+  const Device device = args.empty() ? Device() : args[0].device();
+  const KernelFn* kernel = n.op->view ? nullptr : &n.op->kernels[size_t(device.type)];
+  if (!kernel || !*kernel) {
+    std::vector<Tensor> outs = call(*n.op, args, attrs);
+    for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+    return;
+  }
+  absl::InlinedVector<Tensor, 2> outs;
+  for (ValueId v : n.outputs) {
+    const Value& val = t.value(v);
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = std::make_shared<Storage>(numel_of(val.shape) * itemsize(val.dtype), device);
+    impl->shape = val.shape;
+    impl->strides = contiguous_strides(val.shape);
+    impl->dtype = val.dtype;
+    impl->device = device;
+    outs.emplace_back(std::move(impl));
+  }
+  (*kernel)(args, outs, attrs);
+  for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+}
+
+}  // namespace
+
 std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) {
   NNVM_CHECK(scalars.empty() || scalars.size() == t.scalars().size(), "interpret", "the trace has ",
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
@@ -23,9 +55,8 @@ std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs, a
   for (const Node& n : t.nodes()) {
     args.clear();
     for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
-    std::vector<Tensor> outs = scalars.empty() || n.slots.empty() ? call(*n.op, args, n.attrs)
-                                                                  : call(*n.op, args, bind_scalars(n, scalars));
-    for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+    if (scalars.empty() || n.slots.empty()) run_node(t, n, args, n.attrs, env);
+    else run_node(t, n, args, bind_scalars(n, scalars), env);
   }
   std::vector<Tensor> result;
   for (ValueId v : t.outputs()) result.push_back(env[size_t(v)]);
@@ -49,8 +80,7 @@ PartialRun interpret_partial(const Trace& t, absl::Span<const Tensor> inputs) {
     }
     if (!why) {
       try {
-        std::vector<Tensor> outs = call(*n.op, args, n.attrs);
-        for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+        run_node(t, n, args, n.attrs, env);
       } catch (const std::exception& e) {
         why = std::make_shared<const std::string>(e.what());
         if (!run.first_failure) run.first_failure = why;

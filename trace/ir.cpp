@@ -42,7 +42,7 @@ ValueId Trace::add_constant(Tensor value) {
 
 std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
                                      ScalarBinding binding) {
-  std::vector<ValueId> outs = add_node_impl(op, inputs, std::move(attrs), nullptr);
+  std::vector<ValueId> outs = add_node_impl(op, inputs, std::move(attrs));
   if (binding == ScalarBinding::kRunTime) {
     Node& n = nodes_.back();
     for (size_t k = 0; k < n.attrs.size(); ++k) {
@@ -55,21 +55,46 @@ std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> 
 }
 
 std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId> inputs) {
-  std::vector<ValueId> outs = add_node_impl(*like.op, inputs, like.attrs, nullptr);
+  std::vector<ValueId> outs = add_node_impl(*like.op, inputs, like.attrs);
   nodes_.back().slots = like.slots;
   return outs;
 }
 
-std::vector<ValueId> Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
-                                              const OutputSpecs& specs) {
-  const size_t first_slot = scalars_.size();
-  for (size_t k = 0; k < attrs.size(); ++k)
-    if (std::holds_alternative<Scalar>(attrs[k])) scalars_.push_back(attrs.s(k));
-  std::vector<ValueId> outs = add_node_impl(op, inputs, std::move(attrs), &specs);
-  Node& n = nodes_.back();
-  for (size_t k = 0, s = first_slot; k < n.attrs.size(); ++k)
-    if (std::holds_alternative<Scalar>(n.attrs[k])) n.slots.push_back({int32_t(k), int32_t(s++)});
-  return outs;
+ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
+                                 absl::Span<const OutputSpec> specs) {
+  NNVM_DCHECK(op.view == nullptr);
+  check_inputs(op, inputs);
+  const int32_t id = int32_t(nodes_.size());
+  const ValueId first = ValueId(values_.size());
+  Node& n = nodes_.emplace_back();
+  n.op = &op;
+  n.attrs = attrs;
+  n.inputs.assign(inputs.begin(), inputs.end());
+  for (const OutputSpec& s : specs) {
+    Value& v = values_.emplace_back();
+    v.shape = s.shape;
+    v.strides = contiguous_strides(s.shape);
+    v.dtype = s.dtype;
+    v.node = id;
+    v.index = int32_t(n.outputs.size());
+    n.outputs.push_back(ValueId(values_.size() - 1));
+  }
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    if (!std::holds_alternative<Scalar>(attrs[k])) continue;
+    n.slots.push_back({int32_t(k), int32_t(scalars_.size())});
+    scalars_.push_back(attrs.s(k));
+  }
+  return first;
+}
+
+void Trace::clear() {
+  values_.clear();
+  nodes_.clear();
+  inputs_.clear();
+  outputs_.clear();
+  constants_.clear();
+  constant_values_.clear();
+  scalars_.clear();
 }
 
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
@@ -83,15 +108,17 @@ Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
   return bound;
 }
 
-std::vector<ValueId> Trace::add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
-                                          const OutputSpecs* specs) {
-  std::vector<Tensor> metas;
-  for (ValueId v : inputs) {
+void Trace::check_inputs(const OpDef& op, absl::Span<const ValueId> inputs) const {
+  for (ValueId v : inputs)
     NNVM_CHECK(v >= 0 && size_t(v) < values_.size(), op.name, "input value %", v, " is not in the trace");
-    if (!specs || op.view) metas.push_back(meta_tensor(values_[size_t(v)]));
-  }
   NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ", op.num_inputs,
              " inputs but got ", inputs.size());
+}
+
+std::vector<ValueId> Trace::add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs) {
+  check_inputs(op, inputs);
+  std::vector<Tensor> metas;
+  for (ValueId v : inputs) metas.push_back(meta_tensor(values_[size_t(v)]));
   Node node;
   node.op = &op;
   node.inputs.assign(inputs.begin(), inputs.end());
@@ -109,8 +136,6 @@ std::vector<ValueId> Trace::add_node_impl(const OpDef& op, absl::Span<const Valu
   if (op.view) {
     ViewSpec s = op.view(metas[0], attrs);
     add_output(std::move(s.shape), std::move(s.strides), metas[0].dtype());
-  } else if (specs) {
-    for (const OutputSpec& s : *specs) add_output(s.shape, contiguous_strides(s.shape), s.dtype);
   } else {
     NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
     for (OutputSpec& s : op.infer(metas, attrs)) {

@@ -70,9 +70,14 @@ class Trace {
   // Appends a copy of `like` (a node of a trace with the same Scalar slots)
   // reading `inputs`: a pass's way to keep a node, its slots included.
   std::vector<ValueId> copy_node(const Node& like, absl::Span<const ValueId> inputs);
-  // The recorder's way: the outputs' shapes and dtypes are already inferred.
-  std::vector<ValueId> add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
-                                         const OutputSpecs& specs);
+  // The recorder's way: the outputs' shapes and dtypes are already inferred
+  // (a computing op's outputs are contiguous). Returns the first output's id;
+  // the others follow it.
+  ValueId add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
+                            absl::Span<const OutputSpec> specs);
+  // Empties the trace and keeps its memory: a recorder reuses one trace's
+  // buffers for the next.
+  void clear();
   // A value the program still needs after the trace (a live tensor).
   void mark_output(ValueId v) { outputs_.push_back(v); }
 
@@ -100,8 +105,8 @@ class Trace {
   std::string to_string() const;
 
  private:
-  std::vector<ValueId> add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs,
-                                     const OutputSpecs* specs);
+  std::vector<ValueId> add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs);
+  void check_inputs(const OpDef& op, absl::Span<const ValueId> inputs) const;
 
   std::vector<Value> values_;
   std::vector<Node> nodes_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
@@ -22,13 +23,42 @@ namespace {
 
 // What the recording trace owes one storage.
 struct Record final : PendingWork {
-  enum Kind { kContents, kWrite } kind;
-  std::thread::id thread = std::this_thread::get_id();
+  enum Kind { kContents, kWrite } kind = kContents;
+  std::thread::id thread;
   ValueId value = -1;  // kContents: the storage's whole contents; kWrite: what to write
   Tensor target;       // kWrite: the materialised tensor written at the flush
   std::shared_ptr<const std::string> failure;  // why its trace failed, once it has
+};
 
-  Record(Kind k, ValueId v) : kind(k), value(v) {}
+// A trace's records, made in chunks: a storage's pending pointer aliases the
+// arena (one allocation per kChunk records, not one per lazy tensor). Once
+// no storage points into it, a later trace reuses it.
+class RecordArena {
+ public:
+  static constexpr size_t kChunk = 64;
+
+  // A record, owned through the arena by `owner`'s pending pointer.
+  static Record* make(const std::shared_ptr<RecordArena>& arena, Storage& owner) {
+    RecordArena& a = *arena;
+    if (a.used_ == a.chunks_.size() * kChunk) a.chunks_.push_back(std::make_unique<Record[]>(kChunk));
+    Record* r = &a.chunks_[a.used_ / kChunk][a.used_ % kChunk];
+    ++a.used_;
+    owner.set_pending(std::shared_ptr<PendingWork>(arena, r));
+    return r;
+  }
+
+  void clear() {
+    for (size_t k = 0; k < used_; ++k) {
+      Record& r = chunks_[k / kChunk][k % kChunk];
+      r.target = Tensor();
+      r.failure = nullptr;
+    }
+    used_ = 0;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Record[]>> chunks_;
+  size_t used_ = 0;
 };
 
 bool same_layout(const Tensor& a, const Tensor& b) {
@@ -71,10 +101,10 @@ class Recorder {
               absl::Span<const OutputSpec> specs, detail::LazyOutputs& outs) {
     flush_if_needed(op, inputs, nullptr);
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
-    const std::vector<ValueId> vals =
-        trace_.add_inferred_node(op, ins, attrs, OutputSpecs(specs.begin(), specs.end()));
+    const ValueId first = trace_.add_inferred_node(op, ins, attrs, specs);
     const Device device = inputs.empty() ? Device() : inputs[0].device();
-    for (size_t k = 0; k < specs.size(); ++k) outs.push_back(make_lazy(specs[k], vals[k], device, op.name));
+    for (size_t k = 0; k < specs.size(); ++k)
+      outs.push_back(make_lazy(specs[k], first + ValueId(k), device, op.name));
     if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
   }
 
@@ -82,10 +112,10 @@ class Recorder {
                    const Tensor& out) {
     flush_if_needed(op, inputs, &out);
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
-    ValueId v = trace_.add_inferred_node(op, ins, attrs, {result})[0];
+    ValueId v = trace_.add_inferred_node(op, ins, attrs, {result});
     if (result.dtype != out.dtype()) {
       static const OpDef& copy = op_named("copy");
-      v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}})[0];
+      v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}});
     }
     Storage& s = *out.storage();
     if (Record* r = own_record(s, op.name)) {
@@ -98,13 +128,12 @@ class Recorder {
         const Value& base = trace_.value(r->value);
         r->value = trace_.add_inferred_node(update, {r->value, v},
                                             {dims(out.sizes()), dims(out.strides()), out.storage_offset()},
-                                            {{base.shape, base.dtype}})[0];
+                                            {{base.shape, base.dtype}});
       }
     } else {
-      auto rec = std::make_shared<Record>(Record::kWrite, v);
+      Record* rec = make_record(Record::kWrite, v, s);
       rec->target = snapshot(out);
-      s.set_pending(rec);
-      owed_.push_back({out.storage(), std::move(rec)});
+      owed_.push_back({out.storage(), rec});
     }
     // The caller reads its own memory (from_blob) without asking us first.
     if (s.is_external() || int64_t(trace_.nodes().size()) >= trace_cap()) flush();
@@ -123,7 +152,7 @@ class Recorder {
     struct Bind {
       std::shared_ptr<Storage> storage;  // a lazy storage to fill, or
       Tensor target;                     // a tensor to write
-      std::shared_ptr<Record> record;
+      Record* record;
     };
     std::vector<Bind> binds;
     for (Owed& o : owed_) {
@@ -133,17 +162,26 @@ class Recorder {
       if (s) s->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
     }
-    Trace t = std::move(trace_);
+    Trace t = std::exchange(trace_, std::move(spare_));
+    flushed_arena_ = std::move(arena_);
+    const std::shared_ptr<RecordArena> records = flushed_arena_;
     std::vector<Tensor> inputs = std::move(inputs_);
     reset();
     ++stats_.flushes;
     stats_.nodes_flushed += int64_t(t.nodes().size());
 
     flushing_ = true;
+    // Nothing records while the flush runs (it is eager): afterwards t's
+    // buffers wait in spare_ for the trace after next.
     struct Done {
-      bool& flag;
-      ~Done() { flag = false; }
-    } done{flushing_};
+      Recorder& r;
+      Trace& t;
+      ~Done() {
+        r.flushing_ = false;
+        t.clear();
+        r.spare_ = std::move(t);
+      }
+    } done{*this, t};
     EagerGuard eager;
     NoGradGuard no_grad;
     std::vector<Tensor> results, targets;
@@ -183,7 +221,7 @@ class Recorder {
       if (written_into[i]) continue;
       if (!failure.empty() && failure[i]) {
         binds[i].record->failure = failure[i];
-        if (binds[i].storage) binds[i].storage->set_pending(binds[i].record);
+        if (binds[i].storage) binds[i].storage->set_pending(std::shared_ptr<Record>(records, binds[i].record));
         continue;
       }
       bind(binds[i].storage, binds[i].target, results[i], copy_kernel);
@@ -228,11 +266,10 @@ class Recorder {
  private:
   struct Owed {
     std::weak_ptr<Storage> storage;
-    std::shared_ptr<Record> record;
+    Record* record;  // in arena_
   };
 
   void reset() {
-    trace_ = Trace();
     inputs_.clear();
     input_of_.clear();
     owed_.clear();
@@ -241,7 +278,7 @@ class Recorder {
   void check_usable(const Record& r, std::string_view op) const {
     if (r.failure)
       throw Error(detail::concat(op, ": the tensor's trace failed, so it has no value: ", *r.failure));
-    NNVM_CHECK(r.thread == std::this_thread::get_id(), op,
+    NNVM_CHECK(r.thread == thread_, op,
                "the tensor is being recorded by another thread's trace; each thread records its own. Call "
                "nnvm::mark_step() on that thread before handing the tensor over");
   }
@@ -283,33 +320,60 @@ class Recorder {
       static const OpDef& as_strided = op_named("as_strided");
       return trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
     }
-    auto [it, added] = input_of_.try_emplace(t.impl(), 0);
-    if (added || !same_layout(t, inputs_[size_t(trace_.value(it->second).index)]) ||
-        t.storage() != inputs_[size_t(trace_.value(it->second).index)].storage()) {
-      it->second = trace_.add_input(t);
+    auto [it, added] = input_of_.try_emplace(t.impl(), Input{});
+    Input& in = it->second;
+    if (added || !same_layout(t, inputs_[in.index]) || t.storage() != inputs_[in.index].storage()) {
+      in.value = trace_.add_input(t);
+      in.index = inputs_.size();
       inputs_.push_back(snapshot(t));
     }
-    return it->second;
+    return in.value;
   }
 
   Tensor make_lazy(const OutputSpec& spec, ValueId v, Device device, std::string_view op) {
     auto storage = std::make_shared<Storage>(checked_nbytes(spec.shape, itemsize(spec.dtype), op), device,
                                              Storage::Lazy{});
-    auto rec = std::make_shared<Record>(Record::kContents, v);
-    storage->set_pending(rec);
-    owed_.push_back({storage, std::move(rec)});
+    owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
     auto impl = std::make_shared<TensorImpl>();
     impl->storage = std::move(storage);
     impl->shape = spec.shape;
-    impl->strides = contiguous_strides(spec.shape);
+    impl->strides = trace_.value(v).strides;
     impl->dtype = spec.dtype;
     impl->device = device;
     return Tensor(std::move(impl));
   }
 
+  Record* make_record(Record::Kind kind, ValueId v, Storage& owner) {
+    Record* r = RecordArena::make(arena(), owner);
+    r->kind = kind;
+    r->thread = thread_;
+    r->value = v;
+    return r;
+  }
+
+  // The arena of the trace being recorded: the last flushed trace's, when
+  // nothing holds that one any more (a failed trace's storages keep theirs).
+  const std::shared_ptr<RecordArena>& arena() {
+    if (arena_) return arena_;
+    if (flushed_arena_.use_count() == 1) {
+      flushed_arena_->clear();
+      arena_ = std::move(flushed_arena_);
+    } else {
+      arena_ = std::make_shared<RecordArena>();
+    }
+    return arena_;
+  }
+
+  const std::thread::id thread_ = std::this_thread::get_id();  // the recorder is thread_local
   Trace trace_;
+  Trace spare_;                 // empty, with the memory of an earlier trace
+  std::shared_ptr<RecordArena> arena_, flushed_arena_;
   std::vector<Tensor> inputs_;  // the materialised tensors the trace reads, by input position
-  absl::flat_hash_map<const TensorImpl*, ValueId> input_of_;
+  struct Input {
+    ValueId value = -1;
+    size_t index = 0;  // into inputs_
+  };
+  absl::flat_hash_map<const TensorImpl*, Input> input_of_;
   std::vector<Owed> owed_;      // in the order the trace took them on
   bool flushing_ = false;
   RecorderStats stats_;

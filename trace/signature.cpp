@@ -38,7 +38,160 @@ void append_ids(std::string& out, const Trace& t, absl::Span<const ValueId> ids)
   out += ")";
 }
 
+// signature_hash's words go round-robin into four lanes, each a
+// multiply-xorshift chain, so consecutive words do not wait on each other's
+// multiply; the lanes are folded in order and finished by splitmix64.
+class WordHash {
+ public:
+  void add(uint64_t w) {
+    uint64_t& h = lanes_[n_++ & 3];
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  // The bytes eight at a time (little-endian, the tail zero-padded), after their count.
+  void add(std::string_view s) {
+    add(s.size());
+    for (size_t at = 0; at < s.size(); at += 8) {
+      uint64_t w = 0;  // assembled in a register: a short memcpy into w would stall the load of w
+      for (size_t k = 0; k < 8 && at + k < s.size(); ++k) w |= uint64_t(uint8_t(s[at + k])) << (8 * k);
+      add(w);
+    }
+  }
+  void add(IntArrayRef v) {
+    add(v.size());
+    for (int64_t x : v) add(uint64_t(x));
+  }
+  uint64_t finish() const {
+    uint64_t z = n_;
+    for (uint64_t lane : lanes_) {
+      z = (z ^ lane) * 0x9e3779b97f4a7c15ull;
+      z ^= z >> 32;
+    }
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t lanes_[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x100000001b3ull, 0x1b300000001ull};
+  uint64_t n_ = 0;  // words so far
+};
+
+// A value by role, as append_ids writes it.
+uint64_t role(const Trace& t, ValueId id) {
+  const Value& v = t.value(id);
+  if (v.is_input()) return uint64_t(v.index) << 2 | 1;
+  if (v.is_constant()) return uint64_t(v.index) << 2 | 2;
+  return (uint64_t(v.node) << 24 | uint64_t(v.index)) << 2 | 3;
+}
+
+void add_ids(WordHash& h, const Trace& t, absl::Span<const ValueId> ids) {
+  h.add(ids.size());
+  for (ValueId v : ids) h.add(role(t, v));
+}
+
+// An attribute as append_attr(..., false) writes it: Scalars by kind only.
+void add_attr(WordHash& h, const AttrValue& a) {
+  h.add(a.index());
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t>) h.add(uint64_t(x));
+        else if constexpr (std::is_same_v<T, bool>) h.add(uint64_t(x));
+        else if constexpr (std::is_same_v<T, Scalar>) h.add(x.is_floating() ? 0 : x.is_integral() ? 1 : 2);
+        else if constexpr (std::is_same_v<T, DimVector>) h.add(IntArrayRef(x));
+        else if constexpr (std::is_same_v<T, DType>) h.add(uint64_t(x));
+        else h.add(std::string_view(x));
+      },
+      a);
+}
+
+bool same_attr(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, Scalar>) return x.is_floating() == y.is_floating() && x.is_integral() == y.is_integral();
+        else return x == y;
+      },
+      a);
+}
+
+bool same_layout(const Value& a, const Value& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.strides == b.strides;
+}
+
+bool same_ids(const Trace& a, absl::Span<const ValueId> ia, const Trace& b, absl::Span<const ValueId> ib) {
+  if (ia.size() != ib.size()) return false;
+  for (size_t i = 0; i < ia.size(); ++i)
+    if (role(a, ia[i]) != role(b, ib[i])) return false;
+  return true;
+}
+
 }  // namespace
+
+uint64_t signature_hash(const Trace& t) {
+  WordHash h;
+  for (ValueId v : t.inputs()) {
+    const Value& in = t.value(v);
+    h.add(uint64_t(in.dtype));
+    h.add(IntArrayRef(in.shape));
+    h.add(IntArrayRef(in.strides));
+  }
+  for (ValueId v : t.constants()) {
+    const Value& c = t.value(v);
+    h.add(uint64_t(c.dtype) | 0x100);
+    h.add(IntArrayRef(c.shape));
+    h.add(IntArrayRef(c.strides));
+    h.add(content_hash(t.constant_value(v)));
+  }
+  for (const Node& n : t.nodes()) {
+    h.add(std::string_view(n.op->name));
+    add_ids(h, t, n.inputs);
+    h.add(n.attrs.size());
+    for (size_t i = 0; i < n.attrs.size(); ++i) add_attr(h, n.attrs[i]);
+  }
+  h.add(std::string_view("out"));
+  add_ids(h, t, t.outputs());
+  return h.finish();
+}
+
+uint64_t structure_hash(const Trace& t) {
+  WordHash h;
+  h.add(t.inputs().size());
+  for (const Node& n : t.nodes()) {
+    h.add(std::string_view(n.op->name));
+    h.add(n.inputs.size());
+    for (ValueId v : n.inputs) h.add(uint64_t(v));
+  }
+  h.add(t.outputs().size());
+  for (ValueId v : t.outputs()) h.add(uint64_t(v));
+  return h.finish();
+}
+
+bool same_signature(const Trace& a, const Trace& b) {
+  if (a.inputs().size() != b.inputs().size() || a.constants().size() != b.constants().size() ||
+      a.nodes().size() != b.nodes().size() || !same_ids(a, a.outputs(), b, b.outputs()))
+    return false;
+  for (size_t i = 0; i < a.inputs().size(); ++i)
+    if (!same_layout(a.value(a.inputs()[i]), b.value(b.inputs()[i]))) return false;
+  for (size_t n = 0; n < a.nodes().size(); ++n) {
+    const Node &x = a.nodes()[n], &y = b.nodes()[n];
+    if ((x.op != y.op && x.op->name != y.op->name) || !same_ids(a, x.inputs, b, y.inputs) ||
+        x.attrs.size() != y.attrs.size())
+      return false;
+    for (size_t k = 0; k < x.attrs.size(); ++k)
+      if (!same_attr(x.attrs[k], y.attrs[k])) return false;
+  }
+  for (size_t i = 0; i < a.constants().size(); ++i) {
+    const ValueId ca = a.constants()[i], cb = b.constants()[i];
+    if (!same_layout(a.value(ca), b.value(cb)) ||
+        content_hash(a.constant_value(ca)) != content_hash(b.constant_value(cb)))
+      return false;
+  }
+  return true;
+}
 
 Signature signature(const Trace& t) {
   std::string key;
@@ -62,11 +215,11 @@ Signature signature(const Trace& t) {
   }
   key += "out";
   append_ids(key, t, t.outputs());
-  return {fnv1a(key), std::move(key)};
+  return {signature_hash(t), std::move(key)};
 }
 
 std::string explain_difference(const Trace& before, const Trace& now) {
-  if (signature(before) == signature(now)) return "";
+  if (same_signature(before, now)) return "";
   if (before.inputs().size() != now.inputs().size() || before.nodes().size() != now.nodes().size())
     return "new structure";
   for (size_t i = 0; i < now.inputs().size(); ++i) {

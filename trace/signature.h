@@ -5,8 +5,12 @@
 // so a new learning rate or a view at a new offset replays the same plan.
 // Constants (made by constant folding) are the exception: their bytes are
 // baked into a plan, so a hash of them is part of the key.
-// The hash is FNV-1a over that text: no pointer ever enters it, so the same
-// program has the same signature in every process.
+//
+// Every flush looks a signature up, so the hot path never builds the text:
+// signature_hash() hashes the same fields word by word (ops by their names,
+// never a pointer, so the same program has the same hash in every process),
+// and same_signature() compares two traces field by field, the exact check
+// behind a hash match. The text is for dumps, tests and explanations.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +21,24 @@
 namespace nnvm::trace {
 
 struct Signature {
-  uint64_t hash = 0;
-  std::string key;  // the canonical text; equal keys mean equal signatures
+  uint64_t hash = 0;  // signature_hash()
+  std::string key;    // the canonical text; equal keys mean equal signatures
   bool operator==(const Signature& o) const { return hash == o.hash && key == o.key; }
 };
 
 Signature signature(const Trace& t);
+
+// The hash of signature(t), without the text.
+uint64_t signature_hash(const Trace& t);
+
+// Whether a and b have the same signature, field by field, without the text.
+// Exact: never true where the keys differ.
+bool same_signature(const Trace& a, const Trace& b);
+
+// The ops and topology without shapes, dtypes or attributes: traces that
+// share it differ in something explain_difference can name (the trace cache
+// explains a miss against the last trace of the same structure).
+uint64_t structure_hash(const Trace& t);
 
 // Why two traces have different signatures, for cache-miss reports:
 // "new structure", "shape changed at input 0: [2, 3] -> [4, 3]",

@@ -10,20 +10,6 @@ namespace nnvm::trace {
 
 namespace {
 
-// The ops and topology without shapes, dtypes or attributes: traces that
-// share it differ in something explain_difference can name.
-std::string structure_key(const Trace& t) {
-  std::string key = absl::StrCat(t.inputs().size(), " in;");
-  for (const Node& n : t.nodes()) {
-    absl::StrAppend(&key, n.op->name, "(");
-    for (ValueId v : n.inputs) absl::StrAppend(&key, v, ",");
-    key += ");";
-  }
-  key += "out(";
-  for (ValueId v : t.outputs()) absl::StrAppend(&key, v, ",");
-  return key + ")";
-}
-
 std::string hex(uint64_t hash) { return absl::StrFormat("%016x", hash); }
 
 }  // namespace
@@ -39,11 +25,10 @@ void TraceCache::set_log(LogSink sink) {
   log_ = std::move(sink);
 }
 
-void TraceCache::log(const std::string& line) {
-  if (log_) log_(line);
-}
+// Callers test log_ first: no line is built when nobody reads it.
+void TraceCache::log(const std::string& line) { log_(line); }
 
-std::string TraceCache::explain_miss(uint64_t hash, const std::string& structure, const Trace& t) {
+std::string TraceCache::explain_miss(uint64_t hash, uint64_t structure, const Trace& t) {
   if (const int64_t* count = evicted_.find(hash)) return absl::StrCat("evicted after ", *count, " sightings");
   std::shared_ptr<const Trace>* before = structures_.find(structure);
   if (!before) return "new structure";
@@ -52,52 +37,56 @@ std::string TraceCache::explain_miss(uint64_t hash, const std::string& structure
 }
 
 CacheLookup TraceCache::lookup(const Trace& t) {
-  Signature sig = signature(t);
-  const std::string structure = structure_key(t);
+  const uint64_t hash = signature_hash(t);
   CacheLookup result;
-  result.hash = sig.hash;
+  result.hash = hash;
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry* entry = entries_.find(sig.key);
-    if (entry) {
+    Entry* entry = entries_.find(hash);
+    if (entry && same_signature(*entry->trace, t)) {
       result.hit = true;
       ++stats_.hits;
     } else {
-      result.miss_reason = explain_miss(sig.hash, structure, t);
+      const uint64_t structure = structure_hash(t);
+      result.miss_reason = entry ? "another signature with the same hash" : explain_miss(hash, structure, t);
       ++stats_.misses;
-      stats_.recent_misses.push_back({sig.hash, result.miss_reason});
+      stats_.recent_misses.push_back({hash, result.miss_reason});
       if (stats_.recent_misses.size() > kRecentMisses) stats_.recent_misses.pop_front();
-      log(absl::StrCat("cache miss ", hex(sig.hash), " nodes=", t.nodes().size(), ": ", result.miss_reason));
-      Entry fresh{sig.hash, 0, std::make_shared<const Trace>(t), std::make_shared<Slot>()};
-      if (auto evicted = entries_.put(sig.key, std::move(fresh))) {
+      if (log_) log(absl::StrCat("cache miss ", hex(hash), " nodes=", t.nodes().size(), ": ", result.miss_reason));
+      Entry fresh{hash, structure, 0, std::make_shared<const Trace>(t), std::make_shared<Slot>()};
+      if (auto evicted = entries_.put(hash, std::move(fresh))) {
         ++stats_.evictions;
         evicted_.put(evicted->second.hash, evicted->second.count);
-        log(absl::StrCat("cache evict ", hex(evicted->second.hash), " count=", evicted->second.count));
+        if (log_) log(absl::StrCat("cache evict ", hex(evicted->second.hash), " count=", evicted->second.count));
       }
-      entry = entries_.find(sig.key);
+      entry = entries_.find(hash);
     }
-    structures_.put(structure, entry->trace);
+    structures_.put(entry->structure, entry->trace);
     result.count = ++entry->count;
     result.hot = result.count >= hot_;
     stats_.entries = int64_t(entries_.size());
-    if (result.hit)
-      log(absl::StrCat("cache hit ", hex(sig.hash), " count=", result.count, result.hot ? " hot" : " cold"));
+    if (result.hit && log_)
+      log(absl::StrCat("cache hit ", hex(hash), " count=", result.count, result.hot ? " hot" : " cold"));
     if (result.hot) slot = entry->slot;
   }
   if (!slot) return result;
-  std::call_once(slot->once, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    std::shared_ptr<const Plan> plan = compile_(t);
-    NNVM_CHECK(plan != nullptr, "TraceCache", "the compile pipeline returned no plan");
-    slot->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.compiles;
-    stats_.compile_seconds += slot->seconds;
-    log(absl::StrFormat("cache compile %s nodes=%d->%d %.3f ms", hex(sig.hash), t.nodes().size(),
-                        plan->trace().nodes().size(), slot->seconds * 1e3));
-    slot->plan = std::move(plan);
-  });
+  if (!slot->ready.load(std::memory_order_acquire)) {
+    std::call_once(slot->once, [&] {
+      const auto start = std::chrono::steady_clock::now();
+      std::shared_ptr<const Plan> plan = compile_(t);
+      NNVM_CHECK(plan != nullptr, "TraceCache", "the compile pipeline returned no plan");
+      slot->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.compiles;
+      stats_.compile_seconds += slot->seconds;
+      if (log_)
+        log(absl::StrFormat("cache compile %s nodes=%d->%d %.3f ms", hex(hash), t.nodes().size(),
+                            plan->trace().nodes().size(), slot->seconds * 1e3));
+      slot->plan = std::move(plan);
+      slot->ready.store(true, std::memory_order_release);
+    });
+  }
   result.plan = slot->plan;
   result.compile_seconds = slot->seconds;
   return result;

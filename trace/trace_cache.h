@@ -17,6 +17,7 @@
 // per entry, while lookups of other signatures proceed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -80,25 +81,31 @@ class TraceCache {
  private:
   struct Slot {  // the compiled plan, filled once
     std::once_flag once;
+    std::atomic<bool> ready{false};  // plan and seconds are set
     std::shared_ptr<const Plan> plan;
     double seconds = 0;
   };
   struct Entry {
     uint64_t hash = 0;
+    uint64_t structure = 0;  // structure_hash(*trace)
     int64_t count = 0;
-    std::shared_ptr<const Trace> trace;  // the first trace seen, to explain others' misses
+    // The first trace seen: the exact check behind a hash match, and what
+    // explains others' misses.
+    std::shared_ptr<const Trace> trace;
     std::shared_ptr<Slot> slot;
   };
 
-  std::string explain_miss(uint64_t hash, const std::string& structure, const Trace& t);
+  std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
   void log(const std::string& line);
 
   const Compile compile_;
   const int hot_;
   mutable std::mutex mutex_;
-  BoundedCache<std::string, Entry> entries_;  // signature key -> entry
-  // structure key -> the trace of the entry last seen with that structure
-  BoundedCache<std::string, std::shared_ptr<const Trace>> structures_;
+  // signature hash -> entry. Two signatures with one hash (never seen yet)
+  // take turns: each sighting of the other replaces the entry.
+  BoundedCache<uint64_t, Entry> entries_;
+  // structure hash -> the trace of the entry last seen with that structure
+  BoundedCache<uint64_t, std::shared_ptr<const Trace>> structures_;
   BoundedCache<uint64_t, int64_t> evicted_;  // signature hash -> sightings before eviction
   TraceCacheStats stats_;
   LogSink log_;
