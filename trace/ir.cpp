@@ -1,6 +1,8 @@
 #include "nnvm/trace/ir.h"
 
+#include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -95,6 +97,27 @@ void Trace::clear() {
   constants_.clear();
   constant_values_.clear();
   scalars_.clear();
+}
+
+int pinned_constant(const Scalar& s) {
+  if (s.is_bool()) return s.to_int() ? 1 : 0;
+  static constexpr double kPinned[] = {0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0,
+                                       1.4142135623730951, 0.7071067811865476, 0.7978845608028654, 0.044715};
+  constexpr int kNegativeZero = 2 * int(std::size(kPinned));
+  const double v = s.to_double();
+  if (s.is_floating() && v == 0.0 && std::signbit(v)) return kNegativeZero;
+  for (size_t i = 0; i < std::size(kPinned); ++i) {
+    if (v == kPinned[i]) return int(2 * i);
+    // the constant as a float literal (0.044715f) is another value, with an index of its own
+    if (s.is_floating() && v == double(float(kPinned[i]))) return int(2 * i + 1);
+  }
+  return -1;
+}
+
+bool scalar_is_known(const Node& n, size_t attr) {
+  for (const ScalarSlot& s : n.slots)
+    if (s.attr == int32_t(attr)) return pinned_constant(n.attrs.s(attr)) >= 0;
+  return true;
 }
 
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {

@@ -117,6 +117,19 @@ class Trace {
   std::vector<Scalar> scalars_;
 };
 
+// A few well-known constants are pinned (DESIGN §3.4, refined): a recorded
+// Scalar is a run-time argument, but a signature records which pinned
+// constant it is, if any: 0, -0, ±1, ±0.5, ±2, 3, √2, 1/√2, √(2/π), 0.044715.
+// Every trace sharing a plan then has the same value there, so passes may
+// rely on it (x·1 -> x, the -1 of x - y in a decomposed layer norm, gelu's
+// constants); a learning rate that happens to equal one costs a compile,
+// never a wrong result. Returns the constant's index, or -1.
+int pinned_constant(const Scalar& s);
+
+// Whether attribute `attr` of `n` (a Scalar) has the same value in every
+// trace that shares n's signature: a compile-time Scalar, or a pinned one.
+bool scalar_is_known(const Node& n, size_t attr);
+
 // The node's attributes with its slotted Scalars taken from `scalars`.
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
 

@@ -90,7 +90,7 @@ void add_ids(WordHash& h, const Trace& t, absl::Span<const ValueId> ids) {
   for (ValueId v : ids) h.add(role(t, v));
 }
 
-// An attribute as append_attr(..., false) writes it: Scalars by kind only.
+// An attribute as append_attrs writes it: Scalars by kind and pinned constant.
 void add_attr(WordHash& h, const AttrValue& a) {
   h.add(a.index());
   std::visit(
@@ -98,7 +98,8 @@ void add_attr(WordHash& h, const AttrValue& a) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, int64_t>) h.add(uint64_t(x));
         else if constexpr (std::is_same_v<T, bool>) h.add(uint64_t(x));
-        else if constexpr (std::is_same_v<T, Scalar>) h.add(x.is_floating() ? 0 : x.is_integral() ? 1 : 2);
+        else if constexpr (std::is_same_v<T, Scalar>)
+          h.add(uint64_t(x.is_floating() ? 0 : x.is_integral() ? 1 : 2) | uint64_t(pinned_constant(x) + 1) << 8);
         else if constexpr (std::is_same_v<T, DimVector>) h.add(IntArrayRef(x));
         else if constexpr (std::is_same_v<T, DType>) h.add(uint64_t(x));
         else h.add(std::string_view(x));
@@ -112,7 +113,9 @@ bool same_attr(const AttrValue& a, const AttrValue& b) {
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         const T& y = std::get<T>(b);
-        if constexpr (std::is_same_v<T, Scalar>) return x.is_floating() == y.is_floating() && x.is_integral() == y.is_integral();
+        if constexpr (std::is_same_v<T, Scalar>)
+          return x.is_floating() == y.is_floating() && x.is_integral() == y.is_integral() &&
+                 pinned_constant(x) == pinned_constant(y);
         else return x == y;
       },
       a);
@@ -127,6 +130,18 @@ bool same_ids(const Trace& a, absl::Span<const ValueId> ia, const Trace& b, absl
   for (size_t i = 0; i < ia.size(); ++i)
     if (role(a, ia[i]) != role(b, ib[i])) return false;
   return true;
+}
+
+// Structural attributes, Scalars by kind, and a pinned constant (trace/ir.h)
+// by its index: passes may rely on it, so it is part of the key.
+void append_attrs(std::string& out, const Node& n) {
+  for (size_t i = 0; i < n.attrs.size(); ++i) {
+    out += i ? "," : "[";
+    append_attr(out, n.attrs[i], /*with_scalar_values=*/false);
+    if (std::holds_alternative<Scalar>(n.attrs[i]))
+      if (const int pin = pinned_constant(n.attrs.s(i)); pin >= 0) absl::StrAppend(&out, "=p", pin);
+  }
+  if (n.attrs.size()) out += "]";
 }
 
 }  // namespace
@@ -207,11 +222,8 @@ Signature signature(const Trace& t) {
   for (const Node& n : t.nodes()) {
     absl::StrAppend(&key, n.op->name);
     append_ids(key, t, n.inputs);
-    for (size_t i = 0; i < n.attrs.size(); ++i) {
-      key += i ? "," : "[";
-      append_attr(key, n.attrs[i], /*with_scalar_values=*/false);
-    }
-    key += n.attrs.size() ? "];" : ";";
+    append_attrs(key, n);
+    key += ";";
   }
   key += "out";
   append_ids(key, t, t.outputs());
@@ -240,8 +252,8 @@ std::string explain_difference(const Trace& before, const Trace& now) {
     append_ids(ib, now, b.inputs);
     if (a.op != b.op || ia != ib) return "new structure";
     std::string ka, kb;
-    for (size_t i = 0; i < a.attrs.size(); ++i) append_attr(ka, a.attrs[i], false);
-    for (size_t i = 0; i < b.attrs.size(); ++i) append_attr(kb, b.attrs[i], false);
+    append_attrs(ka, a);
+    append_attrs(kb, b);
     if (ka != kb) return absl::StrCat("attributes changed at node ", n, " (", b.op->name, ")");
   }
   if (before.constants().size() != now.constants().size()) return "new structure";

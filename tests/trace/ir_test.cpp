@@ -67,13 +67,14 @@ TEST(Signature, ScalarValuesAreRunTimeArguments) {
 TEST(Signature, HasNoAddressesAndIsTheSameInEveryProcess) {
   const Signature s = signature(small_program(4, 3));
   EXPECT_EQ(s.key,
-            "in float32[4, 3][3, 1];in float32[3][1];mul.Scalar(i0)[f64];add(0.0,i1)[i64];exp(1.0);"
+            "in float32[4, 3][3, 1];in float32[3][1];mul.Scalar(i0)[f64];add(0.0,i1)[i64=p2];exp(1.0);"
             "sum(2.0)[[1],false,float32];out(3.0)");
   // signature_hash's word stream for this trace, computed independently by a
   // short Python script following signature.cpp's description (dtype 7 =
   // float32; names as length + 8-byte little-endian words; values by role;
-  // four lanes): a constant, so every process computes the same hash.
-  EXPECT_EQ(s.hash, 0x903c139fb0c0d147ull) << std::hex << s.hash;
+  // four lanes; a Scalar as its kind | (pinned constant + 1) << 8): a
+  // constant, so every process computes the same hash.
+  EXPECT_EQ(s.hash, 0xb66fd9fdc738cea2ull) << std::hex << s.hash;
 }
 
 TEST(Interpreter, MatchesEagerAndReadsViewsAtAnyOffset) {

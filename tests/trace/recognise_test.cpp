@@ -176,11 +176,21 @@ TEST(Recognise, LogSoftmaxBothForms) {
 }
 
 TEST(Recognise, LogSoftmaxNearMisses) {
-  Builder recorded{{}, ScalarBinding::kRunTime};
-  const ValueId x = recorded.input(kFloat32, {3, 7});
-  recorded.t.mark_output(recorded.sub(x, recorded.node("logsumexp", {x}, {DimVector{1}, true})));
-  expect_declined(recorded.t, "log_softmax",
-                  "the sign of x - logsumexp(x) in node 1 (add) is a run-time Scalar (now -1): a later trace");
+  {  // recorded: the -1 of x - logsumexp is a pinned constant (trace/ir.h), part of the key
+    Builder recorded{{}, ScalarBinding::kRunTime};
+    const ValueId x = recorded.input(kFloat32, {3, 7});
+    recorded.t.mark_output(recorded.sub(x, recorded.node("logsumexp", {x}, {DimVector{1}, true})));
+    recognise_and_compare(recorded.t, {testing::random({3, 7}, kFloat32, 50)});
+    EXPECT_EQ(ops(recorded.t), "log_softmax");
+  }
+  {  // recorded with a sign that is not pinned: a later trace may bring another
+    Builder recorded{{}, ScalarBinding::kRunTime};
+    const ValueId x = recorded.input(kFloat32, {3, 7});
+    recorded.t.mark_output(
+        recorded.node("add", {x, recorded.node("logsumexp", {x}, {DimVector{1}, true})}, {Scalar(int64_t(-4))}));
+    expect_declined(recorded.t, "log_softmax",
+                    "the sign of x - logsumexp(x) in node 1 (add) is a run-time Scalar (now -4): a later trace");
+  }
 
   Builder unstable;
   const ValueId y = unstable.input(kFloat32, {3, 7});
@@ -299,11 +309,12 @@ TEST(Recognise, LayerNormKeepsARunTimeEps) {
 }
 
 TEST(Recognise, LayerNormNearMisses) {
-  {  // recorded: the -1 of x - mean is a run-time Scalar
+  {  // recorded: the -1 of x - mean and the 1 of + eps are pinned constants, eps a run-time one
     Builder b{{}, ScalarBinding::kRunTime};
     const ValueId x = b.input(kFloat32, {4, 6});
     b.t.mark_output(layer_norm_chain(b, x, {1}, Variance::kMulMean, false, 1e-5));
-    expect_declined(b.t, "layer_norm", "the sign of x - mean in node 1 (add) is a run-time Scalar (now -1)");
+    recognise_and_compare(b.t, {testing::random({4, 6}, kFloat32, 51)});
+    EXPECT_EQ(ops(b.t), "layer_norm");
   }
   {
     Builder b;
@@ -380,8 +391,11 @@ Trace gelu_chain(DType dtype, double inv_sqrt2, ScalarBinding scalars = ScalarBi
 
 // A constant counts when the kernels see the same number: float32 rounds it.
 TEST(Recognise, GeluConstantsMustBeCompileTimeAndExact) {
-  expect_declined(gelu_chain(kFloat32, kInvSqrt2, ScalarBinding::kRunTime), "gelu",
-                  "1/sqrt(2) in node 0 (mul.Scalar) is a run-time Scalar (now 0.707107): a later trace with this "
+  Trace recorded = gelu_chain(kFloat32, kInvSqrt2, ScalarBinding::kRunTime);  // pinned constants
+  recognise_and_compare(recorded, {testing::random({8}, kFloat32, 42)});
+  EXPECT_EQ(ops(recorded), "gelu");
+  expect_declined(gelu_chain(kFloat32, 0.7071, ScalarBinding::kRunTime), "gelu",
+                  "1/sqrt(2) in node 0 (mul.Scalar) is a run-time Scalar (now 0.7071): a later trace with this "
                   "signature may bring another value");
   expect_declined(gelu_chain(kFloat64, 0.7071), "gelu", "1/sqrt(2) in node 0 (mul.Scalar) is 0.7071, not 0.707107");
   const double as_float = double(float(kInvSqrt2));

@@ -6,6 +6,7 @@
 #include "nnvm/trace/passes/constant_fold.h"
 #include "nnvm/trace/passes/cse.h"
 #include "nnvm/trace/passes/simplify.h"
+#include "nnvm/trace/signature.h"
 #include "reference.h"
 
 namespace nnvm::trace {
@@ -58,7 +59,7 @@ TEST(ScalarSlots, InterpretUsesTheValuesItIsGiven) {
 
 TEST(ScalarSlots, ARunTimeScalarIsNeverFolded) {
   Trace t;
-  const ValueId f = t.add_node1(op("full"), {}, {DimVector{4}, kFloat32, Scalar(2.0)});
+  const ValueId f = t.add_node1(op("full"), {}, {DimVector{4}, kFloat32, Scalar(2.5)});
   t.mark_output(t.add_node1(op("mul.Scalar"), {f}, {Scalar(3.0)}, ScalarBinding::kCompileTime));
   FoldReport report;
   EXPECT_EQ(constant_fold(t, &report), 0);
@@ -72,9 +73,10 @@ TEST(ScalarSlots, ARunTimeScalarIsNeverFolded) {
 TEST(ScalarSlots, ARunTimeScalarIsNeverSimplifiedByValue) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {5}, {1});
-  const ValueId one = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.0)});                 // x * 1 now, not later
-  const ValueId half = t.add_node1(op("div.Scalar"), {one}, {Scalar(2.0)});             // exact reciprocal now
-  t.mark_output(t.add_node1(op("add.Scalar"), {half}, {Scalar(-0.0), Scalar(1)}));  // x + (-0.0) now
+  // None is a pinned constant (trace/ir.h), so none may be relied on.
+  const ValueId one = t.add_node1(op("mul.Scalar"), {x}, {Scalar(1.25)});
+  const ValueId half = t.add_node1(op("div.Scalar"), {one}, {Scalar(4.0)});             // exact reciprocal now
+  t.mark_output(t.add_node1(op("add.Scalar"), {half}, {Scalar(0.1), Scalar(1)}));
   const std::string before = t.to_string();
   SimplifyReport report;
   EXPECT_EQ(simplify(t, &report), 0) << report.to_string();
@@ -88,8 +90,8 @@ TEST(ScalarSlots, ARunTimeScalarIsNeverSimplifiedByValue) {
 TEST(ScalarSlots, CseMergesOnlyNodesOfTheSameSlot) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {6}, {1});
-  const ValueId a = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)});
-  const ValueId same_value = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.0)});  // its own slot: kept
+  const ValueId a = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.5)});
+  const ValueId same_value = t.add_node1(op("mul.Scalar"), {x}, {Scalar(2.5)});  // its own slot: kept
   const ValueId same_slot = t.copy_node(t.nodes()[0], {x})[0];                   // slot 0 again: merged
   const ValueId s = t.add_node1(op("add"), {a, same_value}, {Scalar(1)});
   t.mark_output(t.add_node1(op("add"), {s, same_slot}, {Scalar(1)}));
@@ -98,6 +100,37 @@ TEST(ScalarSlots, CseMergesOnlyNodesOfTheSameSlot) {
   const Tensor xv = testing::random({6}, kFloat32, 4);
   const std::vector<Scalar> next = {Scalar(3.0), Scalar(-1.0), Scalar(1), Scalar(1)};
   expect_tensors_close(interpret(t, {xv}, next)[0], xv * 3.0 + xv * -1.0 + xv * 3.0);
+}
+
+}  // namespace
+}  // namespace nnvm::trace
+
+namespace nnvm::trace {
+namespace {
+
+// A pinned constant (0, -0, ±1, ±0.5, ±2, 3, gelu's constants) is part of the
+// signature, so every trace sharing a plan has it, and passes may rely on it.
+TEST(ScalarSlots, PinnedConstantsAreKeyedAndKnown) {
+  auto program = [](double c) {
+    Trace t;
+    const ValueId x = t.add_input(kFloat32, {5}, {1});
+    t.mark_output(t.add_node1(op("mul.Scalar"), {x}, {Scalar(c)}));
+    return t;
+  };
+  EXPECT_GE(pinned_constant(Scalar(1.0)), 0);
+  EXPECT_GE(pinned_constant(Scalar(double(0.044715f))), 0);
+  EXPECT_NE(pinned_constant(Scalar(double(0.044715f))), pinned_constant(Scalar(0.044715)));
+  EXPECT_NE(pinned_constant(Scalar(-0.0)), pinned_constant(Scalar(0.0)));
+  EXPECT_EQ(pinned_constant(Scalar(0.3)), -1);
+  EXPECT_EQ(signature(program(0.3)), signature(program(0.7)));    // run-time values: one plan
+  EXPECT_NE(signature(program(1.0)), signature(program(0.7)));    // a pinned one is in the key
+  EXPECT_NE(signature(program(1.0)), signature(program(-1.0)));
+  EXPECT_NE(explain_difference(program(1.0), program(0.7)).find("attributes changed at node 0"), std::string::npos);
+  Trace t = program(1.0);
+  EXPECT_TRUE(scalar_is_known(t.nodes()[0], 0));
+  SimplifyReport report;
+  EXPECT_EQ(simplify(t, &report), 1) << report.to_string();  // x * 1 -> x, safe for every trace of this key
+  EXPECT_FALSE(scalar_is_known(program(0.7).nodes()[0], 0));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "nnvm/trace/passes/constant_fold.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
@@ -55,7 +56,8 @@ int constant_fold(Trace& t, FoldReport* report) {
       for (ValueId v : node.outputs) elements += numel_of_value(t.value(v));
       if (is_random(*node.op))
         why_not = "random: each run draws anew";
-      else if (!node.slots.empty())
+      else if (std::any_of(node.slots.begin(), node.slots.end(),
+                           [&](const ScalarSlot& s) { return !scalar_is_known(node, size_t(s.attr)); }))
         why_not = "reads a run-time Scalar: a folded value would be stale at the next replay";
       else if (!node.op->view && elements > kMaxFoldedElements)
         why_not = absl::StrCat(elements, " elements is over the limit of ", kMaxFoldedElements);

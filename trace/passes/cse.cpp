@@ -23,7 +23,7 @@ int cse(Trace& t) {
       key += ";";
       bool slotted = false;
       for (const ScalarSlot& s : node.slots)
-        if (s.attr == int32_t(i)) {
+        if (s.attr == int32_t(i) && pinned_constant(node.attrs.s(i)) < 0) {
           absl::StrAppend(&key, "$", s.slot);
           slotted = true;
         }

@@ -90,11 +90,9 @@ class Recogniser {
     const Node* p = producer(v);
     return p && p->op->name == op ? p : nullptr;
   }
-  static bool slotted(const Node& n, size_t attr) {
-    for (const ScalarSlot& s : n.slots)
-      if (s.attr == int32_t(attr)) return true;
-    return false;
-  }
+  // A Scalar whose value another trace with this signature may change
+  // (trace/ir.h: neither compile-time nor a pinned constant).
+  static bool slotted(const Node& n, size_t attr) { return !scalar_is_known(n, attr); }
   std::string where(const Node& n) const { return absl::StrCat("node ", index(&n), " (", n.op->name, ")"); }
   DType dtype(ValueId v) const { return t_.value(v).dtype; }
 

@@ -107,14 +107,10 @@ class Simplifier {
     for (size_t k = 0; k < outs.size(); ++k) mapped_[size_t(node.outputs[k])] = outs[k];
   }
 
-  // A Scalar the rules may read: a compile-time value. A recorded Scalar is a
-  // run-time argument (the next replay may bring another value), so no rule
-  // may depend on what it is now.
-  static bool fixed(const Node& node, size_t attr) {
-    for (const ScalarSlot& s : node.slots)
-      if (s.attr == int32_t(attr)) return false;
-    return true;
-  }
+  // A Scalar the rules may read: a compile-time value, or a pinned constant
+  // (trace/ir.h). Any other recorded Scalar is a run-time argument (the next
+  // replay may bring another value), so no rule may depend on what it is now.
+  static bool fixed(const Node& node, size_t attr) { return scalar_is_known(node, attr); }
 
   bool rewrite(const Node& node) {
     const std::string& name = node.op->name;
