@@ -50,13 +50,26 @@ std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs, a
     env[size_t(t.inputs()[i])] = inputs[i];
   }
   for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
+  // Each value is dropped after the last node that reads it, so the unfused
+  // path needs the memory of its widest point, as eager mode does, not of
+  // every value of the trace. (A view keeps its base's storage alive itself.)
+  std::vector<int32_t> last_use(t.values().size(), -1);
+  for (size_t i = 0; i < t.nodes().size(); ++i)
+    for (ValueId v : t.nodes()[i].inputs) last_use[size_t(v)] = int32_t(i);
+  for (ValueId v : t.outputs()) last_use[size_t(v)] = int32_t(t.nodes().size());
   NoGradGuard no_grad;  // a trace already holds its backward nodes
   std::vector<Tensor> args;
-  for (const Node& n : t.nodes()) {
+  for (size_t i = 0; i < t.nodes().size(); ++i) {
+    const Node& n = t.nodes()[i];
     args.clear();
     for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
     if (scalars.empty() || n.slots.empty()) run_node(t, n, args, n.attrs, env);
     else run_node(t, n, args, bind_scalars(n, scalars), env);
+    args.clear();
+    for (ValueId v : n.inputs)
+      if (last_use[size_t(v)] == int32_t(i)) env[size_t(v)] = Tensor();
+    for (ValueId v : n.outputs)
+      if (last_use[size_t(v)] < 0) env[size_t(v)] = Tensor();  // never read: dead on arrival
   }
   std::vector<Tensor> result;
   for (ValueId v : t.outputs()) result.push_back(env[size_t(v)]);
