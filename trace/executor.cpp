@@ -150,11 +150,13 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
     }
     // Values at the same place (an in-place chain, a reused buffer) share a slice.
     const auto same = std::find_if(arena_values_.begin(), arena_values_.end(), [&](const ArenaValue& a) {
-      return memory_.offsets[size_t(a.value)] == memory_.offsets[v] && memory_.bytes[size_t(a.value)] == memory_.bytes[v];
+      const size_t u = size_t(a.value);
+      return memory_.offsets[u] == memory_.offsets[v] && memory_.bytes[u] == memory_.bytes[v];
     });
     arena_values_.push_back({ValueId(v), same == arena_values_.end() ? int32_t(arena_values_.size()) : same->slice});
   }
-  for (ValueId out : trace_.outputs()) arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
+  for (ValueId out : trace_.outputs())
+    arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
   for (size_t g = 0; g < groups_.size(); ++g)
     for (int32_t n : fusion_.groups[g].nodes) groups_[g].slotted += !trace_.nodes()[size_t(n)].slots.empty();
   for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
