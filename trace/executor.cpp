@@ -144,9 +144,21 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
   own_values_.resize(order_.size());
   for (size_t v = 0; v < trace_.values().size(); ++v) {
     if (!computed(v)) continue;
-    if (memory_.offsets[v] >= 0) arena_values_.push_back(ValueId(v));
-    else own_values_[size_t(schedule.step[size_t(trace_.value(ValueId(v)).node)])].push_back(ValueId(v));
+    if (memory_.offsets[v] < 0) {
+      own_values_[size_t(schedule.step[size_t(trace_.value(ValueId(v)).node)])].push_back(ValueId(v));
+      continue;
+    }
+    // Values at the same place (an in-place chain, a reused buffer) share a slice.
+    const auto same = std::find_if(arena_values_.begin(), arena_values_.end(), [&](const ArenaValue& a) {
+      const size_t u = size_t(a.value);
+      return memory_.offsets[u] == memory_.offsets[v] && memory_.bytes[u] == memory_.bytes[v];
+    });
+    arena_values_.push_back({ValueId(v), same == arena_values_.end() ? int32_t(arena_values_.size()) : same->slice});
   }
+  for (ValueId out : trace_.outputs())
+    arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (int32_t n : fusion_.groups[g].nodes) groups_[g].slotted += !trace_.nodes()[size_t(n)].slots.empty();
   for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
   plan_direct_writes();
   if (!knobs().dump_dir.empty()) dump(knobs().dump_dir);
@@ -234,14 +246,26 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   EagerGuard eager;  // a kernel that calls an op runs it now
   NoGradGuard no_grad;
 
-  if (memory_.arena_bytes > 0) {
-    auto arena = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
+  // Lives until the run returns; a slice holds it only when a trace output is a view into it.
+  std::shared_ptr<Storage> arena;
+  if (!arena_values_.empty()) {
+    arena = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
     char* base = static_cast<char*>(arena->data());
-    for (ValueId v : arena_values_) {
-      const size_t at = size_t(memory_.offsets[size_t(v)]);
-      auto slice = std::make_shared<Storage>(base + at, size_t(memory_.bytes[size_t(v)]), Device(),
-                                             [arena](void*) {});  // as_strided offsets count from a value's start
-      env[size_t(v)] = tensor_on(std::move(slice), t.value(v));
+    for (const ArenaValue& a : arena_values_) {
+      const size_t v = size_t(a.value);
+      const ValueId first = arena_values_[size_t(a.slice)].value;
+      const Value &val = t.value(a.value), &first_val = t.value(first);
+      if (first != a.value && val.dtype == first_val.dtype && val.shape == first_val.shape) {
+        env[v] = env[size_t(first)];  // the same memory seen the same way
+        continue;
+      }
+      std::shared_ptr<Storage> slice =
+          first != a.value ? env[size_t(first)].storage()
+          : arena_escapes_ ? std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
+                                                       [arena](void*) {})
+                           : std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
+                                                       nullptr);  // as_strided offsets count from a value's start
+      env[v] = tensor_on(std::move(slice), val);
     }
   }
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
@@ -254,18 +278,8 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
     written[i] = true;
   }
 
-  std::vector<Attrs> bound(t.nodes().size());
-  std::vector<const Attrs*> attrs(t.nodes().size());
-  for (size_t n = 0; n < t.nodes().size(); ++n) {
-    const Node& node = t.nodes()[n];
-    if (scalars.empty() || node.slots.empty()) {
-      attrs[n] = &node.attrs;
-    } else {
-      bound[n] = bind_scalars(node, scalars);
-      attrs[n] = &bound[n];
-    }
-  }
   absl::InlinedVector<const Attrs*, 8> group_attrs;
+  absl::InlinedVector<Attrs, 4> bound;  // a group's attributes with Scalars bound; only for nodes with slots
   for (size_t k = 0; k < order_.size(); ++k) {
     const int32_t g = order_[k];
     for (ValueId v : own_values_[k]) {  // allocated when computed, not for the whole run
@@ -274,12 +288,24 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
         env[size_t(v)] =
             tensor_on(std::make_shared<Storage>(numel_of(val.shape) * itemsize(val.dtype), Device()), val);
     }
-    group_attrs.clear();
-    for (int32_t n : fusion_.groups[size_t(g)].nodes) group_attrs.push_back(attrs[size_t(n)]);
     const Group& group = groups_[size_t(g)];
+    const bool bind = !scalars.empty() && group.slotted > 0;
+    group_attrs.clear();
+    bound.clear();
+    if (bind) bound.reserve(size_t(group.slotted));  // the pointers into it stay valid
+    for (int32_t n : fusion_.groups[size_t(g)].nodes) {
+      const Node& node = t.nodes()[size_t(n)];
+      if (!bind || node.slots.empty()) {
+        group_attrs.push_back(&node.attrs);
+      } else {
+        bound.push_back(bind_scalars(node, scalars));
+        group_attrs.push_back(&bound.back());
+      }
+    }
     group.program->run(group.values.ids, env, group_attrs, group.tiling);
   }
   std::vector<Tensor> results;
+  results.reserve(t.outputs().size());
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
   return results;
 }

@@ -4,8 +4,9 @@
 // (trace/group_program.h) and plans memory with the groups as steps. run()
 // does no analysis:
 //   - one arena per run, from the caching allocator, holds every value that
-//     crosses a group boundary at the planner's offset; values a fused group
-//     only reads itself live in per-tile scratch;
+//     crosses a group boundary at the planner's offset (values at the same
+//     place share one slice of it); values a fused group only reads itself
+//     live in per-tile scratch;
 //   - trace outputs get fresh contiguous tensors of their own, allocated when
 //     their group runs (the recorder adopts their memory), or, through
 //     run_into, are computed straight into the tensor they are bound for when
@@ -62,6 +63,7 @@ class FusedPlan final : public Plan {
     std::shared_ptr<const GroupProgram> program;
     GroupValues values;
     Tiling tiling;
+    int32_t slotted = 0;  // its nodes with Scalar slots
   };
 
   // How trace output i may be computed straight into a caller's tensor.
@@ -82,7 +84,12 @@ class FusedPlan final : public Plan {
   MemoryPlan memory_;
   std::vector<Group> groups_;   // as in fusion_.groups
   std::vector<int32_t> order_;  // groups in a topological order
-  std::vector<ValueId> arena_values_;  // computed values placed in the arena
+  struct ArenaValue {
+    ValueId value;
+    int32_t slice;  // the index of the first arena value at the same offset and size
+  };
+  std::vector<ArenaValue> arena_values_;  // computed values placed in the arena
+  bool arena_escapes_ = false;            // a trace output is a view of an arena value
   std::vector<std::vector<ValueId>> own_values_;  // per step: values it computes into memory of their own
                                                  // (trace outputs, empty values)
   std::vector<DirectWrite> direct_;      // per trace output
