@@ -57,8 +57,9 @@ std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> 
 }
 
 std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId> inputs) {
+  ScalarSlots slots = like.slots;  // `like` may be a node of this trace, which the append may move
   std::vector<ValueId> outs = add_node_impl(*like.op, inputs, like.attrs);
-  nodes_.back().slots = like.slots;
+  nodes_.back().slots = std::move(slots);
   return outs;
 }
 

@@ -90,10 +90,19 @@ Tensor snapshot(const Tensor& t) {
 
 class Recorder {
  public:
+  // A thread that ends with a recorded trace runs it, so the tensors it hands
+  // on have values. It runs on a fresh thread: this one's other thread_locals
+  // (kernels' scratch buffers) may already be destroyed.
   ~Recorder() {
+    if (trace_.nodes().empty() && owed_.empty()) return;
     try {
-      flush();
-    } catch (...) {  // a thread that ends with a failing trace: its tensors carry the error
+      std::thread([this] {
+        try {
+          flush();
+        } catch (...) {  // a failing trace: its tensors carry the error
+        }
+      }).join();
+    } catch (...) {  // no thread to be had: the tensors stay without values
     }
   }
 
