@@ -13,6 +13,7 @@
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/jit/x86/pointwise_kernel.h"
 #include "nnvm/trace/executor.h"
+#include "isa_scope.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -35,13 +36,6 @@ LoopIR tanh_of_sum() {  // out0 = tanh(in0 + s0)
               Expr{Prim::kTanh, 2}};
   ir.stores = {3};
   return ir;
-}
-
-std::vector<Isa> jit_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
-    if (isa_supported(isa)) isas.push_back(isa);
-  return isas;
 }
 
 class KernelDump : public ::testing::Test {

@@ -8,6 +8,7 @@
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
+#include "isa_scope.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -17,23 +18,6 @@ using trace::Trace;
 using trace::ValueId;
 
 const OpDef& op(const char* name) { return find_op(name); }
-
-// Forces an ISA for one scope.
-class IsaGuard {
- public:
-  explicit IsaGuard(Isa isa) : saved_(active_isa()) { set_isa(isa); }
-  ~IsaGuard() { set_isa(saved_); }
-
- private:
-  Isa saved_;
-};
-
-std::vector<Isa> jit_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
-    if (isa_supported(isa)) isas.push_back(isa);
-  return isas;
-}
 
 // Runs `t`'s plan under `isa` and checks it against the interpreter; with a
 // JIT ISA the group must have run machine code (a compile or a cached kernel).

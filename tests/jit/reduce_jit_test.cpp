@@ -10,6 +10,7 @@
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "guard_page.h"
+#include "isa_scope.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -17,22 +18,6 @@ namespace {
 
 using trace::Trace;
 using trace::ValueId;
-
-class IsaGuard {
- public:
-  explicit IsaGuard(Isa isa) : saved_(active_isa()) { set_isa(isa); }
-  ~IsaGuard() { set_isa(saved_); }
-
- private:
-  Isa saved_;
-};
-
-std::vector<Isa> jit_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
-    if (isa_supported(isa)) isas.push_back(isa);
-  return isas;
-}
 
 // The reduction's attributes: (dims, keepdim[, dtype]).
 Attrs reduce_attrs(const char* name, DimVector dims, bool keepdim) {
