@@ -90,6 +90,28 @@ void expect_error(const std::function<void()>& fn, std::initializer_list<std::st
   ADD_FAILURE() << "expected an nnvm::Error";
 }
 
+void expect_traced_equals_eager(const std::function<std::vector<Tensor>()>& make_inputs,
+                                const std::function<std::vector<Tensor>(std::vector<Tensor>&)>& program) {
+  std::vector<Tensor> want;
+  {
+    EagerGuard eager;
+    std::vector<Tensor> in = make_inputs();
+    want = program(in);
+  }
+  for (int run = 1; run <= 3; ++run) {
+    SCOPED_TRACE(::testing::Message() << "traced run " << run);
+    std::vector<Tensor> in;
+    {
+      EagerGuard eager;
+      in = make_inputs();
+    }
+    const std::vector<Tensor> got = program(in);
+    mark_step();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expect_tensors_close(got[i], want[i]);
+  }
+}
+
 Tensor leaf(IntArrayRef shape, uint64_t seed, double lo, double hi) {
   return random(shape, kFloat64, seed, lo, hi).requires_grad_();
 }

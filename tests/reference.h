@@ -44,6 +44,12 @@ void expect_tensors_close(const Tensor& actual, const Tensor& expected, double r
 // Asserts that `fn` throws nnvm::Error whose message contains every piece.
 void expect_error(const std::function<void()>& fn, std::initializer_list<std::string_view> pieces);
 
+// Runs `program` on fresh inputs from `make_inputs` once eagerly and three
+// times traced (cold, turning hot, hot); every traced run must return what
+// the eager one returned.
+void expect_traced_equals_eager(const std::function<std::vector<Tensor>()>& make_inputs,
+                                const std::function<std::vector<Tensor>(std::vector<Tensor>&)>& program);
+
 // Checks autograd's gradients of `fn` at `inputs` against central finite
 // differences. Inputs are contiguous float64 tensors; those with
 // requires_grad() are checked (fn may take views of them to test

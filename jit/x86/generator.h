@@ -67,6 +67,35 @@ class Generator : public Xbyak::CodeGenerator {
   // Emits the constant table and makes the code read+exec. Call once, after generating.
   void finalize();
 
+  // Emits a loop over the `n` float32 elements of a row (n in a register,
+  // counted down to 0; `j` the byte offset, from 0): `unroll` vectors a step
+  // while that many remain, then one at a time, then one masked tail.
+  // `step(vectors, tail)` emits the work of `vectors` vectors at offset j.
+  template <class Step>
+  void float_loop(const Xbyak::Reg64& j, const Xbyak::Reg64& n, int unroll, Step step) {
+    Xbyak::Label unrolled, single, tail, done;
+    xor_(j, j);
+    L(unrolled);
+    cmp(n, unroll * lanes());
+    jb(single, T_NEAR);
+    step(unroll, false);
+    add(j, unroll * lanes() * 4);
+    sub(n, unroll * lanes());
+    jmp(unrolled, T_NEAR);
+    L(single);
+    cmp(n, lanes());
+    jb(tail, T_NEAR);
+    step(1, false);
+    add(j, lanes() * 4);
+    sub(n, lanes());
+    jmp(single, T_NEAR);
+    L(tail);
+    test(n, n);
+    jz(done, T_NEAR);
+    step(1, true);
+    L(done);
+  }
+
  private:
   Isa isa_;
   int64_t frame_bytes_ = 0;

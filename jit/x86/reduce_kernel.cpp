@@ -300,33 +300,14 @@ void ReduceKernel::generate_rows() {
   Label row;
   L(row);
   for (int u = 0; u < kUnroll; ++u) vmovups(vreg(u), vconst(identity()));
-  Label unrolled, single, tail, done;
-  xor_(kJ, kJ);
   mov(kN, qword[kCall + AT(reduced)]);
-  auto step = [&](int u, bool is_tail) {
-    const int v = evaluate(u, is_tail);
-    accumulate(vreg(u), vreg(v), is_tail, temp);
-    release();
-  };
-  L(unrolled);
-  cmp(kN, kUnroll * lanes());
-  jb(single, T_NEAR);
-  for (int u = 0; u < kUnroll; ++u) step(u, false);
-  add(kJ, kUnroll * lanes() * 4);
-  sub(kN, kUnroll * lanes());
-  jmp(unrolled, T_NEAR);
-  L(single);
-  cmp(kN, lanes());
-  jb(tail, T_NEAR);
-  step(0, false);
-  add(kJ, lanes() * 4);
-  sub(kN, lanes());
-  jmp(single, T_NEAR);
-  L(tail);
-  test(kN, kN);
-  jz(done, T_NEAR);
-  step(0, true);
-  L(done);
+  float_loop(kJ, kN, kUnroll, [&](int vectors, bool is_tail) {
+    for (int u = 0; u < vectors; ++u) {
+      const int v = evaluate(u, is_tail);
+      accumulate(vreg(u), vreg(v), is_tail, temp);
+      release();
+    }
+  });
   combine(vreg(0), vreg(1), temp);
   combine(vreg(2), vreg(3), temp);
   combine(vreg(0), vreg(2), temp);
@@ -364,28 +345,8 @@ void ReduceKernel::generate_columns() {
       else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(u));
     }
   };
-  Label unrolled, single, tail, done;
-  xor_(kJ, kJ);
   mov(kN, qword[kCall + AT(inner)]);
-  L(unrolled);
-  cmp(kN, kUnroll * lanes());
-  jb(single, T_NEAR);
-  chunk(kUnroll, false);
-  add(kJ, kUnroll * lanes() * 4);
-  sub(kN, kUnroll * lanes());
-  jmp(unrolled, T_NEAR);
-  L(single);
-  cmp(kN, lanes());
-  jb(tail, T_NEAR);
-  chunk(1, false);
-  add(kJ, lanes() * 4);
-  sub(kN, lanes());
-  jmp(single, T_NEAR);
-  L(tail);
-  test(kN, kN);
-  jz(done, T_NEAR);
-  chunk(1, true);
-  L(done);
+  float_loop(kJ, kN, kUnroll, chunk);
 }
 
 // Sixteen double lanes: AVX-512 zmm0 (lanes 0-7) and zmm1 (8-15), one float

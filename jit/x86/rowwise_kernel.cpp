@@ -94,28 +94,10 @@ void RowwiseKernel::accumulate_product(const Xmm& acc, const Xmm& a, const Xmm& 
 }
 
 template <class Body> void RowwiseKernel::pass(Body body) {
-  Label unrolled, single, tail, done;
-  xor_(kJ, kJ);
   mov(kN, qword[kCall + AT(cols)]);
-  L(unrolled);
-  cmp(kN, kUnroll * lanes());
-  jb(single, T_NEAR);
-  for (int u = 0; u < kUnroll; ++u) body(u, false);
-  add(kJ, kUnroll * lanes() * 4);
-  sub(kN, kUnroll * lanes());
-  jmp(unrolled, T_NEAR);
-  L(single);
-  cmp(kN, lanes());
-  jb(tail, T_NEAR);
-  body(0, false);
-  add(kJ, lanes() * 4);
-  sub(kN, lanes());
-  jmp(single, T_NEAR);
-  L(tail);
-  test(kN, kN);
-  jz(done, T_NEAR);
-  body(0, true);
-  L(done);
+  float_loop(kJ, kN, kUnroll, [&](int vectors, bool tail) {
+    for (int u = 0; u < vectors; ++u) body(u, tail);
+  });
 }
 
 void RowwiseKernel::init_accumulators(int first, float value) {

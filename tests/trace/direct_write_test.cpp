@@ -13,6 +13,8 @@
 namespace nnvm::trace {
 namespace {
 
+using testing::expect_traced_equals_eager;
+
 using testing::expect_tensors_close;
 
 const OpDef& op(const char* name) { return find_op(name); }
@@ -119,30 +121,6 @@ TEST(DirectWrite, NonContiguousOrViewTargetsAreCopiedInto) {
   t.mark_output(t.add_node1(op("add"), {pv, gv}, {Scalar(1)}));
   const Written w = run_against_interpreter(t, {pt, g}, {pt});
   EXPECT_EQ(w.written, std::vector<bool>{false});
-}
-
-// The program runs eagerly, then traced three times (cold, turning hot, hot)
-// on fresh inputs; every run returns what eager returned.
-void expect_traced_equals_eager(const std::function<std::vector<Tensor>()>& make_inputs,
-                                const std::function<std::vector<Tensor>(std::vector<Tensor>&)>& program) {
-  std::vector<Tensor> want;
-  {
-    EagerGuard eager;
-    std::vector<Tensor> in = make_inputs();
-    want = program(in);
-  }
-  for (int run = 1; run <= 3; ++run) {
-    SCOPED_TRACE(::testing::Message() << "traced run " << run);
-    std::vector<Tensor> in;
-    {
-      EagerGuard eager;
-      in = make_inputs();
-    }
-    const std::vector<Tensor> got = program(in);
-    mark_step();
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expect_tensors_close(got[i], want[i]);
-  }
 }
 
 std::vector<Tensor> parameter_and_grad() {

@@ -199,33 +199,49 @@ TEST_F(Runtime, AFailedTraceKeepsWhatDoesNotDependOnTheFailure) {
   expect_same(fine, x * 3);  // computed although its trace failed
 }
 
-// One Linear model, trained for `steps` steps of SGD with momentum, its
-// learning rate changing every step; returns the final weight.
-Tensor train_linear(uint64_t seed, int steps) {
+// One Linear model and its data, made from `seed` on the calling thread (the
+// default generator is process-wide, so models are made one at a time).
+struct Job {
+  nn::Linear model{nullptr};
+  Tensor data, target;
+};
+
+Job make_job(uint64_t seed) {
   Generator gen(seed);
-  const Tensor data = rand({16, 5}, kFloat32, &gen);
-  const Tensor target = rand({16, 2}, kFloat32, &gen);
+  Job job;
+  job.data = rand({16, 5}, kFloat32, &gen);
+  job.target = rand({16, 2}, kFloat32, &gen);
   manual_seed(seed);
-  nn::Linear model(5, 2);
-  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  job.model = nn::Linear(5, 2);
+  mark_step();  // the values exist before another thread trains on them
+  return job;
+}
+
+// `steps` steps of SGD with momentum, the learning rate changing every step.
+Tensor train_linear(Job& job, int steps) {
+  optim::SGD opt(job.model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   for (int s = 0; s < steps; ++s) {
     opt.param_groups()[0].options().set_lr(0.1 / (1 + s));
     opt.zero_grad();
-    mse_loss(model->forward(data), target).backward();
+    mse_loss(job.model->forward(job.data), job.target).backward();
     opt.step();
   }
-  return model->weight;
+  return job.model->weight;
 }
 
 TEST_F(Runtime, TwoThreadsTrainTwoModelsAtOnce) {
   Tensor eager[2];
   {
     EagerGuard guard;
-    for (int i = 0; i < 2; ++i) eager[i] = train_linear(100 + uint64_t(i), 30);
+    for (int i = 0; i < 2; ++i) {
+      Job job = make_job(100 + uint64_t(i));
+      eager[i] = train_linear(job, 30);
+    }
   }
+  Job jobs[2] = {make_job(100), make_job(101)};
   Tensor traced[2];
-  std::thread a([&] { traced[0] = train_linear(100, 30); });
-  std::thread b([&] { traced[1] = train_linear(101, 30); });
+  std::thread a([&] { traced[0] = train_linear(jobs[0], 30); });
+  std::thread b([&] { traced[1] = train_linear(jobs[1], 30); });
   a.join();
   b.join();
   for (int i = 0; i < 2; ++i) expect_same(traced[i], eager[i], 1e-5);
