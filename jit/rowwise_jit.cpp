@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/functions.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/loops.h"
 
 namespace nnvm::jit {
 
@@ -18,8 +19,6 @@ std::atomic<int64_t> runs{0};
 
 // Elements per parallel task: a few rows of L2-resident work.
 constexpr int64_t kTaskElements = 32768;
-// The loss's fixed summation blocks (as kernels/cpu/loss.cpp): the same sum for any thread count.
-constexpr int64_t kLossBlock = 4096;
 
 int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kTaskElements / std::max<int64_t>(cols, 1)); }
 
@@ -54,21 +53,6 @@ std::optional<RowLayout> row_layout(const Tensor& x, int64_t k) {
 }
 
 const char* bytes_of(const Tensor& t) { return static_cast<const char*>(t.data_ptr()); }
-
-template <class F> float ordered_sum(int64_t n, F term) {
-  const int64_t blocks = (n + kLossBlock - 1) / kLossBlock;
-  std::vector<float> partial(size_t(blocks), 0.0f);
-  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      float sum = 0;
-      for (int64_t i = b * kLossBlock, e = std::min(n, i + kLossBlock); i < e; ++i) sum += term(i);
-      partial[size_t(b)] = sum;
-    }
-  });
-  float total = 0;
-  for (float v : partial) total += v;
-  return total;
-}
 
 }  // namespace
 
@@ -314,10 +298,10 @@ bool RowwiseJit::run_cross_entropy(const std::vector<Tensor>& in, const Tensor& 
     });
     return true;
   }
-  const float total = ordered_sum(n, loss);
+  const float total = cpu::ordered_sum<float>(n, loss);
   *po = reduction == Reduction::Sum
             ? total
-            : total / ordered_sum(n, [&](int64_t r) { return t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f); });
+            : total / cpu::ordered_sum<float>(n, [&](int64_t r) { return t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f); });
   return true;
 }
 
@@ -344,7 +328,7 @@ bool RowwiseJit::run_cross_entropy_backward(const std::vector<Tensor>& in, const
   for (int64_t c = 0; c < classes; ++c) total_weight += w ? w[c] : 1.0f;
   float scale = reduction == Reduction::None ? 0.0f : pg[0];
   if (reduction == Reduction::Mean)
-    scale /= ordered_sum(n, [&](int64_t r) { return t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f); });
+    scale /= cpu::ordered_sum<float>(n, [&](int64_t r) { return t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f); });
   const float ls = float(a.d(3)), smooth = ls / float(classes);
   std::vector<float> coeff_a(static_cast<size_t>(n)), coeff_b(static_cast<size_t>(n));
   const x86::RowwiseKernel& run = kernel(active_isa());

@@ -67,6 +67,22 @@ class Generator : public Xbyak::CodeGenerator {
   // Emits the constant table and makes the code read+exec. Call once, after generating.
   void finalize();
 
+  // The mask of a tail of ecx lanes (0 <= ecx < lanes(); clobbers eax): opmask
+  // `k` on AVX-512, else vector register `ymm` (lane i set when i < ecx).
+  void emit_tail_mask(const Xbyak::Opmask& k, int ymm) {
+    if (avx512()) {
+      mov(eax, 1);
+      shl(eax, cl);
+      sub(eax, 1);
+      kmovw(k, eax);
+    } else {
+      const Xbyak::Ymm m(ymm);
+      vmovd(Xbyak::Xmm(ymm), ecx);
+      vpbroadcastd(m, Xbyak::Xmm(ymm));
+      vpcmpgtd(m, m, vconst_iota());
+    }
+  }
+
   // Emits a loop over the `n` float32 elements of a row (n in a register,
   // counted down to 0; `j` the byte offset, from 0): `unroll` vectors a step
   // while that many remain, then one at a time, then one masked tail.

@@ -128,17 +128,7 @@ void PointwiseKernel::generate() {
   L(tail);
   test(kCols, kCols);
   jz(row_end, T_NEAR);
-  if (avx512()) {  // k1 = (1 << cols) - 1
-    mov(eax, 1);
-    shl(eax, cl);
-    sub(eax, 1);
-    kmovw(kTailMask, eax);
-  } else {  // lane i is in the tail when cols > i
-    const Ymm m(tail_mask_reg_);
-    vmovd(Xbyak::Xmm(tail_mask_reg_), ecx);
-    vpbroadcastd(m, Xbyak::Xmm(tail_mask_reg_));
-    vpcmpgtd(m, m, vconst_iota());
-  }
+  emit_tail_mask(kTailMask, tail_mask_reg_);  // kCols is rcx: the tail's length
   emit_body(true);
   L(row_end);
   for (int k = 0; k < operands; ++k) {

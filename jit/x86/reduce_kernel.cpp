@@ -98,21 +98,10 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
   reg_.assign(ir.exprs.size(), -1);
   busy_.assign(size_t(num_vregs()), false);
   preamble(in_double() ? 16 * 8 : 0);  // the sixteen double lanes of a row, added in order
-  mov(rax, qword[kCall + AT(tail)]);  // the tail's lanes: length % lanes
-  and_(eax, lanes() - 1);
-  if (avx512()) {
-    mov(ecx, eax);
-    mov(eax, 1);
-    shl(eax, cl);
-    sub(eax, 1);
-    kmovw(kTail, eax);
-    knotw(kOff, kTail);
-  } else {
-    const Ymm m(15);
-    vmovd(Xbyak::Xmm(15), eax);
-    vpbroadcastd(m, Xbyak::Xmm(15));
-    vpcmpgtd(m, m, vconst_iota());
-  }
+  mov(rcx, qword[kCall + AT(tail)]);  // the tail's lanes: length % lanes
+  and_(ecx, lanes() - 1);
+  emit_tail_mask(kTail, 15);
+  if (avx512()) knotw(kOff, kTail);
   if (axis == ReduceAxis::kRows) in_double() ? generate_rows_double() : generate_rows();
   else in_double() ? generate_columns_double() : generate_columns();
   postamble();

@@ -205,20 +205,9 @@ void RowwiseKernel::emit_log(int v) {
 void RowwiseKernel::generate() {
   const RowOp op = spec_.op;
   preamble(0);
-  mov(rax, qword[kCall + AT(cols)]);  // the tail's lanes: cols % lanes
-  and_(eax, lanes() - 1);
-  if (avx512()) {
-    mov(ecx, eax);
-    mov(eax, 1);
-    shl(eax, cl);
-    sub(eax, 1);
-    kmovw(kTail, eax);
-  } else {
-    const Ymm m(kMaskReg);
-    vmovd(Xbyak::Xmm(kMaskReg), eax);
-    vpbroadcastd(m, Xbyak::Xmm(kMaskReg));
-    vpcmpgtd(m, m, vconst_iota());
-  }
+  mov(rcx, qword[kCall + AT(cols)]);  // the tail's lanes: cols % lanes
+  and_(ecx, lanes() - 1);
+  emit_tail_mask(kTail, kMaskReg);
   mov(kX, qword[kCall + AT(x)]);
   mov(kG, qword[kCall + AT(g)]);
   mov(kY, qword[kCall + AT(y)]);

@@ -15,6 +15,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <algorithm>
+#include <vector>
+
 #include "nnvm/core/dtype.h"
 #include "nnvm/core/tensor.h"
 #include "nnvm/core/thread_pool.h"
@@ -24,6 +27,25 @@ namespace nnvm::cpu {
 inline constexpr int64_t kChunk = 256;
 inline constexpr int64_t kGrain = 32768;  // elements per parallel task
 inline constexpr size_t kMaxOperands = 8;
+
+// The sum of term(0..n) over fixed blocks of kSumBlock terms added in
+// parallel, the block sums then added in order: the same value for every
+// thread count (the loss kernels and their JIT twins share it).
+inline constexpr int64_t kSumBlock = 4096;
+template <class T, class F> T ordered_sum(int64_t n, F term) {
+  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<T> partial(static_cast<size_t>(blocks));
+  parallel_for(0, blocks, std::max<int64_t>(1, kGrain / kSumBlock), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      T sum = 0;
+      for (int64_t i = b * kSumBlock, e = std::min(n, i + kSumBlock); i < e; ++i) sum += term(i);
+      partial[size_t(b)] = sum;
+    }
+  });
+  T total = 0;
+  for (T v : partial) total += v;
+  return total;
+}
 
 // ---- element conversion ----
 template <class To, class From> inline To convert(From v) {

@@ -1,9 +1,8 @@
 // CPU kernels of the loss ops (core/ops/loss.cpp).
 //
 // Each computes its per-element (mse, l1, bce) or per-row (nll, cross-entropy)
-// loss and reduces it in the same kernel. Sums run over fixed blocks of
-// kBlock terms in parallel and add the block sums in order, so a loss is the
-// same for every thread count.
+// loss and reduces it in the same kernel. Sums are ordered_sum's (loops.h), so
+// a loss is the same for every thread count.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -16,23 +15,6 @@
 namespace nnvm::cpu {
 
 namespace {
-
-constexpr int64_t kBlock = 4096;
-
-template <class T, class F> T ordered_sum(int64_t n, F term) {
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<T> partial(static_cast<size_t>(blocks));
-  parallel_for(0, blocks, std::max<int64_t>(1, kGrain / kBlock), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      T sum = 0;
-      for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) sum += term(i);
-      partial[size_t(b)] = sum;
-    }
-  });
-  T total = 0;
-  for (T v : partial) total += v;
-  return total;
-}
 
 // Writes loss(i) for i in [0, n) into `out` (None), or their sum (Sum), or
 // their sum divided by denominator() (Mean).
