@@ -186,3 +186,36 @@ TEST(Views, RetainGradFollowsInPlaceOps) {
 
 }  // namespace
 }  // namespace nnvm
+
+namespace nnvm {
+namespace {
+
+// The two ops the recorder reads and writes views of lazy values with.
+TEST(Views, AsStridedAndStridedUpdateMatchIndexing) {
+  const OpDef& as_strided = find_op("as_strided");
+  const OpDef& strided_update = find_op("strided_update");
+  const Tensor base = testing::random({4, 6}, kFloat32, 1);
+  // rows 1..2, every other column from 1: offset 7, strides [6, 2]
+  const Attrs layout{DimVector{2, 3}, DimVector{6, 2}, int64_t(7)};
+  const Tensor view = call1(as_strided, {base}, layout);
+  EXPECT_EQ(view.storage(), base.storage());
+  testing::expect_tensors_close(view, base.slice(0, 1, 3).slice(1, 1, std::nullopt, 2));
+  const Tensor src = testing::random({2, 3}, kFloat32, 2);
+  const Tensor updated = call1(strided_update, {base, src}, layout);
+  Tensor want = base.clone();
+  want.slice(0, 1, 3).slice(1, 1, std::nullopt, 2).copy_(src);
+  testing::expect_tensors_close(updated, want);
+  testing::expect_tensors_close(base, base.clone());  // the base is not written
+
+  testing::expect_error([&] { call1(as_strided, {base}, {DimVector{5, 6}, DimVector{6, 1}, int64_t(0)}); },
+                        {"as_strided", "reaches past the storage's 24 elements"});
+  testing::expect_error([&] { call1(as_strided, {base}, {DimVector{2}, DimVector{1, 1}, int64_t(0)}); },
+                        {"as_strided", "differ in rank"});
+  testing::expect_error([&] { call1(as_strided, {base}, {DimVector{2}, DimVector{1}, int64_t(-1)}); },
+                        {"as_strided", "negative storage offset"});
+  testing::expect_error([&] { call1(strided_update, {base, src.t()}, layout); },
+                        {"strided_update", "[3, 2]", "[2, 3]"});
+}
+
+}  // namespace
+}  // namespace nnvm
