@@ -109,6 +109,7 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
       reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
       reduce_input_ = index_of(last.inputs[0]);
     }
+    if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) plan_epilogue(t, g, values);
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -150,6 +151,50 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
 
 GroupProgram::~GroupProgram() = default;
 
+// The nodes after the matmul as a pointwise group of their own, reading the
+// matmul's output from memory: one kernel instead of a reference kernel (and
+// a pass over memory) per node.
+void GroupProgram::plan_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values) {
+  FusionGroup e;
+  e.kind = GroupKind::kPointwise;
+  e.nodes.assign(g.nodes.begin() + 1, g.nodes.end());
+  auto computed_here = [&](ValueId v) {
+    const int32_t n = t.value(v).node;
+    return std::find(e.nodes.begin(), e.nodes.end(), n) != e.nodes.end();
+  };
+  const DimVector& loop = t.value(t.nodes()[size_t(e.nodes[0])].outputs[0]).shape;
+  for (int32_t n : e.nodes) {
+    const Node& node = t.nodes()[size_t(n)];
+    if (!node.op->elementwise || keyed_by_position(*node.op)) return;
+    for (ValueId in : node.inputs) {
+      if (!broadcasts_to(t.value(in).shape, loop)) return;
+      if (!computed_here(in) && std::find(e.inputs.begin(), e.inputs.end(), in) == e.inputs.end()) e.inputs.push_back(in);
+    }
+    for (ValueId out : node.outputs) {
+      if (t.value(out).shape != loop) return;
+      if (std::find(g.outputs.begin(), g.outputs.end(), out) != g.outputs.end()) e.outputs.push_back(out);
+    }
+  }
+  if (e.outputs.empty()) return;
+  const GroupValues ev = group_values(t, e);
+  for (ValueId v : ev.ids)
+    epilogue_values_.push_back(int32_t(std::find(values.ids.begin(), values.ids.end(), v) - values.ids.begin()));
+  epilogue_ = std::make_unique<jit::PointwiseJit>(t, e, ev, group_key(t, e, ev));
+  if (!epilogue_->declined().empty()) {
+    epilogue_.reset();
+    epilogue_values_.clear();
+  }
+}
+
+bool GroupProgram::run_epilogue(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
+                                absl::Span<const Attrs* const> attrs) const {
+  absl::InlinedVector<ValueId, 8> eids;
+  for (int32_t i : epilogue_values_) eids.push_back(ids[size_t(i)]);
+  // the loop: the shape of the epilogue's first output, which follows its inputs
+  const ValueId first_output = eids[size_t(epilogue_->ir().inputs)];
+  return epilogue_->run(eids, env, attrs.subspan(1), env[size_t(first_output)].sizes());
+}
+
 Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const {
   Tiling tl;
   if (!tiled()) return tl;
@@ -187,14 +232,20 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
   if (reduce_ &&
       reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes()))
     return;
-  if (tiled()) run_tiles(ids, env, attrs, tiling);
-  else run_steps(ids, env, attrs);
+  if (tiled()) {
+    run_tiles(ids, env, attrs, tiling);
+  } else if (epilogue_) {
+    run_steps(ids, env, attrs, 0, 1);
+    if (!run_epilogue(ids, env, attrs)) run_steps(ids, env, attrs, 1);
+  } else {
+    run_steps(ids, env, attrs);
+  }
 }
 
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
-                             absl::Span<const Attrs* const> attrs) const {
+                             absl::Span<const Attrs* const> attrs, size_t first, size_t end) const {
   absl::InlinedVector<Tensor, 4> ins, outs;
-  for (size_t k = 0; k < steps_.size(); ++k) {
+  for (size_t k = first; k < std::min(end, steps_.size()); ++k) {
     const Step& step = steps_[k];
     ins.clear();
     outs.clear();

@@ -10,7 +10,9 @@
 //     in scratch and each tile reduces its own rows.
 //   - anything else (a matmul and its epilogue, a single node, a reduction
 //     over the first dim, a draw keyed by element position) runs node by
-//     node, every value in memory; why is recorded.
+//     node, every value in memory; why is recorded. A matmul's pointwise
+//     epilogue then runs as one JIT pointwise kernel over the matmul's output
+//     when it lowers (jit/pointwise_jit.h), node by node otherwise.
 // A tiled pointwise group runs JIT code instead when it lowers and the ISA
 // allows (jit/pointwise_jit.h); the tiles are its fallback. A single row-wise
 // op (softmax, layer_norm, cross_entropy and their backward passes) runs a
@@ -23,6 +25,7 @@
 // (the tiling), memory and Scalar values come from the plan at run time.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +91,8 @@ class GroupProgram final : public jit::CompiledKernel {
   const jit::RowwiseJit* rowwise() const { return rowwise_.get(); }
   // A reduction's machine-code path (jit/reduce_jit.h), or null.
   const jit::ReduceJit* reduce() const { return reduce_.get(); }
+  // A matmul epilogue's machine-code path (every node after the matmul), or null.
+  const jit::PointwiseJit* epilogue() const { return epilogue_.get(); }
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
   Tiling tiling(const Trace& t, absl::Span<const ValueId> ids) const;
@@ -99,7 +104,10 @@ class GroupProgram final : public jit::CompiledKernel {
            const Tiling& tiling) const;
 
  private:
-  void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs) const;
+  void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
+                 size_t first = 0, size_t end = SIZE_MAX) const;
+  void plan_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
+  bool run_epilogue(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs) const;
   void run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  const Tiling& tiling) const;
 
@@ -113,6 +121,8 @@ class GroupProgram final : public jit::CompiledKernel {
   std::unique_ptr<jit::PointwiseJit> jit_;
   std::unique_ptr<jit::RowwiseJit> rowwise_;
   std::unique_ptr<jit::ReduceJit> reduce_;
+  std::unique_ptr<jit::PointwiseJit> epilogue_;
+  std::vector<int32_t> epilogue_values_;  // the epilogue's values, as indices into the group's
 };
 
 }  // namespace nnvm::trace

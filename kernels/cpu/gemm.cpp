@@ -149,6 +149,24 @@ void gemm_tile(int64_t mc, int64_t nc, int64_t k, MatrixRef<T> a, MatrixRef<T> b
   }
 }
 
+// A few rows of A against a row-major B (a vector-matrix product, an RNN
+// step): packing B and computing MR-row tiles would cost more than the
+// product. Each row of C sums k scaled rows of B, in increasing k as the
+// blocked path does.
+template <class T>
+void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* __restrict row = c + i * ldc;
+    const T* ai = a.data + i * a.rs;
+    for (int64_t j = 0; j < n; ++j) row[j] = T(0);
+    for (int64_t p = 0; p < k; ++p) {
+      const T x = ai[p * a.cs];
+      const T* __restrict bp = b.data + p * b.rs;
+      for (int64_t j = 0; j < n; ++j) row[j] += x * bp[j];
+    }
+  }
+}
+
 template <class T>
 void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T beta, T* c, int64_t ldc) {
   using B = Blocking<T>;
@@ -159,6 +177,7 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, 
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
+  if (m < MR && b.cs == 1 && beta == T(0) && m * n * k < kParallelWork) return gemm_few_rows(m, n, k, a, b, c, ldc);
   // Tiles of C are the unit of parallel work: shrink them until every thread
   // has one, and even out the row tiles over the threads when there are few.
   const int64_t threads = m * n * k < kParallelWork ? 1 : get_num_threads();
