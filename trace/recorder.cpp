@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/trace/block_pool.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "nnvm/trace/passes/constant_fold.h"
@@ -273,6 +274,10 @@ class Recorder {
   void set_observer(std::function<void(const Trace&)> f) { observer_ = std::move(f); }
 
  private:
+  struct Input {
+    ValueId value = -1;
+    size_t index = 0;  // into inputs_
+  };
   struct Owed {
     std::weak_ptr<Storage> storage;
     Record* record;  // in arena_
@@ -280,6 +285,7 @@ class Recorder {
 
   void reset() {
     inputs_.clear();
+    few_inputs_.clear();
     input_of_.clear();
     owed_.clear();
   }
@@ -329,9 +335,8 @@ class Recorder {
       static const OpDef& as_strided = op_named("as_strided");
       return trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
     }
-    auto [it, added] = input_of_.try_emplace(t.impl(), Input{});
-    Input& in = it->second;
-    if (added || !same_layout(t, inputs_[in.index]) || t.storage() != inputs_[in.index].storage()) {
+    Input& in = input_for(t.impl());
+    if (in.value < 0 || !same_input(*t.impl(), *inputs_[in.index].impl())) {
       in.value = trace_.add_input(t);
       in.index = inputs_.size();
       inputs_.push_back(snapshot(t));
@@ -339,9 +344,34 @@ class Recorder {
     return in.value;
   }
 
+  // What the trace has made of a materialised tensor: a scan while the trace
+  // reads a few, a hash map past that (value -1: nothing yet).
+  Input& input_for(const TensorImpl* impl) {
+    if (input_of_.empty()) {
+      for (auto& [key, in] : few_inputs_)
+        if (key == impl) return in;
+      if (few_inputs_.size() < kFewInputs) return few_inputs_.emplace_back(impl, Input{}).second;
+      for (auto& [key, in] : few_inputs_) input_of_.emplace(key, in);
+    }
+    return input_of_[impl];
+  }
+
+  // t's layout is still the one the trace took as an input.
+  static bool same_input(const TensorImpl& t, const TensorImpl& input) {
+    auto same = [](const DimVector& a, const DimVector& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t d = 0; d < a.size(); ++d)
+        if (a[d] != b[d]) return false;
+      return true;
+    };
+    return t.storage == input.storage && t.offset == input.offset && t.dtype == input.dtype &&
+           same(t.shape, input.shape) && same(t.strides, input.strides);
+  }
+
   Tensor make_lazy(const OutputSpec& spec, ValueId v, Device device, std::string_view op) {
-    auto storage = std::make_shared<Storage>(checked_nbytes(spec.shape, itemsize(spec.dtype), op), device,
-                                             Storage::Lazy{});
+    auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(),
+                                                 checked_nbytes(spec.shape, itemsize(spec.dtype), op), device,
+                                                 Storage::Lazy{});
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
     auto impl = std::make_shared<TensorImpl>();
     impl->storage = std::move(storage);
@@ -378,20 +408,26 @@ class Recorder {
   Trace spare_;                 // empty, with the memory of an earlier trace
   std::shared_ptr<RecordArena> arena_, flushed_arena_;
   std::vector<Tensor> inputs_;  // the materialised tensors the trace reads, by input position
-  struct Input {
-    ValueId value = -1;
-    size_t index = 0;  // into inputs_
-  };
-  absl::flat_hash_map<const TensorImpl*, Input> input_of_;
+  static constexpr size_t kFewInputs = 16;
+  absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
+  absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
   std::vector<Owed> owed_;      // in the order the trace took them on
   bool flushing_ = false;
   RecorderStats stats_;
   std::function<void(const Trace&)> observer_;
 };
 
-Recorder& recorder() {
+Recorder& make_recorder() {
   thread_local Recorder r;
   return r;
+}
+
+// Every recorded op asks for it: one TLS load (initial-exec: no call into the
+// dynamic linker) instead of a thread_local's init guard.
+Recorder& recorder() {
+  static thread_local Recorder* r __attribute__((tls_model("initial-exec"))) = nullptr;
+  if (!r) [[unlikely]] r = &make_recorder();
+  return *r;
 }
 
 const detail::TraceHooks kHooks{

@@ -1,0 +1,67 @@
+// How the recorder turns materialised tensors into trace inputs: once per
+// tensor and layout, whether the trace reads a few (a scan) or many (a hash
+// map, switched to mid-trace); and the per-thread block pool its lazy
+// storages come from, freed on any thread.
+#include <array>
+#include <thread>
+
+#include "nnvm/trace/block_pool.h"
+#include "nnvm/trace/recorder.h"
+#include "reference.h"
+
+namespace nnvm::trace {
+namespace {
+
+// Sums n materialised tensors, then reads the first few again (after the
+// switch to the map when n is large) and one of them at a new layout.
+TEST(RecorderInputs, EachTensorIsOneInputWhetherFewOrMany) {
+  for (int64_t n : {3, 16, 17, 40}) {
+    SCOPED_TRACE(n);
+    std::vector<Tensor> xs;
+    for (int64_t i = 0; i < n; ++i) xs.push_back(testing::random({4, 4}, kFloat32, uint64_t(i + 1)));
+    auto program = [&] {
+      Tensor s = xs[0];
+      for (int64_t i = 1; i < n; ++i) s = s + xs[size_t(i)];
+      for (int64_t i = 0; i < 3; ++i) s = s * xs[size_t(i)];
+      return s + xs[1].mT();  // the same tensor at another layout: an input of its own
+    };
+    Tensor expected;
+    {
+      EagerGuard eager;
+      expected = program();
+    }
+    mark_step();
+    size_t inputs = 0;
+    set_flush_observer([&](const Trace& t) { inputs = t.inputs().size(); });
+    const Tensor actual = program();
+    mark_step();
+    set_flush_observer(nullptr);
+    EXPECT_EQ(inputs, size_t(n) + 1);
+    testing::expect_tensors_close(actual, expected, 1e-6, 1e-6);
+  }
+}
+
+TEST(BlockPool, BlocksFreedOnAnotherThreadAreReused) {
+  BlockPool<std::array<char, 96>> pool;
+  std::vector<std::array<char, 96>*> blocks;
+  for (int i = 0; i < 100; ++i) {
+    blocks.push_back(pool.allocate(1));
+    blocks.back()->fill(char(i));
+  }
+  std::thread([&] {
+    BlockPool<std::array<char, 96>> other;
+    for (auto* b : blocks) other.deallocate(b, 1);  // onto that thread's list, freed when it ends
+  }).join();
+  for (int i = 0; i < 100; ++i) {
+    blocks[size_t(i)] = pool.allocate(1);
+    blocks[size_t(i)]->fill(char(i));
+  }
+  for (int i = 0; i < 100; ++i) EXPECT_EQ((*blocks[size_t(i)])[95], char(i));
+  for (auto* b : blocks) pool.deallocate(b, 1);
+  auto* same = pool.allocate(1);
+  EXPECT_EQ(same, blocks.back());  // the last block freed here is the first handed out
+  pool.deallocate(same, 1);
+}
+
+}  // namespace
+}  // namespace nnvm::trace

@@ -1,0 +1,83 @@
+// A per-thread free list of same-sized blocks, as a std allocator: the
+// recorder makes a lazy storage per recorded output, and the trace keeps a
+// weak reference to each until it flushes, so their blocks come back to
+// malloc all at once at the flush and would be fetched again one by one from
+// its slow path while the next trace records. Here they wait on the freeing
+// thread's list for the next allocation of that size.
+#pragma once
+
+#include <cstddef>
+#include <new>
+
+namespace nnvm::trace {
+
+// Blocks of one size. A block freed on a thread whose list is already gone
+// (its thread_locals are being destroyed) goes straight back to the heap.
+template <size_t kBytes> class BlockFreeList {
+ public:
+  static void* take() {
+    BlockFreeList* l = local();
+    if (!l || !l->head_) return ::operator new(kBytes);
+    Node* n = l->head_;
+    l->head_ = n->next;
+    --l->count_;
+    return n;
+  }
+  static void give(void* p) {
+    BlockFreeList* l = local();
+    if (!l || l->count_ >= kMaxBlocks) {
+      ::operator delete(p);
+      return;
+    }
+    l->head_ = new (p) Node{l->head_};
+    ++l->count_;
+  }
+
+  ~BlockFreeList() {
+    dead() = true;
+    while (head_) {
+      Node* n = head_;
+      head_ = n->next;
+      ::operator delete(n);
+    }
+  }
+
+ private:
+  struct Node {
+    Node* next;
+  };
+  static_assert(kBytes >= sizeof(Node));
+  static constexpr size_t kMaxBlocks = 4096;  // what one long trace frees, give or take
+
+  static bool& dead() {
+    thread_local bool d = false;  // trivially destructible: readable while other thread_locals die
+    return d;
+  }
+  static BlockFreeList* local() {
+    if (dead()) return nullptr;
+    thread_local BlockFreeList list;
+    return &list;
+  }
+
+  Node* head_ = nullptr;
+  size_t count_ = 0;
+};
+
+template <class T> struct BlockPool {
+  using value_type = T;
+  BlockPool() = default;
+  template <class U> BlockPool(const BlockPool<U>&) {}
+
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    if (n != 1) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(BlockFreeList<sizeof(T)>::take());
+  }
+  void deallocate(T* p, size_t n) {
+    if (n != 1) return ::operator delete(p);
+    BlockFreeList<sizeof(T)>::give(p);
+  }
+  template <class U> bool operator==(const BlockPool<U>&) const { return true; }
+};
+
+}  // namespace nnvm::trace
