@@ -1,6 +1,7 @@
 #include "nnvm/trace/recorder.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "nnvm/trace/passes/dce.h"
 #include "nnvm/trace/passes/recognise.h"
 #include "nnvm/trace/passes/simplify.h"
+#include "nnvm/trace/signature.h"
 
 namespace nnvm::trace {
 
@@ -201,7 +203,7 @@ class Recorder {
     std::shared_ptr<const std::string> first_failure;
     try {
       if (observer_) observer_(t);
-      const CacheLookup found = global_trace_cache().lookup(t);
+      const CacheLookup found = look_up(t);
       if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                     static_cast<unsigned long long>(found.hash), t.to_string().c_str());
       if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
@@ -264,6 +266,20 @@ class Recorder {
     impl->dtype = r.dtype();
     impl->device = s.device();
     copy_kernel({r}, {Tensor(std::move(impl))}, {});
+  }
+
+  // The cache entry of t, through the entries of this thread's last few
+  // flushes: a program that repeats a few traces skips hashing them.
+  CacheLookup look_up(const Trace& t) {
+    size_t k = 0;
+    while (k < recent_.size() && !(recent_[k].entry && same_signature(*recent_[k].entry, t))) ++k;
+    CacheLookup found = k < recent_.size()
+                            ? global_trace_cache().lookup(t, {recent_[k].entry.get(), recent_[k].hash})
+                            : global_trace_cache().lookup(t);
+    k = std::min(k, recent_.size() - 1);
+    std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
+    recent_[0] = {found.entry, found.hash};
+    return found;
   }
 
   RecorderStats stats() const {
@@ -412,6 +428,11 @@ class Recorder {
   absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
   absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
   std::vector<Owed> owed_;      // in the order the trace took them on
+  struct Recent {
+    std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it
+    uint64_t hash = 0;
+  };
+  std::array<Recent, 4> recent_;  // the entries of the last flushes, the latest first
   bool flushing_ = false;
   RecorderStats stats_;
   std::function<void(const Trace&)> observer_;

@@ -36,15 +36,20 @@ std::string TraceCache::explain_miss(uint64_t hash, uint64_t structure, const Tr
   return why.empty() ? "evicted" : why;
 }
 
-CacheLookup TraceCache::lookup(const Trace& t) {
-  const uint64_t hash = signature_hash(t);
+CacheLookup TraceCache::lookup(const Trace& t) { return lookup_hashed(t, signature_hash(t), nullptr); }
+
+// t has the hinted entry's signature, hence its hash, whether or not that entry is still cached.
+CacheLookup TraceCache::lookup(const Trace& t, const LookupHint& hint) { return lookup_hashed(t, hint.hash, hint.entry); }
+
+// `known`: a trace with t's signature, or null.
+CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace* known) {
   CacheLookup result;
   result.hash = hash;
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry* entry = entries_.find(hash);
-    if (entry && same_signature(*entry->trace, t)) {
+    if (entry && ((known && entry->trace.get() == known) || same_signature(*entry->trace, t))) {
       result.hit = true;
       ++stats_.hits;
     } else {
@@ -69,6 +74,7 @@ CacheLookup TraceCache::lookup(const Trace& t) {
     if (result.hit && log_)
       log(absl::StrCat("cache hit ", hex(hash), " count=", result.count, result.hot ? " hot" : " cold"));
     if (result.hot) slot = entry->slot;
+    result.entry = entry->trace;
   }
   if (!slot) return result;
   if (!slot->ready.load(std::memory_order_acquire)) {

@@ -41,6 +41,16 @@ struct CacheLookup {
   int64_t count = 0;         // sightings of the signature, this one included
   std::shared_ptr<const Plan> plan;
   double compile_seconds = 0;  // what compiling `plan` took
+  // The entry's own trace: a caller that finds its next trace has the same
+  // signature (same_signature) passes it back as a LookupHint.
+  std::shared_ptr<const Trace> entry;
+};
+
+// What the caller knows of a trace before looking it up: same_signature(*entry, t)
+// holds for an entry trace some lookup returned, whose hash was `hash`.
+struct LookupHint {
+  const Trace* entry = nullptr;
+  uint64_t hash = 0;
 };
 
 struct CacheMiss {
@@ -71,6 +81,9 @@ class TraceCache {
   // Counts a sighting of `t`; compiles its entry when it turns hot. An
   // exception from `compile` propagates and the next sighting retries.
   CacheLookup lookup(const Trace& t);
+  // The same, without hashing t, and without the exact check while the
+  // hinted entry is still cached (a repeating program's every flush).
+  CacheLookup lookup(const Trace& t, const LookupHint& hint);
 
   TraceCacheStats stats() const;
 
@@ -95,6 +108,7 @@ class TraceCache {
     std::shared_ptr<Slot> slot;
   };
 
+  CacheLookup lookup_hashed(const Trace& t, uint64_t hash, const Trace* known);
   std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
   void log(const std::string& line);
 

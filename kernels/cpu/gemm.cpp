@@ -151,19 +151,38 @@ void gemm_tile(int64_t mc, int64_t nc, int64_t k, MatrixRef<T> a, MatrixRef<T> b
 
 // A few rows of A against a row-major B (a vector-matrix product, an RNN
 // step): packing B and computing MR-row tiles would cost more than the
-// product. Each row of C sums k scaled rows of B, in increasing k as the
-// blocked path does.
+// product. Each row of C is k scaled rows of B summed in increasing k, as
+// the blocked path sums them, kW columns at a time in registers.
 template <class T>
 void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc) {
+  using V = typename Blocking<T>::V;
+  constexpr int64_t L = Blocking<T>::kLanes, kW = 4 * L;
   for (int64_t i = 0; i < m; ++i) {
-    T* __restrict row = c + i * ldc;
     const T* ai = a.data + i * a.rs;
-    for (int64_t j = 0; j < n; ++j) row[j] = T(0);
+    int64_t j0 = 0;
+    for (; j0 + kW <= n; j0 += kW) {
+      V acc[4] = {};
+      for (int64_t p = 0; p < k; ++p) {
+        const T x = ai[p * a.cs];
+        const T* bp = b.data + p * b.rs + j0;
+#pragma GCC unroll 4
+        for (int64_t h = 0; h < 4; ++h) {
+          V bv;
+          std::memcpy(&bv, bp + h * L, sizeof(V));
+          acc[h] += x * bv;
+        }
+      }
+      std::memcpy(c + i * ldc + j0, acc, sizeof(acc));
+    }
+    if (j0 == n) continue;
+    alignas(64) T acc[kW] = {};
+    const int64_t w = n - j0;
     for (int64_t p = 0; p < k; ++p) {
       const T x = ai[p * a.cs];
-      const T* __restrict bp = b.data + p * b.rs;
-      for (int64_t j = 0; j < n; ++j) row[j] += x * bp[j];
+      const T* bp = b.data + p * b.rs + j0;
+      for (int64_t j = 0; j < w; ++j) acc[j] += x * bp[j];
     }
+    std::memcpy(c + i * ldc + j0, acc, size_t(w) * sizeof(T));
   }
 }
 
