@@ -220,5 +220,28 @@ TEST(TraceCache, LogsOneLinePerEvent) {
   EXPECT_EQ(lines.size(), 5u);
 }
 
+// A hint (the entry a lookup returned, for a trace of the same signature)
+// finds the same entry without hashing; once that entry is evicted the hinted
+// lookup is a miss like any other, and re-enters the trace under its own hash.
+TEST(TraceCache, HintedLookupsFindTheHintedEntryOrMiss) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), 1, /*hot=*/2);
+  const CacheLookup first = cache.lookup(program(4, 3, 0.3));
+  ASSERT_NE(first.entry, nullptr);
+  EXPECT_EQ(first.hash, signature_hash(program(4, 3, 0.7)));
+  const CacheLookup hinted = cache.lookup(program(4, 3, 0.7), {first.entry.get(), first.hash});
+  EXPECT_TRUE(hinted.hit && hinted.hot);
+  EXPECT_EQ(hinted.count, 2);
+  EXPECT_EQ(hinted.entry, first.entry);
+  EXPECT_NE(hinted.plan, nullptr);
+  cache.lookup(other_program(5));  // evicts the entry (capacity 1)
+  const CacheLookup stale = cache.lookup(program(4, 3, 0.3), {first.entry.get(), first.hash});
+  EXPECT_FALSE(stale.hit);
+  EXPECT_EQ(stale.miss_reason, "evicted after 2 sightings");
+  EXPECT_EQ(stale.count, 1);
+  EXPECT_NE(stale.entry, first.entry);
+  EXPECT_TRUE(cache.lookup(program(4, 3, 0.3)).hit);  // under the same hash a plain lookup finds
+}
+
 }  // namespace
 }  // namespace nnvm::trace
