@@ -109,7 +109,7 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
       reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
       reduce_input_ = index_of(last.inputs[0]);
     }
-    if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) plan_epilogue(t, g, values);
+    if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) build_epilogue(t, g, values);
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -149,51 +149,41 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
   }
 }
 
-GroupProgram::~GroupProgram() = default;
-
-// The nodes after the matmul as a pointwise group of their own, reading the
-// matmul's output from memory: one kernel instead of a reference kernel (and
-// a pass over memory) per node.
-void GroupProgram::plan_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values) {
+// The nodes after the matmul as a pointwise group of their own: its inputs
+// are what they read from outside them (the matmul's output among them), its
+// outputs the group's outputs they compute. Kept only when it lowers.
+void GroupProgram::build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values) {
+  const ValueId product = t.nodes()[size_t(g.nodes[0])].outputs[0];
+  const DimVector& loop = t.value(product).shape;
   FusionGroup e;
   e.kind = GroupKind::kPointwise;
   e.nodes.assign(g.nodes.begin() + 1, g.nodes.end());
-  auto computed_here = [&](ValueId v) {
-    const int32_t n = t.value(v).node;
-    return std::find(e.nodes.begin(), e.nodes.end(), n) != e.nodes.end();
-  };
-  const DimVector& loop = t.value(t.nodes()[size_t(e.nodes[0])].outputs[0]).shape;
+  auto has = [](const std::vector<ValueId>& v, ValueId x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  std::vector<ValueId> computed;
   for (int32_t n : e.nodes) {
     const Node& node = t.nodes()[size_t(n)];
     if (!node.op->elementwise || keyed_by_position(*node.op)) return;
     for (ValueId in : node.inputs) {
       if (!broadcasts_to(t.value(in).shape, loop)) return;
-      if (!computed_here(in) && std::find(e.inputs.begin(), e.inputs.end(), in) == e.inputs.end()) e.inputs.push_back(in);
+      if (!has(computed, in) && !has(e.inputs, in)) e.inputs.push_back(in);
     }
     for (ValueId out : node.outputs) {
       if (t.value(out).shape != loop) return;
-      if (std::find(g.outputs.begin(), g.outputs.end(), out) != g.outputs.end()) e.outputs.push_back(out);
+      computed.push_back(out);
+      if (has(g.outputs, out)) e.outputs.push_back(out);
     }
   }
   if (e.outputs.empty()) return;
   const GroupValues ev = group_values(t, e);
+  auto epilogue = std::make_unique<jit::PointwiseJit>(t, e, ev, group_key(t, e, ev));
+  if (!epilogue->declined().empty()) return;
   for (ValueId v : ev.ids)
     epilogue_values_.push_back(int32_t(std::find(values.ids.begin(), values.ids.end(), v) - values.ids.begin()));
-  epilogue_ = std::make_unique<jit::PointwiseJit>(t, e, ev, group_key(t, e, ev));
-  if (!epilogue_->declined().empty()) {
-    epilogue_.reset();
-    epilogue_values_.clear();
-  }
+  epilogue_loop_ = int32_t(std::find(values.ids.begin(), values.ids.end(), product) - values.ids.begin());
+  epilogue_ = std::move(epilogue);
 }
 
-bool GroupProgram::run_epilogue(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
-                                absl::Span<const Attrs* const> attrs) const {
-  absl::InlinedVector<ValueId, 8> eids;
-  for (int32_t i : epilogue_values_) eids.push_back(ids[size_t(i)]);
-  // the loop: the shape of the epilogue's first output, which follows its inputs
-  const ValueId first_output = eids[size_t(epilogue_->ir().inputs)];
-  return epilogue_->run(eids, env, attrs.subspan(1), env[size_t(first_output)].sizes());
-}
+GroupProgram::~GroupProgram() = default;
 
 Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const {
   Tiling tl;
@@ -227,19 +217,21 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                        const Tiling& tiling) const {
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
+  if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
+    run_steps(ids, env, attrs, 0, 1);
+    std::vector<ValueId> operands;
+    for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
+    if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes()))
+      run_steps(ids, env, attrs, 1);
+    return;
+  }
   if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
   // untiled, the reduction's input is allocated: its shape is the loop
   if (reduce_ &&
       reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes()))
     return;
-  if (tiled()) {
-    run_tiles(ids, env, attrs, tiling);
-  } else if (epilogue_) {
-    run_steps(ids, env, attrs, 0, 1);
-    if (!run_epilogue(ids, env, attrs)) run_steps(ids, env, attrs, 1);
-  } else {
-    run_steps(ids, env, attrs);
-  }
+  if (tiled()) run_tiles(ids, env, attrs, tiling);
+  else run_steps(ids, env, attrs);
 }
 
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,

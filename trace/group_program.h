@@ -10,16 +10,17 @@
 //     in scratch and each tile reduces its own rows.
 //   - anything else (a matmul and its epilogue, a single node, a reduction
 //     over the first dim, a draw keyed by element position) runs node by
-//     node, every value in memory; why is recorded. A matmul's pointwise
-//     epilogue then runs as one JIT pointwise kernel over the matmul's output
-//     when it lowers (jit/pointwise_jit.h), node by node otherwise.
+//     node, every value in memory; why is recorded.
 // A tiled pointwise group runs JIT code instead when it lowers and the ISA
 // allows (jit/pointwise_jit.h); the tiles are its fallback. A single row-wise
 // op (softmax, layer_norm, cross_entropy and their backward passes) runs a
 // JIT row kernel (jit/rowwise_jit.h) when it is float32 along the last dim;
 // its reference kernel is the fallback. A reduction (tiled with its
 // prologue, or a single one) runs a JIT reduction kernel (jit/reduce_jit.h)
-// when it is float32 and its reduced dims are one block in memory.
+// when it is float32 and its reduced dims are one block in memory. A
+// matmul's epilogue runs as one pointwise JIT kernel over the matmul's
+// output when it lowers (the matmul itself runs whole first); else node by
+// node.
 // A program depends on the group's structure only: it is built once per
 // group signature and kept in the KernelCache (jit/kernel_cache.h). Sizes
 // (the tiling), memory and Scalar values come from the plan at run time.
@@ -91,7 +92,7 @@ class GroupProgram final : public jit::CompiledKernel {
   const jit::RowwiseJit* rowwise() const { return rowwise_.get(); }
   // A reduction's machine-code path (jit/reduce_jit.h), or null.
   const jit::ReduceJit* reduce() const { return reduce_.get(); }
-  // A matmul epilogue's machine-code path (every node after the matmul), or null.
+  // A matmul epilogue's machine-code path (its nodes after the matmul), or null.
   const jit::PointwiseJit* epilogue() const { return epilogue_.get(); }
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
@@ -106,8 +107,7 @@ class GroupProgram final : public jit::CompiledKernel {
  private:
   void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  size_t first = 0, size_t end = SIZE_MAX) const;
-  void plan_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
-  bool run_epilogue(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs) const;
+  void build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
   void run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  const Tiling& tiling) const;
 
@@ -122,7 +122,8 @@ class GroupProgram final : public jit::CompiledKernel {
   std::unique_ptr<jit::RowwiseJit> rowwise_;
   std::unique_ptr<jit::ReduceJit> reduce_;
   std::unique_ptr<jit::PointwiseJit> epilogue_;
-  std::vector<int32_t> epilogue_values_;  // the epilogue's values, as indices into the group's
+  std::vector<int32_t> epilogue_values_;  // per epilogue operand: its index in the group's values
+  int32_t epilogue_loop_ = -1;            // the matmul's output: the epilogue's loop shape
 };
 
 }  // namespace nnvm::trace
