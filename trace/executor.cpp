@@ -234,7 +234,11 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
   NNVM_CHECK(inputs.size() == t.inputs().size(), "FusedPlan", "the trace takes ", t.inputs().size(),
              " inputs but got ", inputs.size());
-  std::vector<Tensor> env(t.values().size());
+  // The run's tensors by value, in the buffer of this thread's last run (a
+  // nested run finds it taken and makes its own).
+  thread_local std::vector<Tensor> spare_env;
+  std::vector<Tensor> env = std::move(spare_env);
+  env.resize(t.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
     NNVM_CHECK(inputs[i].dtype() == v.dtype && inputs[i].sizes() == IntArrayRef(v.shape), "FusedPlan", "input ",
@@ -307,6 +311,8 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   std::vector<Tensor> results;
   results.reserve(t.outputs().size());
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
+  env.clear();
+  spare_env = std::move(env);
   return results;
 }
 

@@ -161,12 +161,8 @@ class Recorder {
     if (flushing_ || (trace_.nodes().empty() && owed_.empty())) return;
     // Every storage still alive that the trace owes something is an output;
     // lazy storages no tensor refers to any more are not.
-    struct Bind {
-      std::shared_ptr<Storage> storage;  // a lazy storage to fill, or
-      Tensor target;                     // a tensor to write
-      Record* record;
-    };
-    std::vector<Bind> binds;
+    std::vector<Bind>& binds = binds_;
+    binds.clear();
     for (Owed& o : owed_) {
       std::shared_ptr<Storage> s = o.storage.lock();
       if (o.record->kind == Record::kContents && !s) continue;
@@ -177,7 +173,8 @@ class Recorder {
     Trace t = std::exchange(trace_, std::move(spare_));
     flushed_arena_ = std::move(arena_);
     const std::shared_ptr<RecordArena> records = flushed_arena_;
-    std::vector<Tensor> inputs = std::move(inputs_);
+    std::vector<Tensor>& inputs = flushed_inputs_;
+    inputs.swap(inputs_);  // inputs_ takes the empty buffer of an earlier flush
     reset();
     ++stats_.flushes;
     stats_.nodes_flushed += int64_t(t.nodes().size());
@@ -185,6 +182,7 @@ class Recorder {
     flushing_ = true;
     // Nothing records while the flush runs (it is eager): afterwards t's
     // buffers wait in spare_ for the trace after next.
+    // The flush's buffers are members, emptied here and kept for the next.
     struct Done {
       Recorder& r;
       Trace& t;
@@ -192,13 +190,18 @@ class Recorder {
         r.flushing_ = false;
         t.clear();
         r.spare_ = std::move(t);
+        r.binds_.clear();
+        r.flushed_inputs_.clear();
+        r.targets_.clear();
       }
     } done{*this, t};
     EagerGuard eager;
     NoGradGuard no_grad;
-    std::vector<Tensor> results, targets;
+    std::vector<Tensor> results;
+    std::vector<Tensor>& targets = targets_;
     for (const Bind& b : binds) targets.push_back(b.storage ? Tensor() : b.target);
-    std::vector<bool> written_into(binds.size(), false);  // results a plan computed straight into their target
+    std::vector<bool>& written_into = written_into_;  // results a plan computed straight into their target
+    written_into.assign(binds.size(), false);
     std::vector<std::shared_ptr<const std::string>> failure;
     std::shared_ptr<const std::string> first_failure;
     try {
@@ -222,7 +225,8 @@ class Recorder {
     // A plan may return one of its inputs (simplify turns copy(x) into x), and
     // that input may share memory with a tensor written below: copy it out
     // first, or the writes would read what they have just written.
-    std::vector<const Storage*> written;
+    std::vector<const Storage*>& written = written_;
+    written.clear();
     for (const Bind& b : binds)
       if (!b.storage) written.push_back(b.target.storage().get());
     for (size_t i = 0; i < results.size(); ++i)
@@ -290,6 +294,11 @@ class Recorder {
   void set_observer(std::function<void(const Trace&)> f) { observer_ = std::move(f); }
 
  private:
+  struct Bind {  // a trace output, at a flush
+    std::shared_ptr<Storage> storage;  // a lazy storage to fill, or
+    Tensor target;                     // a tensor to write
+    Record* record;
+  };
   struct Input {
     ValueId value = -1;
     size_t index = 0;  // into inputs_
@@ -433,6 +442,11 @@ class Recorder {
     uint64_t hash = 0;
   };
   std::array<Recent, 4> recent_;  // the entries of the last flushes, the latest first
+  // A flush's buffers, empty between flushes (flushes do not nest).
+  std::vector<Bind> binds_;
+  std::vector<Tensor> flushed_inputs_, targets_;
+  std::vector<bool> written_into_;
+  std::vector<const Storage*> written_;
   bool flushing_ = false;
   RecorderStats stats_;
   std::function<void(const Trace&)> observer_;
