@@ -1,5 +1,6 @@
 #include "nnvm/trace/ir.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -66,7 +67,9 @@ std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId
 ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
                                  absl::Span<const OutputSpec> specs) {
   NNVM_DCHECK(op.view == nullptr);
-  check_inputs(op, inputs);
+#ifndef NDEBUG
+  check_inputs(op, inputs);  // the recorder's own value ids: checked in debug builds only
+#endif
   const int32_t id = int32_t(nodes_.size());
   const ValueId first = ValueId(values_.size());
   Node& n = nodes_.emplace_back();
@@ -75,8 +78,13 @@ ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inpu
   n.inputs.assign(inputs.begin(), inputs.end());
   for (const OutputSpec& s : specs) {
     Value& v = values_.emplace_back();
-    v.shape = s.shape;
-    v.strides = contiguous_strides(s.shape);
+    const size_t rank = s.shape.size();
+    v.shape.assign(s.shape.begin(), s.shape.end());
+    v.strides.resize(rank);
+    for (int64_t d = int64_t(rank) - 1, stride = 1; d >= 0; --d) {  // contiguous_strides, without a temporary
+      v.strides[size_t(d)] = stride;
+      stride *= std::max<int64_t>(s.shape[size_t(d)], 1);
+    }
     v.dtype = s.dtype;
     v.node = id;
     v.index = int32_t(n.outputs.size());

@@ -32,6 +32,11 @@ std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
 
 template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c) {
   const int64_t m = c.size(-2), n = c.size(-1), k = a.size(-1);
+  if (c.dim() == 2) {  // one product: no batch offsets to build
+    gemm(m, n, k, MatrixRef<T>{a.data_ptr<T>(), a.stride(-2), a.stride(-1)},
+         MatrixRef<T>{b.data_ptr<T>(), b.stride(-2), b.stride(-1)}, T(0), c.data_ptr<T>(), n);
+    return;
+  }
   const IntArrayRef batch = c.sizes().first(c.dim() - 2);
   const std::vector<int64_t> off_a = batch_offsets(a, batch), off_b = batch_offsets(b, batch);
   const T* pa = a.data_ptr<T>();
