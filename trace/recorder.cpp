@@ -180,15 +180,17 @@ class Recorder {
     stats_.nodes_flushed += int64_t(t.nodes().size());
 
     flushing_ = true;
-    // Nothing records while the flush runs (it is eager): afterwards t's
-    // buffers wait in spare_ for the trace after next.
-    // The flush's buffers are members, emptied here and kept for the next.
+    // Nothing records while the flush runs (it is eager): afterwards the next
+    // trace records into t's buffers, which the flush has just walked (in
+    // cache), and the empty trace's wait in spare_. The flush's other buffers
+    // are members, emptied here and kept for the next.
     struct Done {
       Recorder& r;
       Trace& t;
       ~Done() {
         r.flushing_ = false;
         t.clear();
+        if (r.trace_.nodes().empty() && r.trace_.values().empty()) std::swap(r.trace_, t);
         r.spare_ = std::move(t);
         r.binds_.clear();
         r.flushed_inputs_.clear();
