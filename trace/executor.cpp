@@ -1,6 +1,8 @@
 #include "nnvm/trace/executor.h"
 
+#include <atomic>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "nnvm/core/autograd.h"
@@ -115,6 +117,8 @@ Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
 }  // namespace
 
 FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), hash_(signature(trace_).hash) {
+  static std::atomic<uint64_t> plans{0};
+  id_ = ++plans;
   for (const FusionGroup& g : fusion_.groups) {
     Group group;
     group.values = group_values(trace_, g);
@@ -222,6 +226,38 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
+FusedPlan::ArenaTensors& FusedPlan::kept_arena() {
+  thread_local ArenaTensors kept;
+  return kept;
+}
+
+FusedPlan::ArenaTensors FusedPlan::take_arena() const {
+  ArenaTensors& kept = kept_arena();
+  if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
+  ArenaTensors a;
+  a.plan = id_;
+  a.storage = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
+  char* base = static_cast<char*>(a.storage->data());
+  for (size_t k = 0; k < arena_values_.size(); ++k) {
+    const ArenaValue& av = arena_values_[k];
+    const size_t v = size_t(av.value), first = size_t(av.slice);
+    const Value &val = trace_.value(av.value), &first_val = trace_.value(arena_values_[first].value);
+    if (first != k && val.dtype == first_val.dtype && val.shape == first_val.shape) {
+      a.values.push_back(a.values[first]);  // the same memory seen the same way
+      continue;
+    }
+    const std::shared_ptr<Storage>& arena = a.storage;
+    std::shared_ptr<Storage> slice =
+        first != k      ? a.values[first].storage()
+        : arena_escapes_ ? std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
+                                                     [arena](void*) {})
+                         : std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
+                                                     nullptr);  // as_strided offsets count from a value's start
+    a.values.push_back(tensor_on(std::move(slice), val));
+  }
+  return a;
+}
+
 std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
   std::vector<bool> written;
   return run_into(inputs, scalars, {}, written);
@@ -250,28 +286,9 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   EagerGuard eager;  // a kernel that calls an op runs it now
   NoGradGuard no_grad;
 
-  // Lives until the run returns; a slice holds it only when a trace output is a view into it.
-  std::shared_ptr<Storage> arena;
-  if (!arena_values_.empty()) {
-    arena = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
-    char* base = static_cast<char*>(arena->data());
-    for (const ArenaValue& a : arena_values_) {
-      const size_t v = size_t(a.value);
-      const ValueId first = arena_values_[size_t(a.slice)].value;
-      const Value &val = t.value(a.value), &first_val = t.value(first);
-      if (first != a.value && val.dtype == first_val.dtype && val.shape == first_val.shape) {
-        env[v] = env[size_t(first)];  // the same memory seen the same way
-        continue;
-      }
-      std::shared_ptr<Storage> slice =
-          first != a.value ? env[size_t(first)].storage()
-          : arena_escapes_ ? std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
-                                                       [arena](void*) {})
-                           : std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
-                                                       nullptr);  // as_strided offsets count from a value's start
-      env[v] = tensor_on(std::move(slice), val);
-    }
-  }
+  // The run holds the arena and its values' tensors until it returns.
+  ArenaTensors arena = arena_values_.empty() ? ArenaTensors() : take_arena();
+  for (size_t k = 0; k < arena_values_.size(); ++k) env[size_t(arena_values_[k].value)] = arena.values[k];
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
              t.outputs().size(), " outputs but got ", targets.size(), " targets");
   written.assign(targets.size(), false);
@@ -313,6 +330,7 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
   env.clear();
   spare_env = std::move(env);
+  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) kept_arena() = std::move(arena);
   return results;
 }
 

@@ -6,7 +6,9 @@
 //   - one arena per run, from the caching allocator, holds every value that
 //     crosses a group boundary at the planner's offset (values at the same
 //     place share one slice of it); values a fused group only reads itself
-//     live in per-tile scratch;
+//     live in per-tile scratch. A small arena no output can see stays with
+//     the thread, with its tensors, for the plan's next run on it (a loop
+//     replaying one tiny plan allocates none of it again);
 //   - trace outputs get fresh contiguous tensors of their own, allocated when
 //     their group runs (the recorder adopts their memory), or, through
 //     run_into, are computed straight into the tensor they are bound for when
@@ -77,6 +79,18 @@ class FusedPlan final : public Plan {
     std::vector<int32_t> same_step_inputs;
   };
   void plan_direct_writes();
+
+  // An arena and its values' tensors (by arena value), for the plan `plan` (an id_).
+  struct ArenaTensors {
+    uint64_t plan = 0;
+    std::shared_ptr<Storage> storage;
+    std::vector<Tensor> values;
+  };
+  static constexpr int64_t kKeptArenaBytes = int64_t(1) << 16;
+  static ArenaTensors& kept_arena();  // the calling thread's, from its last run of a plan
+  // The thread's kept arena when it is this plan's (the kept one is left
+  // empty: a nested run would make its own), else a new one.
+  ArenaTensors take_arena() const;
   bool can_write_into(size_t output, absl::Span<const Tensor> inputs, absl::Span<const Tensor> targets) const;
 
   Trace trace_;
@@ -95,6 +109,7 @@ class FusedPlan final : public Plan {
   std::vector<DirectWrite> direct_;      // per trace output
   std::vector<int32_t> input_last_step_;  // per trace input: the last step reading it (the step count for outputs)
   uint64_t hash_ = 0;
+  uint64_t id_ = 0;  // this plan among every plan of the process
 };
 
 }  // namespace nnvm::trace
