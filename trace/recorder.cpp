@@ -174,7 +174,8 @@ class Recorder {
     flushed_arena_ = std::move(arena_);
     const std::shared_ptr<RecordArena> records = flushed_arena_;
     std::vector<Tensor>& inputs = flushed_inputs_;
-    inputs.swap(inputs_);  // inputs_ takes the empty buffer of an earlier flush
+    inputs.clear();
+    for (size_t k = 0; k < inputs_.size(); ++k) inputs.push_back(as_recorded(inputs_[k], t.value(t.inputs()[k])));
     reset();
     ++stats_.flushes;
     stats_.nodes_flushed += int64_t(t.nodes().size());
@@ -301,6 +302,15 @@ class Recorder {
     Tensor target;                     // a tensor to write
     Record* record;
   };
+  // A materialised tensor the trace reads: the tensor itself (no copy of its
+  // metadata) and what a program may re-point before the flush (its storage
+  // and offset; the trace's input value keeps its dtype, shape and strides).
+  struct InputRef {
+    Tensor tensor;
+    std::shared_ptr<Storage> storage;
+    int64_t offset = 0;
+    bool is_view = false;
+  };
   struct Input {
     ValueId value = -1;
     size_t index = 0;  // into inputs_
@@ -363,10 +373,10 @@ class Recorder {
       return trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
     }
     Input& in = input_for(t.impl());
-    if (in.value < 0 || !same_input(*t.impl(), *inputs_[in.index].impl())) {
+    if (in.value < 0 || !unchanged(*t.impl(), inputs_[in.index], trace_.value(in.value))) {
       in.value = trace_.add_input(t);
       in.index = inputs_.size();
-      inputs_.push_back(snapshot(t));
+      inputs_.push_back({t, t.storage(), t.storage_offset(), t.impl()->is_view});
     }
     return in.value;
   }
@@ -383,16 +393,31 @@ class Recorder {
     return input_of_[impl];
   }
 
-  // t's layout is still the one the trace took as an input.
-  static bool same_input(const TensorImpl& t, const TensorImpl& input) {
+  // t is still what the trace took as input `v`.
+  static bool unchanged(const TensorImpl& t, const InputRef& input, const Value& v) {
     auto same = [](const DimVector& a, const DimVector& b) {
       if (a.size() != b.size()) return false;
       for (size_t d = 0; d < a.size(); ++d)
         if (a[d] != b[d]) return false;
       return true;
     };
-    return t.storage == input.storage && t.offset == input.offset && t.dtype == input.dtype &&
-           same(t.shape, input.shape) && same(t.strides, input.strides);
+    return t.storage == input.storage && t.offset == input.offset && t.dtype == v.dtype && same(t.shape, v.shape) &&
+           same(t.strides, v.strides);
+  }
+
+  // The tensor to run input `v` with: the tensor itself, or, when the program
+  // has re-pointed it since (Module::to, set_data), a handle to what it was.
+  static Tensor as_recorded(InputRef& input, const Value& v) {
+    if (unchanged(*input.tensor.impl(), input, v)) return std::move(input.tensor);
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = std::move(input.storage);
+    impl->shape = v.shape;
+    impl->strides = v.strides;
+    impl->offset = input.offset;
+    impl->dtype = v.dtype;
+    impl->device = impl->storage->device();
+    impl->is_view = input.is_view;
+    return Tensor(std::move(impl));
   }
 
   Tensor make_lazy(const OutputSpec& spec, ValueId v, Device device, std::string_view op) {
@@ -434,7 +459,7 @@ class Recorder {
   Trace trace_;
   Trace spare_;                 // empty, with the memory of an earlier trace
   std::shared_ptr<RecordArena> arena_, flushed_arena_;
-  std::vector<Tensor> inputs_;  // the materialised tensors the trace reads, by input position
+  std::vector<InputRef> inputs_;  // by input position
   static constexpr size_t kFewInputs = 16;
   absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
   absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
