@@ -44,6 +44,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kMax: return "max";
     case ReduceOp::kMin: return "min";
     case ReduceOp::kProd: return "prod";
+    case ReduceOp::kLogSumExp: return "logsumexp";
   }
   return "?";
 }
@@ -231,6 +232,7 @@ ReduceOp reduce_op_of(const std::string& name) {
   if (name == "amax" || name == "max") return ReduceOp::kMax;
   if (name == "amin" || name == "min") return ReduceOp::kMin;
   if (name == "prod") return ReduceOp::kProd;
+  if (name == "logsumexp") return ReduceOp::kLogSumExp;
   return ReduceOp::kNone;
 }
 
@@ -271,7 +273,8 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
   l.ir.reduce = reduce_op_of(last.op->name);
   if (l.ir.reduce == ReduceOp::kNone || last.inputs.size() != 1 || last.outputs.size() != 1 || values.outputs != 1 ||
       g.outputs[0] != last.outputs[0]) {
-    l.declined = absl::StrCat(last.op->name, " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod)");
+    l.declined = absl::StrCat(last.op->name,
+                              " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod, logsumexp)");
     return l;
   }
   l.declined = float32_only(t, values);

@@ -50,7 +50,8 @@ struct Expr {
 
 // How a reduction group's stored expression is reduced (kNone: a pointwise IR).
 // NaN propagates through max and min, as in the reference kernels.
-enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd };
+// kLogSumExp: log(sum(exp(x - m))) + m, m the max (0 when infinite).
+enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd, kLogSumExp };
 const char* reduce_op_name(ReduceOp op);
 
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
@@ -94,7 +95,7 @@ struct Lowering {
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,
-// mean, amax, amin, max, min or prod over dims), or kSingle with one such
+// mean, amax, amin, max, min, prod or logsumexp over dims), or kSingle with one such
 // reduction; every value float32.
 Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
@@ -88,7 +89,8 @@ ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl:
 }
 
 bool ReduceJit::handles(const std::string& op) {
-  return op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "max" || op == "min" || op == "prod";
+  return op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "max" || op == "min" || op == "prod" ||
+         op == "logsumexp";
 }
 
 ReduceJit::ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
@@ -199,13 +201,25 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
           float(acc);
     }
   };
+  // logsumexp: the kernel stores each output's shift and leaves its double
+  // sum in `partial`; the finish is the reference's, log in double.
+  const bool lse = ir.reduce == ReduceOp::kLogSumExp;
+  auto finish_lse = [&](const x86::ReduceCall& call, int64_t outputs, int64_t out_stride) {
+    char* out = const_cast<char*>(call.ptr[operands - 1]);
+    for (int64_t i = 0; i < outputs; ++i) {
+      float* o = reinterpret_cast<float*>(out + i * out_stride);
+      *o = float(std::log(call.partial[i]) + double(*o));
+    }
+  };
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
+    std::vector<double> partial(lse ? size_t(std::max(block, kInnerBlock)) : 0);
+    call.partial = lse ? partial.data() : nullptr;
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
     call.count = double(reduced);
-    call.block = cpu::kColumnBlock;
+    call.block = lse ? reduced : cpu::kColumnBlock;  // the reference adds a column's exps in one run
     for (size_t k = 0; k < operands; ++k) {
       call.row_stride[k] = has_rows ? space.strides[k][split] * 4 : 0;
       call.red_stride[k] = space.strides[k][axis] * 4;
@@ -233,6 +247,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         call.tail = count;
       }
       kernel(&call);
+      if (lse) finish_lse(call, count, rows ? call.row_stride[operands - 1] : 4);
     }
   };
   const int64_t tasks = outer * blocks;

@@ -65,6 +65,14 @@ class ReduceKernel final : public Generator {
   void generate_rows_double();
   void generate_columns();
   void generate_columns_double();
+  // Every lane of vreg(0) = the row reduced by pass_op_ (kRows, one float pass).
+  void float_row_pass(const Xbyak::Xmm& temp);
+  // logsumexp: m = 0 where infinite, copied into shift().
+  void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
+  void shift_columns(bool tail, const Xbyak::Xmm& temp);
+  // v = exp(v - shift()) as the reference kernel's exp.
+  void shifted_exp(const Xbyak::Xmm& v);
+  Xbyak::Xmm shift() const;
   // acc_lo, acc_hi (doubles) op= the float lanes of v.
   void accumulate_double(const Xbyak::Xmm& lo, const Xbyak::Xmm& hi, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
   void fill_identity(const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
@@ -88,6 +96,7 @@ class ReduceKernel final : public Generator {
   const LoopIR& ir_;
   std::string accesses_;
   ReduceAxis axis_;
+  ReduceOp pass_op_;               // the reduction the pass being emitted applies (logsumexp: max, then the sum)
   std::vector<int32_t> last_use_;  // per expression: the last needed expression reading it, or the store
   std::vector<bool> needed_;
   std::vector<int> reg_;           // per expression: its register while live
