@@ -14,8 +14,11 @@ namespace {
 
 const Reg64 kCall = rdi, kX = rbx, kOut = rbp, kP = rsi, kJ = r13, kN = rcx, kRow = r14, kR = rdx;
 const Opmask kTail = k1, kHigh = k3, kA = k4, kB = k5;
-// Vector registers: the best values, their indices, the current index, the loaded vector, temporaries.
-constexpr int kBest = 0, kIndex = 1, kAt = 2, kXv = 3, kT0 = 4, kT1 = 5, kT2 = 6, kMaskReg = 15;
+// Vector registers: per unrolled vector u the best values (u) and their
+// indices (4 + u); the current index, the loaded vector, temporaries; on AVX2
+// the tail mask.
+constexpr int kUnroll = 4;
+constexpr int kBest = 0, kIndex = 4, kAt = 8, kXv = 9, kT0 = 10, kT1 = 11, kT2 = 12, kT3 = 13, kMaskReg = 15;
 constexpr uint32_t kNone = 0x7fffffffu;  // an index no element has
 
 #define AT(field) int32_t(offsetof(ReduceCall, field))
@@ -34,8 +37,8 @@ ArgReduceKernel::ArgReduceKernel(bool max, ReduceAxis axis, Isa isa) : Generator
   finalize();
 }
 
-void ArgReduceKernel::update(const Xmm& x, const Xmm& at) {
-  const Xmm best = vreg(kBest), index = vreg(kIndex);
+void ArgReduceKernel::update(int u, const Xmm& x, const Xmm& at) {
+  const Xmm best = vreg(kBest + u), index = vreg(kIndex + u);
   const int better = max_ ? _CMP_GT_OQ : _CMP_LT_OQ;
   if (avx512()) {
     vcmpps(k2, x, best, better);
@@ -124,7 +127,7 @@ void ArgReduceKernel::generate_rows() {
   cmp(kN, lanes());
   jb(tail, T_NEAR);
   vmovups(x, ptr[kX + kJ]);
-  update(x, at);
+  update(0, x, at);
   vpaddd(at, at, vconst_bits(uint32_t(lanes())));
   add(kJ, lanes() * 4);
   sub(kN, lanes());
@@ -139,7 +142,7 @@ void ArgReduceKernel::generate_rows() {
     vmaskmovps(Ymm(kT0), Ymm(kMaskReg), ptr[kX + kJ]);
     vblendvps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kT0), Ymm(kMaskReg));
   }
-  update(x, at);
+  update(0, x, at);
   L(done);
   horizontal_index();
   mov(qword[kOut], rax);  // eax's write zeroed the upper half: a non-negative index
@@ -150,83 +153,81 @@ void ArgReduceKernel::generate_rows() {
   jb(row, T_NEAR);
 }
 
-void ArgReduceKernel::store_indices(bool tail) {
-  const Xmm index = vreg(kIndex);
+void ArgReduceKernel::store_indices(int u, bool tail) {
+  const Xmm index = vreg(kIndex + u);
+  const int32_t at = u * lanes() * 8;
   if (avx512()) {
     const Zmm lo(kT0), hi(kT1);
     vpmovsxdq(lo, Ymm(index.getIdx()));
     vextracti64x4(Ymm(kT1), Zmm(index.getIdx()), 1);
     vpmovsxdq(hi, Ymm(kT1));
     if (!tail) {
-      vmovdqu64(ptr[kOut + kJ * 2], lo);
-      vmovdqu64(ptr[kOut + kJ * 2 + 64], hi);
+      vmovdqu64(ptr[kOut + kJ * 2 + at], lo);
+      vmovdqu64(ptr[kOut + kJ * 2 + at + 64], hi);
     } else {
       vmovdqu64(ptr[kOut + kJ * 2] | kTail, lo);
       vmovdqu64(ptr[kOut + kJ * 2 + 64] | kHigh, hi);
     }
     return;
   }
-  const Ymm lo(kT0), hi(kT1), mlo(kT2), mhi(7);
+  const Ymm lo(kT0), hi(kT1), mlo(kT2), mhi(kT3);
   vpmovsxdq(lo, Xbyak::Xmm(index.getIdx()));
   vextracti128(Xbyak::Xmm(kT1), Ymm(index.getIdx()), 1);
   vpmovsxdq(hi, Xbyak::Xmm(kT1));
   if (!tail) {
-    vmovdqu(ptr[kOut + kJ * 2], lo);
-    vmovdqu(ptr[kOut + kJ * 2 + 32], hi);
+    vmovdqu(ptr[kOut + kJ * 2 + at], lo);
+    vmovdqu(ptr[kOut + kJ * 2 + at + 32], hi);
     return;
   }
   vpmovsxdq(mlo, Xbyak::Xmm(kMaskReg));
-  vextracti128(Xbyak::Xmm(7), Ymm(kMaskReg), 1);
-  vpmovsxdq(mhi, Xbyak::Xmm(7));
+  vextracti128(Xbyak::Xmm(kT3), Ymm(kMaskReg), 1);
+  vpmovsxdq(mhi, Xbyak::Xmm(kT3));
   vpmaskmovq(ptr[kOut + kJ * 2], mlo, lo);
   vpmaskmovq(ptr[kOut + kJ * 2 + 32], mhi, hi);
 }
 
+// Up to four vectors of the inner dim's outputs at a time, each lane over
+// every reduced index in order.
 void ArgReduceKernel::generate_columns() {
-  const Xmm x = vreg(kXv), at = vreg(kAt), index = vreg(kIndex);
+  const Xmm x = vreg(kXv), at = vreg(kAt);
   mov(kOut, qword[kCall + AT(ptr) + 8]);
-  auto chunk = [&](bool tail) {
-    vmovups(vreg(kBest), vconst(max_ ? -INFINITY : INFINITY));
-    vmovups(index, vconst_bits(kNone));
+  auto chunk = [&](int vectors, bool tail) {
+    for (int u = 0; u < vectors; ++u) {
+      vmovups(vreg(kBest + u), vconst(max_ ? -INFINITY : INFINITY));
+      vmovups(vreg(kIndex + u), vconst_bits(kNone));
+    }
     vpxor(Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()));  // zeroes the whole register
     mov(kP, qword[kCall + AT(ptr)]);
     mov(kR, qword[kCall + AT(reduced)]);
     Label r;
     L(r);
-    if (!tail) vmovups(x, ptr[kP + kJ]);
-    else if (avx512()) vmovups(x | kTail | T_z, ptr[kP + kJ]);
-    else vmaskmovps(Ymm(x.getIdx()), Ymm(kMaskReg), ptr[kP + kJ]);
-    update(x, at);
+    for (int u = 0; u < vectors; ++u) {
+      const Address src = ptr[kP + kJ + u * lanes() * 4];
+      if (!tail) vmovups(x, src);
+      else if (avx512()) vmovups(x | kTail | T_z, src);
+      else vmaskmovps(Ymm(x.getIdx()), Ymm(kMaskReg), src);
+      update(u, x, at);
+    }
     vpaddd(at, at, vconst_bits(1));
     add(kP, qword[kCall + AT(red_stride)]);
     dec(kR);
     jnz(r, T_NEAR);
     const Xmm none = vreg(kT0);  // lanes that saw nothing better than the identity: index 0
-    if (avx512()) {
-      vpcmpeqd(k2, index, vconst_bits(kNone));
-      vpxord(none, none, none);
-      vmovdqa32(index | k2, none);
-    } else {
-      vpcmpeqd(Ymm(none.getIdx()), Ymm(index.getIdx()), vconst_bits(kNone));
-      vpandn(Ymm(index.getIdx()), Ymm(none.getIdx()), Ymm(index.getIdx()));
+    for (int u = 0; u < vectors; ++u) {
+      const Xmm index = vreg(kIndex + u);
+      if (avx512()) {
+        vpcmpeqd(k2, index, vconst_bits(kNone));
+        vpxord(none, none, none);
+        vmovdqa32(index | k2, none);
+      } else {
+        vpcmpeqd(Ymm(none.getIdx()), Ymm(index.getIdx()), vconst_bits(kNone));
+        vpandn(Ymm(index.getIdx()), Ymm(none.getIdx()), Ymm(index.getIdx()));
+      }
+      store_indices(u, tail);
     }
-    store_indices(tail);
   };
-  Label single, tail, done;
-  xor_(kJ, kJ);
   mov(kN, qword[kCall + AT(inner)]);
-  L(single);
-  cmp(kN, lanes());
-  jb(tail, T_NEAR);
-  chunk(false);
-  add(kJ, lanes() * 4);
-  sub(kN, lanes());
-  jmp(single, T_NEAR);
-  L(tail);
-  test(kN, kN);
-  jz(done, T_NEAR);
-  chunk(true);
-  L(done);
+  float_loop(kJ, kN, kUnroll, chunk);
 }
 
 #undef AT

@@ -11,8 +11,8 @@
 // value is the best (a NaN, when any) give the smallest index.
 //   - kRows: one row at a time, vectors along it (a masked tail whose lanes
 //     past the row hold -inf for argmax, +inf for argmin: never better).
-//   - kColumns: one vector of the inner dim's outputs at a time, over every
-//     reduced index in order.
+//   - kColumns: up to four vectors of the inner dim's outputs at a time, over
+//     every reduced index in order.
 // A lane that saw no element better than the identity (a row of -inf for
 // argmax) answers 0, the reference's first index. Indices are int32 inside
 // the kernel: the caller declines extents above 2^30.
@@ -32,12 +32,12 @@ class ArgReduceKernel final : public Generator {
  private:
   void generate_rows();
   void generate_columns();
-  // Lanes where x is better than best: best, index = x, at.
-  void update(const Xbyak::Xmm& x, const Xbyak::Xmm& at);
+  // Lanes where x is better than vector u's best: best, index = x, at.
+  void update(int u, const Xbyak::Xmm& x, const Xbyak::Xmm& at);
   // The first best lane's index into eax (0 when none saw an element better than the identity).
   void horizontal_index();
-  // The index vector as int64 at out + 2 * kJ; a tail writes only its lanes.
-  void store_indices(bool tail);
+  // Vector u's indices as int64 at out + 2 * kJ; a tail writes only its lanes.
+  void store_indices(int u, bool tail);
 
   bool max_;
 };
