@@ -106,6 +106,7 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
   emit_tail_mask(kTail, 15);
   if (avx512()) knotw(kOff, kTail);
   if (axis == ReduceAxis::kRows) in_double() ? generate_rows_double() : generate_rows();
+  else if (ir.reduce == ReduceOp::kLogSumExp) generate_columns_lse();
   else in_double() ? generate_columns_double() : generate_columns();
   postamble();
   finalize();
@@ -307,8 +308,8 @@ void ReduceKernel::finite_shift(const Xmm& m, const Xmm& temp) {
   vmovaps(shift(), m);
 }
 
-void ReduceKernel::shifted_exp(const Xmm& v) {
-  vsubps(v, v, shift());
+void ReduceKernel::shifted_exp(const Xmm& v, const Operand& shift) {
+  vsubps(v, v, shift);
   Xmm scratch[kExpReferenceScratch];
   int regs[kExpReferenceScratch];
   for (int s = 0; s < kExpReferenceScratch; ++s) scratch[s] = vreg(regs[s] = alloc());
@@ -395,7 +396,7 @@ void ReduceKernel::generate_rows_double() {
   // the float vector u of a 16-element step into its lanes' accumulators
   auto step = [&](int u, bool is_tail) {
     const Xmm v = vreg(evaluate(u, is_tail));
-    if (lse) shifted_exp(v);
+    if (lse) shifted_exp(v, shift());
     if (is_tail) fill_identity(v, temp);
     accumulate_double(vreg(2 * u), vreg(2 * u + 1), v, temp);
     release();
@@ -460,9 +461,7 @@ void ReduceKernel::generate_columns_double() {
     for (int a = first; a < first + 2; ++a)
       vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
   };
-  const bool lse = ir_.reduce == ReduceOp::kLogSumExp;
   auto chunk = [&](bool tail) {
-    if (lse) shift_columns(tail, temp);
     identity_into(2);
     for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
     mov(kR, qword[kCall + AT(reduced)]);
@@ -474,9 +473,7 @@ void ReduceKernel::generate_columns_double() {
     cmovb(r15, kR);
     sub(kR, r15);
     L(r);
-    const Xmm v = vreg(evaluate(0, tail));
-    if (lse) shifted_exp(v);
-    accumulate_double(vreg(0), vreg(1), v, temp);
+    accumulate_double(vreg(0), vreg(1), vreg(evaluate(0, tail)), temp);
     release();
     for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
     dec(r15);
@@ -487,12 +484,6 @@ void ReduceKernel::generate_columns_double() {
     }
     test(kR, kR);
     jnz(block, T_NEAR);
-    if (lse) {  // the doubles of this vector's outputs, finished by the caller
-      mov(rax, qword[kCall + AT(partial)]);
-      vmovupd(ptr[rax + kJ * 2], vreg(2));
-      vmovupd(ptr[rax + kJ * 2 + lanes() * 4], vreg(3));
-      return;
-    }
     if (ir_.reduce == ReduceOp::kMean) {
       if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
       else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);
@@ -529,26 +520,62 @@ void ReduceKernel::generate_columns_double() {
   L(done);
 }
 
-// One vector of the inner dim's outputs: the max over every reduced index
-// in order (NaN wins), finite, becomes the shift and is stored as the output.
-void ReduceKernel::shift_columns(bool tail, const Xmm& temp) {
-  const Reg64& out = kOperandRegs[ir_.inputs];
-  pass_op_ = ReduceOp::kMax;
-  vmovups(vreg(0), vconst(identity()));
-  for (int k = 0; k < ir_.inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
-  mov(kR, qword[kCall + AT(reduced)]);
-  Label r;
-  L(r);
-  extremum(vreg(0), vreg(evaluate(0, tail)), temp);
-  release();
-  for (int k = 0; k < ir_.inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
-  dec(kR);
-  jnz(r, T_NEAR);
-  pass_op_ = ReduceOp::kLogSumExp;
-  finite_shift(vreg(0), temp);
-  if (!tail) vmovups(ptr[out + kJ], vreg(0));
-  else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(0));
-  else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(0));
+// Two vectors of the inner dim's outputs at a time (four cache lines of a
+// reduced row on AVX-512): the max over every reduced index in order (NaN
+// wins), finite, stored as the output and subtracted from there; then per
+// output the exps added in double in order (the reference's one run of the
+// column), the doubles left in `partial` for the caller's finish.
+void ReduceKernel::generate_columns_lse() {
+  constexpr int kVectors = 2;  // their double sums fill accumulators 0-3
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
+  mov(out, qword[kCall + ptr_at(inputs)]);
+  auto over_reduced = [&](auto body) {
+    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+    mov(kR, qword[kCall + AT(reduced)]);
+    Label r;
+    L(r);
+    body();
+    for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+    dec(kR);
+    jnz(r, T_NEAR);
+  };
+  auto chunk = [&](int vectors, bool tail) {
+    pass_op_ = ReduceOp::kMax;
+    for (int u = 0; u < vectors; ++u) vmovups(vreg(u), vconst(identity()));
+    over_reduced([&] {
+      for (int u = 0; u < vectors; ++u) {
+        extremum(vreg(u), vreg(evaluate(u, tail)), temp);
+        release();
+      }
+    });
+    pass_op_ = ReduceOp::kLogSumExp;
+    for (int u = 0; u < vectors; ++u) {
+      finite_shift(vreg(u), temp);
+      if (!tail) vmovups(ptr[out + kJ + u * lanes() * 4], vreg(u));
+      else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(u));
+      else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(u));
+    }
+    for (int a = 0; a < 2 * vectors; ++a) vxorpd(vreg(a), vreg(a), vreg(a));
+    over_reduced([&] {
+      for (int u = 0; u < vectors; ++u) {
+        const Xmm v = vreg(evaluate(u, tail));
+        // a tail's shift stays in its register: the output past it is not ours to read
+        if (tail) shifted_exp(v, shift());
+        else shifted_exp(v, ptr[out + kJ + u * lanes() * 4]);
+        accumulate_double(vreg(2 * u), vreg(2 * u + 1), v, temp);
+        release();
+      }
+    });
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int u = 0; u < vectors; ++u) {
+      vmovupd(ptr[rax + kJ * 2 + u * lanes() * 8], vreg(2 * u));
+      vmovupd(ptr[rax + kJ * 2 + u * lanes() * 8 + lanes() * 4], vreg(2 * u + 1));
+    }
+  };
+  mov(kN, qword[kCall + AT(inner)]);
+  float_loop(kJ, kN, kVectors, chunk);
 }
 
 #undef AT
