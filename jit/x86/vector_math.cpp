@@ -107,35 +107,32 @@ void emit_log(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.blend(m, v, x);
 }
 
-// Cephes tanhf: for |x| < 0.625, x + x z P(z) with z = x^2 and a degree-4 P;
-// else sign(x) (1 - 2 / (e^(2|x|) + 1)), which is exactly 1 once e^(2|x|)
-// passes 2^25 and stays 1 at inf. NaN takes the second branch and stays NaN.
+// Eigen's odd rational minimax tanh (the 13/6 fit XLA and MLAS use too):
+// x P(x^2) / Q(x^2) on x clamped to [-9, 9], where it meets +-1 within a few
+// ulp. P / Q is formed before the product with x, so tiny and denormal x keep
+// full relative accuracy (x P alone would underflow). About 15 instructions,
+// no exp: a gelu chain stays memory-bound. NaN passes the clamp (the bound is
+// the first operand of min/max) and stays NaN.
 void emit_tanh(Generator& g, const Xmm& v, const Xmm* scratch) {
-  const Xmm &big = scratch[0], &t = scratch[1], &small = scratch[2];
-  const VMask m = g.mask(scratch[4]);
-  g.vmulps(t, v, v);
-  g.vmovups(small, g.vconst(-5.70498872745e-3f));
-  g.vfmadd213ps(small, t, g.vconst(2.06390887954e-2f));
-  g.vfmadd213ps(small, t, g.vconst(-5.37397155531e-2f));
-  g.vfmadd213ps(small, t, g.vconst(1.33314422036e-1f));
-  g.vfmadd213ps(small, t, g.vconst(-3.33332819422e-1f));
-  g.vmulps(small, small, t);
-  g.vfmadd213ps(small, v, v);
-  g.vand(big, v, g.vconst_bits(kAbsMask));
-  g.vaddps(big, big, big);
-  const Xmm exp_scratch[] = {t, scratch[3]};
-  emit_exp(g, big, exp_scratch);
-  g.vaddps(big, big, g.vconst(1.0f));
-  g.vmovups(t, g.vconst(2.0f));
-  g.vdivps(big, t, big);
-  g.vmovups(t, g.vconst(1.0f));
-  g.vsubps(big, t, big);
-  g.vand(t, v, g.vconst_bits(kSignBit));
-  g.vor(big, big, t);
-  g.vand(t, v, g.vconst_bits(kAbsMask));
-  g.compare(m, t, g.vconst(0.625f), _CMP_LT_OQ);
-  g.blend(m, big, small);
-  g.vmovups(v, big);
+  const Xmm &z = scratch[0], &p = scratch[1], &q = scratch[2];
+  g.vmovups(z, g.vconst(9.0f));
+  g.vminps(v, z, v);
+  g.vmovups(z, g.vconst(-9.0f));
+  g.vmaxps(v, z, v);
+  g.vmulps(z, v, v);
+  g.vmovups(p, g.vconst(-2.76076847742355e-16f));
+  g.vfmadd213ps(p, z, g.vconst(2.00018790482477e-13f));
+  g.vfmadd213ps(p, z, g.vconst(-8.60467152213735e-11f));
+  g.vfmadd213ps(p, z, g.vconst(5.12229709037114e-08f));
+  g.vfmadd213ps(p, z, g.vconst(1.48572235717979e-05f));
+  g.vfmadd213ps(p, z, g.vconst(6.37261928875436e-04f));
+  g.vfmadd213ps(p, z, g.vconst(4.89352455891786e-03f));
+  g.vmovups(q, g.vconst(1.19825839466702e-06f));
+  g.vfmadd213ps(q, z, g.vconst(1.18534705686654e-04f));
+  g.vfmadd213ps(q, z, g.vconst(2.26843463243900e-03f));
+  g.vfmadd213ps(q, z, g.vconst(4.89352518554385e-03f));
+  g.vdivps(p, p, q);
+  g.vmulps(v, v, p);
 }
 
 // 1 / (1 + e^-x), as the reference kernel: 0 at -inf, 1 at +inf.

@@ -12,7 +12,9 @@
 //            rounded once, 0 below -103.98; NaN stays NaN.
 //   log      0.74 ulp (bound 1) for x > 0, denormals included; -inf at ±0,
 //            NaN below 0 and at NaN, +inf at +inf.
-//   tanh     1.10 ulp (bound 2); exactly ±1 for |x| > 9.01.
+//   tanh     4.41 ulp (bound 5): a rational fit, cheap rather than exact
+//            (3.5 ulp below |x| = 5, the rest nearing ±1); ±1 within
+//            4 ulp beyond |x| = 8.
 //   sigmoid  2.23 ulp (bound 3) where the result is a normal float; 0 below
 //            -88.72 (the true result is denormal: absolute error < 2^-126).
 #pragma once
@@ -23,7 +25,7 @@ namespace nnvm::jit::x86 {
 
 inline constexpr int kExpScratch = 2;
 inline constexpr int kSigmoidScratch = 2;
-inline constexpr int kTanhScratch = 5;
+inline constexpr int kTanhScratch = 3;
 inline constexpr int kLogScratch = 5;
 
 // `scratch` holds at least the injector's count of registers, none of them `v`.
