@@ -32,6 +32,10 @@ const char* prim_name(Prim p) {
     case Prim::kLog: return "log";
     case Prim::kTanh: return "tanh";
     case Prim::kSigmoid: return "sigmoid";
+    case Prim::kErf: return "erf";
+    case Prim::kExpm1: return "expm1";
+    case Prim::kLog1p: return "log1p";
+    case Prim::kSoftplus: return "softplus";
   }
   return "?";
 }
@@ -53,7 +57,7 @@ int prim_arity(Prim p) {
     case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
     case Prim::kClampMin: case Prim::kClampMax: return 2;
-    case Prim::kFma: return 3;
+    case Prim::kFma: case Prim::kSoftplus: return 3;
     default: return 1;
   }
 }
@@ -187,6 +191,19 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     };
     // copy(x; dtype) within float32 is the value itself
     (*m)["copy"] = [](Builder&, const trace::Node&, int32_t, absl::Span<const int32_t> in) { return in[0]; };
+    unary("erf", Prim::kErf);
+    unary("expm1", Prim::kExpm1);
+    unary("log1p", Prim::kLog1p);
+    // 0.5 x (1 + erf(x / sqrt(2))), in the reference's order of operations
+    (*m)["gelu"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      const int32_t erf = b.op(Prim::kErf, b.op(Prim::kMul, x, b.constant(0.70710678118654752440f)));
+      return b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.5f), x), b.op(Prim::kAdd, b.constant(1), erf));
+    };
+    // softplus(x; beta, threshold)
+    (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kSoftplus, in[0], b.scalar(n, step, 0), b.scalar(n, step, 1));
+    };
     return m;
   }();
   return *table;

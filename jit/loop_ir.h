@@ -37,6 +37,8 @@ enum class Prim : uint8_t {
   kFma,                  // a * b + c, one rounding
   kNeg, kAbs, kRelu, kSqrt, kRecip,
   kExp, kLog, kTanh, kSigmoid,
+  kErf, kExpm1, kLog1p,
+  kSoftplus,             // softplus(a; beta b, threshold c), the reference's rule
 };
 const char* prim_name(Prim p);
 int prim_arity(Prim p);

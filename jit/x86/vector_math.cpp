@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "nnvm/core/error.h"
+
 namespace nnvm::jit::x86 {
 
 using Xbyak::Xmm;
@@ -142,6 +144,129 @@ void emit_sigmoid(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vaddps(v, v, g.vconst(1.0f));
   g.vmovups(scratch[0], g.vconst(1.0f));
   g.vdivps(v, scratch[0], v);
+}
+
+// erf: for |x| < 1, x P(x^2) with P a degree-6 Chebyshev fit of erf(x)/x
+// (relative error 1.2e-9) whose leading coefficient is split in two floats,
+// so tiny and denormal x are rounded once; else sign(x) (1 - e^L(|x|)) with L
+// a degree-8 fit of log(erfc) in |x| - 2.5 on [1, 4] (absolute error
+// 1.7e-8), |x| clamped to 4, where erfc < 2^-25 and the result is ±1.
+void emit_erf(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &a = scratch[0], &z = scratch[1], &small = scratch[2], &big = scratch[3];
+  g.vand(a, v, g.vconst_bits(kAbsMask));
+  g.vmulps(z, v, v);
+  g.vmovups(small, g.vconst(7.875874871e-05f));
+  for (float c : {-8.016864303e-04f, 5.189087242e-03f, -2.685421146e-02f, 1.128359437e-01f, -3.761262596e-01f})
+    g.vfmadd213ps(small, z, g.vconst(c));
+  g.vfmadd213ps(small, z, g.vconst(5.932674440600749e-08f));  // the low part of P(0)
+  g.vmulps(small, small, v);
+  g.vfmadd231ps(small, v, g.vconst(1.1283791065216064f));     // + x P(0)'s high part
+  g.vmovups(z, g.vconst(4.0f));
+  g.vminps(z, z, a);  // a NaN stays
+  g.vsubps(z, z, g.vconst(2.5f));
+  g.vmovups(big, g.vconst(1.637151399e-06f));
+  for (float c : {-1.331501426e-05f, 7.729137724e-05f, -4.201225238e-04f, 2.165303566e-03f, -1.085854135e-02f,
+                  -9.438937306e-01f, -5.352680683e+00f, -7.806815147e+00f})
+    g.vfmadd213ps(big, z, g.vconst(c));
+  const Xmm exp_scratch[] = {z, scratch[4]};
+  emit_exp(g, big, exp_scratch);
+  g.vmovups(z, g.vconst(1.0f));
+  g.vsubps(big, z, big);
+  g.vand(z, v, g.vconst_bits(kSignBit));
+  g.vor(big, big, z);
+  const VMask m = g.mask(z);
+  g.compare(m, a, g.vconst(1.0f), _CMP_LT_OQ);
+  g.blend(m, big, small);
+  g.vmovaps(v, big);
+}
+
+// expm1 as 2^n (expm1(r) + 1) - 1 with x = n ln2 + r (as exp), written
+// 2 (2^(n-1) expm1(r) + (2^(n-1) - 1/2)): for n = 0 that is expm1(r) itself,
+// with no cancellation, and 2^(n-1) is a normal float for x clamped to
+// [-87, 88.73] (e^x - 1 is -1 below, +inf above). expm1(r) = r + r^2 P(r),
+// P a degree-5 Chebyshev fit on |r| <= ln2 / 2.
+void emit_expm1(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &n = scratch[0], &e = scratch[1];
+  g.vmovups(n, g.vconst(88.73f));
+  g.vminps(v, n, v);
+  g.vmovups(n, g.vconst(-87.0f));
+  g.vmaxps(v, n, v);
+  g.vmulps(n, v, g.vconst(1.44269504088896341f));
+  round_nearest(g, n, n);
+  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
+  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));
+  g.vmovups(e, g.vconst(1.989098091e-04f));
+  for (float c : {1.393364160e-03f, 8.333310485e-03f, 4.166646674e-02f, 1.666666716e-01f, 0.5f})
+    g.vfmadd213ps(e, v, g.vconst(c));
+  g.vmulps(e, e, v);
+  g.vfmadd213ps(e, v, v);  // e = P(r) r^2 + r
+  g.vcvtps2dq(n, n);       // 2^(n-1)
+  g.vpaddd(n, n, g.vconst_bits(126));
+  g.vpslld(n, n, 23);
+  g.vsubps(v, n, g.vconst(0.5f));
+  g.vfmadd231ps(v, n, e);
+  g.vaddps(v, v, v);
+}
+
+// log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second
+// term is the rounding error of u, to first order. It is NaN where u is 0 or
+// inf (x = -1, +inf), and dropped there.
+void emit_log1p(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &u = scratch[0], &c = scratch[1];
+  g.vaddps(u, v, g.vconst(1.0f));
+  g.vsubps(c, u, g.vconst(1.0f));
+  g.vsubps(c, v, c);
+  g.vdivps(c, c, u);
+  g.vmovaps(v, u);
+  emit_log(g, v, scratch + 2);
+  const VMask m = g.mask(u);
+  g.compare(m, c, c, _CMP_UNORD_Q);
+  g.blend(m, c, g.vconst(0.0f));
+  g.vaddps(v, v, c);
+}
+
+// The reference's softplus: x beta > threshold ? x : log1p(e^(x beta)) / beta.
+void emit_softplus(Generator& g, const Xmm& v, const Xbyak::Operand& beta, const Xbyak::Operand& threshold,
+                   const Xmm* scratch) {
+  const Xmm& x = scratch[0];
+  g.vmovaps(x, v);
+  g.vmulps(v, v, beta);
+  emit_exp(g, v, scratch + 1);
+  emit_log1p(g, v, scratch + 1);
+  g.vdivps(v, v, beta);
+  g.vmulps(scratch[1], x, beta);
+  const VMask m = g.mask(scratch[2]);
+  g.compare(m, scratch[1], threshold, _CMP_GT_OQ);
+  g.blend(m, v, x);
+}
+
+int injector_scratch(Prim p) {
+  switch (p) {
+    case Prim::kExp: return kExpScratch;
+    case Prim::kLog: return kLogScratch;
+    case Prim::kTanh: return kTanhScratch;
+    case Prim::kSigmoid: return kSigmoidScratch;
+    case Prim::kErf: return kErfScratch;
+    case Prim::kExpm1: return kExpm1Scratch;
+    case Prim::kLog1p: return kLog1pScratch;
+    case Prim::kSoftplus: return kSoftplusScratch;
+    default: return 0;
+  }
+}
+
+void emit_injector(Generator& g, Prim p, const Xmm& v, const Xbyak::Operand& b, const Xbyak::Operand& c,
+                   const Xmm* scratch) {
+  switch (p) {
+    case Prim::kExp: emit_exp(g, v, scratch); return;
+    case Prim::kLog: emit_log(g, v, scratch); return;
+    case Prim::kTanh: emit_tanh(g, v, scratch); return;
+    case Prim::kSigmoid: emit_sigmoid(g, v, scratch); return;
+    case Prim::kErf: emit_erf(g, v, scratch); return;
+    case Prim::kExpm1: emit_expm1(g, v, scratch); return;
+    case Prim::kLog1p: emit_log1p(g, v, scratch); return;
+    case Prim::kSoftplus: emit_softplus(g, v, b, c, scratch); return;
+    default: NNVM_CHECK(false, "emit_injector", prim_name(p), " has no injector");
+  }
 }
 
 }  // namespace nnvm::jit::x86
