@@ -36,6 +36,7 @@ const char* prim_name(Prim p) {
     case Prim::kExpm1: return "expm1";
     case Prim::kLog1p: return "log1p";
     case Prim::kSoftplus: return "softplus";
+    case Prim::kPow: return "pow";
   }
   return "?";
 }
@@ -56,7 +57,7 @@ int prim_arity(Prim p) {
   switch (p) {
     case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
-    case Prim::kClampMin: case Prim::kClampMax: return 2;
+    case Prim::kClampMin: case Prim::kClampMax: case Prim::kPow: return 2;
     case Prim::kFma: case Prim::kSoftplus: return 3;
     default: return 1;
   }
@@ -199,6 +200,28 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
       const int32_t x = in[0];
       const int32_t erf = b.op(Prim::kErf, b.op(Prim::kMul, x, b.constant(0.70710678118654752440f)));
       return b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.5f), x), b.op(Prim::kAdd, b.constant(1), erf));
+    };
+    // pow(x, y) and base ** x in general; x ** y for a compile-time exponent
+    // of 0, ±1, ±2 or 3 as products, within an ulp or so of std::pow (x ** -2
+    // as (1 / x)^2: it overflows where the result does). Not for a pinned
+    // run-time one: the group key, which finds a compiled kernel, leaves its
+    // value out.
+    binary("pow", Prim::kPow);
+    (*m)["pow.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      if (std::none_of(n.slots.begin(), n.slots.end(), [](const trace::ScalarSlot& s) { return s.attr == 0; })) {
+        const float y = float(n.attrs.d(0));
+        if (y == 0) return b.constant(1);
+        if (y == 1) return x;
+        if (y == 2) return b.op(Prim::kMul, x, x);
+        if (y == 3) return b.op(Prim::kMul, b.op(Prim::kMul, x, x), x);
+        if (y == -1) return b.op(Prim::kRecip, x);
+        if (y == -2) return b.op(Prim::kMul, b.op(Prim::kRecip, x), b.op(Prim::kRecip, x));
+      }
+      return b.op(Prim::kPow, x, b.scalar(n, step, 0));
+    };
+    (*m)["pow.ScalarBase"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kPow, b.scalar(n, step, 0), in[0]);
     };
     // softplus(x; beta, threshold)
     (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {

@@ -39,6 +39,7 @@ enum class Prim : uint8_t {
   kExp, kLog, kTanh, kSigmoid,
   kErf, kExpm1, kLog1p,
   kSoftplus,             // softplus(a; beta b, threshold c), the reference's rule
+  kPow,                  // std::pow(a, b)
 };
 const char* prim_name(Prim p);
 int prim_arity(Prim p);

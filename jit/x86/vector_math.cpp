@@ -240,6 +240,117 @@ void emit_softplus(Generator& g, const Xmm& v, const Xbyak::Operand& beta, const
   g.blend(m, v, x);
 }
 
+// pow(x, y) = e^(y log|x|) with log|x| = hi + lo carried in two floats (the
+// decomposition of emit_log, with e C1 + f summed exactly) and the product
+// y (hi + lo) = p + q split the same way, then e^p (1 + q): the error stays
+// near exp's instead of growing with |y log|x||. Then std::pow's rules: the
+// sign of an x < 0 (or -0, -inf) for an odd integer y, NaN for a finite
+// x < 0 and a y that is not an integer, 1 for y = ±0 or x = 1 (NaN or not),
+// 1 for |x| = 1 with y = ±inf, else NaN in gives NaN.
+void emit_pow(Generator& g, const Xmm& v, const Xbyak::Operand& y, const Xmm* scratch) {
+  const Xmm &x = scratch[0], &e = scratch[1], &t = scratch[2], &p = scratch[3], &u = scratch[4], &w = scratch[5];
+  const VMask m = g.mask(scratch[6]);
+  g.vmovaps(x, v);
+  g.vand(v, v, g.vconst_bits(kAbsMask));
+  g.vxor(e, e, e);
+  g.compare(m, v, g.vconst(1.17549435e-38f), _CMP_LT_OQ);  // denormal: scaled by 2^23
+  g.blend(m, e, g.vconst(-23.0f));
+  g.vmulps(t, v, g.vconst(8388608.0f));
+  g.blend(m, v, t);
+  g.vpsrld(t, v, 23);
+  g.vcvtdq2ps(t, t);
+  g.vaddps(e, e, t);
+  g.vsubps(e, e, g.vconst(126.0f));
+  g.vand(v, v, g.vconst_bits(0x807fffffu));
+  g.vor(v, v, g.vconst_bits(0x3f000000u));
+  g.compare(m, v, g.vconst(0.707106781186547524f), _CMP_LT_OQ);
+  g.vsubps(t, e, g.vconst(1.0f));
+  g.blend(m, e, t);
+  g.vaddps(t, v, v);
+  g.blend(m, v, t);
+  g.vsubps(v, v, g.vconst(1.0f));  // f, exact
+  g.vmulps(t, v, v);
+  g.vmovups(p, g.vconst(7.0376836292e-2f));
+  for (float c : {-1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
+                  2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f})
+    g.vfmadd213ps(p, v, g.vconst(c));
+  g.vmulps(p, p, v);
+  g.vmulps(p, p, t);
+  g.vfmadd231ps(p, e, g.vconst(-2.12194440e-4f));
+  g.vfmadd231ps(p, t, g.vconst(-0.5f));  // the small part: f^3 P(f) - f^2 / 2 + e C2
+  g.vmulps(e, e, g.vconst(0.693359375f));  // e C1, exact
+  g.vaddps(t, e, v);                       // two-sum of e C1 and f: t + error
+  g.vsubps(u, t, e);
+  g.vsubps(w, t, u);
+  g.vsubps(e, e, w);
+  g.vsubps(v, v, u);
+  g.vaddps(v, v, e);
+  g.vaddps(v, v, p);
+  g.vaddps(e, t, v);  // hi
+  g.vsubps(u, e, t);
+  g.vsubps(v, v, u);  // lo
+  g.vand(u, x, g.vconst_bits(kAbsMask));
+  g.compare(m, u, g.vconst(0.0f), _CMP_EQ_OQ);
+  g.blend(m, e, g.vconst(-INFINITY));
+  g.compare(m, u, g.vconst(INFINITY), _CMP_EQ_OQ);
+  g.blend(m, e, g.vconst(INFINITY));
+  g.vmulps(p, e, y);  // p = y hi
+  g.vmovaps(t, p);
+  g.vfmsub231ps(t, e, y);  // y hi - p, exact
+  g.vmulps(v, v, y);
+  g.vaddps(v, v, t);  // q
+  g.vand(t, v, g.vconst_bits(kAbsMask));  // p = ±inf: e^p is 0 or inf, q is not finite and unused
+  g.compare(m, t, g.vconst(INFINITY), _CMP_NLT_UQ);
+  g.blend(m, v, g.vconst(0.0f));
+  // p > 0: e^p (1 + q) = 2 e^(p - C1) (1 + q + e^(C1 - ln2) - 1) with C1
+  // exact, so e^p does not overflow where the result does not (x^1 at FLT_MAX)
+  g.vxor(w, w, w);
+  g.compare(m, p, w, _CMP_GT_OQ);
+  g.vsubps(t, p, g.vconst(0.693359375f));
+  g.blend(m, p, t);
+  g.vaddps(t, v, g.vconst(2.12216954e-4f));
+  g.blend(m, v, t);
+  g.vmovups(w, g.vconst(1.0f));
+  g.blend(m, w, g.vconst(2.0f));
+  const Xmm exp_scratch[] = {t, u};
+  emit_exp(g, p, exp_scratch);
+  g.vmulps(t, p, v);  // e^p q, dropped where e^p is inf (inf - inf would make a NaN)
+  g.compare(m, p, g.vconst(INFINITY), _CMP_EQ_OQ);
+  g.blend(m, t, g.vconst(0.0f));
+  g.vaddps(p, p, t);
+  g.vmulps(p, p, w);
+  g.compare(m, p, p, _CMP_UNORD_Q);  // inf * 0: |x| = 1, y = ±inf
+  g.blend(m, p, g.vconst(1.0f));
+  g.compare(m, x, y, _CMP_UNORD_Q);
+  g.blend(m, p, g.vconst_bits(0x7fc00000u));
+  g.vmovups(t, g.vconst(0.5f));  // y is an odd integer where |y - 2 round(y / 2)| = 1
+  g.vmulps(t, t, y);
+  round_nearest(g, t, t);
+  g.vaddps(t, t, t);
+  g.vsubps(t, t, y);
+  g.vand(t, t, g.vconst_bits(kAbsMask));
+  g.compare(m, t, g.vconst(1.0f), _CMP_EQ_OQ);
+  g.vand(u, x, g.vconst_bits(kSignBit));
+  g.vxor(w, w, w);
+  g.blend(m, w, u);
+  g.vor(p, p, w);
+  g.vmovups(t, y);  // y not an integer and x finite and < 0: NaN
+  round_nearest(g, u, t);
+  g.compare(m, u, t, _CMP_NEQ_OQ);
+  g.vmovups(w, g.vconst(1.0f));
+  g.blend(m, w, x);
+  g.compare(m, w, g.vconst(-INFINITY), _CMP_EQ_OQ);
+  g.blend(m, w, g.vconst(1.0f));
+  g.compare(m, w, g.vconst(0.0f), _CMP_LT_OQ);
+  g.blend(m, p, g.vconst_bits(0x7fc00000u));
+  g.compare(m, x, g.vconst(1.0f), _CMP_EQ_OQ);
+  g.blend(m, p, g.vconst(1.0f));
+  g.vxor(t, t, t);
+  g.compare(m, t, y, _CMP_EQ_OQ);
+  g.blend(m, p, g.vconst(1.0f));
+  g.vmovaps(v, p);
+}
+
 int injector_scratch(Prim p) {
   switch (p) {
     case Prim::kExp: return kExpScratch;
@@ -250,6 +361,7 @@ int injector_scratch(Prim p) {
     case Prim::kExpm1: return kExpm1Scratch;
     case Prim::kLog1p: return kLog1pScratch;
     case Prim::kSoftplus: return kSoftplusScratch;
+    case Prim::kPow: return kPowScratch;
     default: return 0;
   }
 }
@@ -265,6 +377,7 @@ void emit_injector(Generator& g, Prim p, const Xmm& v, const Xbyak::Operand& b, 
     case Prim::kExpm1: emit_expm1(g, v, scratch); return;
     case Prim::kLog1p: emit_log1p(g, v, scratch); return;
     case Prim::kSoftplus: emit_softplus(g, v, b, c, scratch); return;
+    case Prim::kPow: emit_pow(g, v, b, scratch); return;
     default: NNVM_CHECK(false, "emit_injector", prim_name(p), " has no injector");
   }
 }

@@ -31,22 +31,23 @@ Tensor inputs(double lo, double hi) {
 }
 
 // op(x) as a pointwise group (op(neg(-x)): one op alone is not a fused group).
-Trace one_op(const Tensor& x, const char* name, Attrs attrs) {
+Trace one_op(const Tensor& x, const char* name, Attrs attrs, trace::ScalarBinding binding) {
   Trace t;
   const ValueId v = t.add_node1(find_op("neg"), {t.add_input(x)});
-  t.mark_output(t.add_node1(find_op(name), {v}, std::move(attrs)));
+  t.mark_output(t.add_node1(find_op(name), {v}, std::move(attrs), binding));
   return t;
 }
 
 // The op on every ISA against the interpreter. The injectors' bounds are a
 // few ulp (vector_math.h), so rtol covers them; atol covers results that
 // cancel (1 + erf near -1 in gelu: an absolute error of erf's ulp at 1).
-void expect_op(const char* name, Attrs attrs, double lo, double hi, double rtol = 1e-6, double atol = 1e-37) {
+void expect_op(const char* name, Attrs attrs, double lo, double hi, double rtol = 1e-6, double atol = 1e-37,
+               trace::ScalarBinding binding = trace::ScalarBinding::kRunTime) {
   SCOPED_TRACE(name);
   EagerGuard eager;
   const Tensor x = inputs(lo, hi);
   const Tensor minus_x = -x;
-  const Trace t = one_op(minus_x, name, attrs);
+  const Trace t = one_op(minus_x, name, attrs, binding);
   const Tensor expected = trace::interpret(t, {minus_x}, {})[0];
   std::vector<Isa> isas = jit_isas();
   isas.push_back(Isa::kPortable);
@@ -74,6 +75,38 @@ TEST(MathOpsJit, Softplus) {
   expect_op("softplus", {Scalar(1.0), Scalar(20.0)}, -30, 30);
   expect_op("softplus", {Scalar(2.0), Scalar(5.0)}, -10, 10);
   expect_op("softplus", {Scalar(0.5), Scalar(3.0)}, -10, 10);
+}
+
+// pow.Scalar with a run-time exponent (the injector) and a compile-time one
+// (0, ±1, ±2 and 3 as products, others the injector).
+TEST(MathOpsJit, PowScalar) {
+  for (trace::ScalarBinding binding : {trace::ScalarBinding::kRunTime, trace::ScalarBinding::kCompileTime})
+    for (double y : {2.0, 3.0, -1.0, -2.0, 0.0, 1.0, 0.5, -0.5, 2.5, -1.5, 7.0, 1.0 / 3})
+      expect_op("pow.Scalar", {Scalar(y)}, -3, 3, 1e-6, 1e-37, binding);
+}
+
+// pow(x, y) and base ** x over the special values in both operands: std::pow's rules.
+TEST(MathOpsJit, PowOverSpecialValues) {
+  EagerGuard eager;
+  const Tensor v = inputs(-4, 4).slice(0, 0, 60);
+  const float odd[] = {3.0f, -3.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, 8388609.0f, 16777216.0f};
+  const Tensor y = cat({v, tensor(std::vector<float>(std::begin(odd), std::end(odd)))}, 0);
+  const Tensor xs = v.reshape({-1, 1}).expand({v.size(0), y.size(0)}).contiguous(), ys = y.reshape({1, -1}).expand_as(xs).contiguous();
+  Trace t;
+  const ValueId xv = t.add_input(xs), yv = t.add_input(ys);
+  const ValueId x2 = t.add_node1(find_op("neg"), {xv});
+  t.mark_output(t.add_node1(find_op("pow"), {x2, yv}));
+  t.mark_output(t.add_node1(find_op("pow.ScalarBase"), {x2}, {Scalar(-2.5)}));
+  const std::vector<Tensor> expected = trace::interpret(t, {xs, ys}, {});
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    const trace::FusedPlan plan(t);
+    ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
+    ASSERT_EQ(plan.program(0).jit()->declined(), "");
+    const std::vector<Tensor> got = plan.run({xs, ys}, {});
+    for (size_t k = 0; k < 2; ++k) testing::expect_tensors_close(got[k], expected[k], 1e-6, 1e-37);
+  }
 }
 
 }  // namespace

@@ -131,5 +131,23 @@ TEST(VectorMath, Softplus) {
   }
 }
 
+// pow(x, y) for a y in every lane, against std::pow in double: the error
+// grows with |y| (the log's error is multiplied by it).
+TEST(VectorMath, Pow) {
+  LoopIR ir;
+  ir.inputs = 1;
+  ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}, Expr{Prim::kArg, -1, -1, -1, 0}, Expr{Prim::kPow, 0, 1}};
+  ir.stores = {2};
+  ir.args = {{0, 0}};
+  for (float y : {2.5f, -1.5f, 0.5f, -0.5f, 3.0f, -3.0f, 7.0f, 1.0f / 3, 12.5f, -25.0f, 0.0f, -0.0f, INFINITY, -INFINITY,
+                  NAN}) {
+    SCOPED_TRACE(::testing::Message() << "y " << y);
+    expect_accuracy(
+        "pow", [&](Isa isa, const std::vector<float>& x) { return run(ir, isa, x, {y}); },
+        [&](float x) { return std::pow(double(x), double(y)); },
+        2 + (std::isfinite(y) ? std::abs(y) / 10 : 0), true);
+  }
+}
+
 }  // namespace
 }  // namespace nnvm::jit::x86
