@@ -37,6 +37,14 @@ const char* prim_name(Prim p) {
     case Prim::kLog1p: return "log1p";
     case Prim::kSoftplus: return "softplus";
     case Prim::kPow: return "pow";
+    case Prim::kExp2: return "exp2";
+    case Prim::kElu: return "elu";
+    case Prim::kLeakyRelu: return "leaky_relu";
+    case Prim::kSign: return "sign";
+    case Prim::kRound: return "round";
+    case Prim::kFloor: return "floor";
+    case Prim::kCeil: return "ceil";
+    case Prim::kTrunc: return "trunc";
   }
   return "?";
 }
@@ -57,7 +65,7 @@ int prim_arity(Prim p) {
   switch (p) {
     case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
-    case Prim::kClampMin: case Prim::kClampMax: case Prim::kPow: return 2;
+    case Prim::kClampMin: case Prim::kClampMax: case Prim::kPow: case Prim::kElu: case Prim::kLeakyRelu: return 2;
     case Prim::kFma: case Prim::kSoftplus: return 3;
     default: return 1;
   }
@@ -222,6 +230,22 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     };
     (*m)["pow.ScalarBase"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
       return b.op(Prim::kPow, b.scalar(n, step, 0), in[0]);
+    };
+    unary("exp2", Prim::kExp2);
+    unary("sign", Prim::kSign);
+    unary("round", Prim::kRound);
+    unary("floor", Prim::kFloor);
+    unary("ceil", Prim::kCeil);
+    unary("trunc", Prim::kTrunc);
+    // log2 x = log x * log2(e): two roundings past log's
+    (*m)["log2"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMul, b.op(Prim::kLog, in[0]), b.constant(1.44269504088896340736f));
+    };
+    (*m)["elu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kElu, in[0], b.scalar(n, step, 0));
+    };
+    (*m)["leaky_relu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kLeakyRelu, in[0], b.scalar(n, step, 0));
     };
     // softplus(x; beta, threshold)
     (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {

@@ -18,26 +18,11 @@ void round_nearest(Generator& g, const Xmm& dst, const Xmm& src) {
   if (g.avx512()) g.vrndscaleps(dst, src, 0);
   else g.vroundps(dst, src, 0);
 }
-}  // namespace
 
-// Cephes expf (as kernels/cpu/exp.h): x = n ln2 + r, ln2 split into
-// 0.693359375 (n * C1 exact) and -2.12194440e-4, a degree-6 polynomial for
-// e^r on |r| <= ln2 / 2 (Cephes: peak relative error 1.7e-7). The input is
-// clamped to [-104, 89] first (NaN passes: the bound is the first operand of
-// min/max, which return the second when either is NaN). 2^n is applied as two
-// factors 2^(n>>1) and 2^(n - (n>>1)), each a normal float for n in
-// [-150, 128], so results overflow to +inf and underflow through the
-// denormals to 0 with one rounding.
-void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
+// e^r 2^n for |r| <= ln2 / 2 in v and n (rounded, as float) in scratch[0]:
+// the polynomial and the two-factor scaling of emit_exp.
+void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &y = scratch[1];
-  g.vmovups(n, g.vconst(89.0f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-104.0f));
-  g.vmaxps(v, n, v);
-  g.vmulps(n, v, g.vconst(1.44269504088896341f));  // n = round(x / ln2)
-  round_nearest(g, n, n);
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));     // r = x - n C1
-  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));  //   - n C2
   g.vmovups(y, g.vconst(1.9875691500e-4f));         // y = P(r), Horner
   g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
   g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
@@ -56,6 +41,44 @@ void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vpaddd(n, n, g.vconst_bits(127));
   g.vpslld(n, n, 23);
   g.vmulps(v, y, n);
+}
+}  // namespace
+
+// Cephes expf (as kernels/cpu/exp.h): x = n ln2 + r, ln2 split into
+// 0.693359375 (n * C1 exact) and -2.12194440e-4, a degree-6 polynomial for
+// e^r on |r| <= ln2 / 2 (Cephes: peak relative error 1.7e-7). The input is
+// clamped to [-104, 89] first (NaN passes: the bound is the first operand of
+// min/max, which return the second when either is NaN). 2^n is applied as two
+// factors 2^(n>>1) and 2^(n - (n>>1)), each a normal float for n in
+// [-150, 128], so results overflow to +inf and underflow through the
+// denormals to 0 with one rounding.
+void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm& n = scratch[0];
+  g.vmovups(n, g.vconst(89.0f));
+  g.vminps(v, n, v);
+  g.vmovups(n, g.vconst(-104.0f));
+  g.vmaxps(v, n, v);
+  g.vmulps(n, v, g.vconst(1.44269504088896341f));  // n = round(x / ln2)
+  round_nearest(g, n, n);
+  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));     // r = x - n C1
+  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));  //   - n C2
+  exp_tail(g, v, scratch);
+}
+
+// 2^x = e^(r ln2) 2^n with n = round(x), r = x - n exact, r ln2 formed with
+// ln2 in two floats; x clamped to [-150, 129] as emit_exp's range.
+void emit_exp2(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &n = scratch[0], &y = scratch[1];
+  g.vmovups(n, g.vconst(129.0f));
+  g.vminps(v, n, v);
+  g.vmovups(n, g.vconst(-150.0f));
+  g.vmaxps(v, n, v);
+  round_nearest(g, n, v);
+  g.vsubps(v, v, n);
+  g.vmulps(y, v, g.vconst(-1.9046542e-09f));       // the low part of ln2
+  g.vfmadd231ps(y, v, g.vconst(0.693147182f));
+  g.vmovaps(v, y);
+  exp_tail(g, v, scratch);
 }
 
 // Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log x = log m + e ln2,
@@ -351,6 +374,44 @@ void emit_pow(Generator& g, const Xmm& v, const Xbyak::Operand& y, const Xmm* sc
   g.vmovaps(v, p);
 }
 
+// x > 0 ? x : alpha expm1(x), as the reference (NaN stays NaN).
+void emit_elu(Generator& g, const Xmm& v, const Xbyak::Operand& alpha, const Xmm* scratch) {
+  const Xmm& x = scratch[0];
+  g.vmovaps(x, v);
+  emit_expm1(g, v, scratch + 1);
+  g.vmulps(v, v, alpha);
+  const VMask m = g.mask(scratch[1]);
+  g.compare(m, x, g.vconst(0.0f), _CMP_GT_OQ);
+  g.blend(m, v, x);
+}
+
+// x > 0 ? x : x slope (NaN stays NaN).
+void emit_leaky_relu(Generator& g, const Xmm& v, const Xbyak::Operand& slope, const Xmm* scratch) {
+  const Xmm& t = scratch[0];
+  g.vmulps(t, v, slope);
+  const VMask m = g.mask(scratch[1]);
+  g.compare(m, v, g.vconst(0.0f), _CMP_LE_OQ);  // a NaN x stays itself, as x slope would be NaN
+  g.blend(m, v, t);
+}
+
+// (0 < x) - (x < 0): 0 at ±0 and NaN.
+void emit_sign(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm& s = scratch[0];
+  const VMask m = g.mask(scratch[1]);
+  g.vxor(s, s, s);
+  g.compare(m, v, g.vconst(0.0f), _CMP_GT_OQ);
+  g.blend(m, s, g.vconst(1.0f));
+  g.compare(m, v, g.vconst(0.0f), _CMP_LT_OQ);
+  g.blend(m, s, g.vconst(-1.0f));
+  g.vmovaps(v, s);
+}
+
+// vroundps / vrndscaleps with rounding `mode` (0 nearest even, 1 down, 2 up, 3 toward 0): exact, NaN stays.
+void emit_round(Generator& g, const Xmm& v, int mode) {
+  if (g.avx512()) g.vrndscaleps(v, v, uint8_t(mode));
+  else g.vroundps(v, v, uint8_t(mode));
+}
+
 int injector_scratch(Prim p) {
   switch (p) {
     case Prim::kExp: return kExpScratch;
@@ -362,6 +423,9 @@ int injector_scratch(Prim p) {
     case Prim::kLog1p: return kLog1pScratch;
     case Prim::kSoftplus: return kSoftplusScratch;
     case Prim::kPow: return kPowScratch;
+    case Prim::kExp2: return kExpScratch;
+    case Prim::kElu: return 1 + kExpm1Scratch;
+    case Prim::kLeakyRelu: case Prim::kSign: return 2;
     default: return 0;
   }
 }
@@ -378,6 +442,14 @@ void emit_injector(Generator& g, Prim p, const Xmm& v, const Xbyak::Operand& b, 
     case Prim::kLog1p: emit_log1p(g, v, scratch); return;
     case Prim::kSoftplus: emit_softplus(g, v, b, c, scratch); return;
     case Prim::kPow: emit_pow(g, v, b, scratch); return;
+    case Prim::kExp2: emit_exp2(g, v, scratch); return;
+    case Prim::kElu: emit_elu(g, v, b, scratch); return;
+    case Prim::kLeakyRelu: emit_leaky_relu(g, v, b, scratch); return;
+    case Prim::kSign: emit_sign(g, v, scratch); return;
+    case Prim::kRound: emit_round(g, v, 0); return;
+    case Prim::kFloor: emit_round(g, v, 1); return;
+    case Prim::kCeil: emit_round(g, v, 2); return;
+    case Prim::kTrunc: emit_round(g, v, 3); return;
     default: NNVM_CHECK(false, "emit_injector", prim_name(p), " has no injector");
   }
 }

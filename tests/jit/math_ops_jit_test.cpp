@@ -24,7 +24,7 @@ Tensor inputs(double lo, double hi) {
   const float big = std::numeric_limits<float>::max(), tiny = std::numeric_limits<float>::denorm_min();
   std::vector<float> v = {0.0f, -0.0f, inf, -inf, nan, big, -big, tiny, -tiny, 1e-40f, -1e-40f, 1e-30f, -1e-30f,
                           1e-7f, -1e-7f, 0.3f, -0.3f, 0.999f, 1.0f, -1.0f, 1.001f, -0.999999f, 2.5f, 3.99f, -4.01f,
-                          9.5f, -9.5f, 20.0f, 20.01f, -30.0f, 88.7f, 88.8f, -87.5f, -104.0f, 1e30f, -1e30f};
+                          9.5f, -9.5f, 0.5f, -2.5f, 1.5f, -1.5f, 8388609.0f, 20.0f, 20.01f, -30.0f, 88.7f, 88.8f, -87.5f, -104.0f, 1e30f, -1e30f};
   const std::vector<double> r = testing::values(testing::random({1000}, kFloat32, 11, lo, hi));
   for (double d : r) v.push_back(float(d));
   return tensor(v);
@@ -75,6 +75,20 @@ TEST(MathOpsJit, Softplus) {
   expect_op("softplus", {Scalar(1.0), Scalar(20.0)}, -30, 30);
   expect_op("softplus", {Scalar(2.0), Scalar(5.0)}, -10, 10);
   expect_op("softplus", {Scalar(0.5), Scalar(3.0)}, -10, 10);
+}
+
+TEST(MathOpsJit, Exp2AndLog2) {
+  expect_op("exp2", {}, -130, 130);
+  expect_op("log2", {}, 0, 100, 2e-6);
+}
+TEST(MathOpsJit, EluAndLeakyRelu) {
+  expect_op("elu", {Scalar(1.0)}, -5, 5);
+  expect_op("elu", {Scalar(0.3)}, -20, 5);
+  expect_op("leaky_relu", {Scalar(0.01)}, -5, 5);
+  expect_op("leaky_relu", {Scalar(-2.0)}, -5, 5);
+}
+TEST(MathOpsJit, SignAndRounding) {
+  for (const char* name : {"sign", "round", "floor", "ceil", "trunc"}) expect_op(name, {}, -6, 6, 0, 0);
 }
 
 // pow.Scalar with a run-time exponent (the injector) and a compile-time one

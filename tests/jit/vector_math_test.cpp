@@ -108,6 +108,7 @@ TEST(VectorMath, Sigmoid) {
 
 TEST(VectorMath, Erf) { expect_accuracy(Prim::kErf, [](double x) { return std::erf(x); }, 2); }
 TEST(VectorMath, Expm1) { expect_accuracy(Prim::kExpm1, [](double x) { return std::expm1(x); }, 2); }
+TEST(VectorMath, Exp2) { expect_accuracy(Prim::kExp2, [](double x) { return std::exp2(x); }, 1.5); }
 TEST(VectorMath, Log1p) { expect_accuracy(Prim::kLog1p, [](double x) { return std::log1p(x); }, 2); }
 
 // softplus(x; beta, threshold) against the reference's rule with x beta
