@@ -22,8 +22,8 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
-// Off by default: on the 2-core Zen 4 the gelu chain is compute-bound and
-// streaming stores measured no faster (docs/BENCHMARKS.md, JIT section).
+// Off by default: on the 2-core Zen 4 streaming stores measured no faster
+// for the gelu chain's 64 MiB output (docs/BENCHMARKS.md, JIT section).
 std::atomic<int64_t> stream_bytes{INT64_MAX};
 
 }  // namespace
