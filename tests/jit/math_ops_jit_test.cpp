@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/reduce_jit.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "isa_scope.h"
@@ -120,6 +121,45 @@ TEST(MathOpsJit, PowOverSpecialValues) {
     ASSERT_EQ(plan.program(0).jit()->declined(), "");
     const std::vector<Tensor> got = plan.run({xs, ys}, {});
     for (size_t k = 0; k < 2; ++k) testing::expect_tensors_close(got[k], expected[k], 1e-6, 1e-37);
+  }
+}
+
+// The reduce kernel's prologue calls the same injectors, operands included:
+// sum(op(x)) over each dim runs the reduction kernel and matches the reference
+// (softplus on AVX2 needs more registers than the kernel's pool: it falls back).
+TEST(MathOpsJit, ReductionPrologues) {
+  struct Op {
+    const char* name;
+    Attrs attrs;
+  };
+  const std::vector<Op> ops = {{"softplus", {Scalar(2.0), Scalar(3.0)}}, {"pow.Scalar", {Scalar(2.5)}}, {"elu", {Scalar(0.7)}},
+                               {"erf", {}}, {"expm1", {}}, {"leaky_relu", {Scalar(0.1)}}, {"floor", {}}};
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    for (const Op& o : ops) {
+      for (int64_t dim : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << o.name << " dim " << dim);
+        const Tensor x = testing::random({37, 1025}, kFloat32, 12, -2, 2);
+        Trace t;
+        const ValueId v = t.add_node1(find_op(o.name), {t.add_input(x)}, o.attrs);
+        t.mark_output(t.add_node1(find_op("sum"), {v}, {DimVector{dim}, false, kFloat32}));
+        const trace::FusedPlan plan(t);
+        ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
+        const ReduceJit* reduce = plan.program(0).reduce();
+        ASSERT_NE(reduce, nullptr) << plan.to_string();
+        const int64_t runs = reduce_runs();
+        const Tensor got = plan.run({x}, {})[0];
+        EXPECT_EQ(reduce->declined(), "");
+        if (isa == Isa::kAvx2 && std::string_view(o.name) == "softplus") {  // 8 scratch: past AVX2's pool
+          EXPECT_NE(reduce->last_fallback().find("vector registers"), std::string::npos) << reduce->last_fallback();
+        } else {
+          EXPECT_EQ(reduce_runs(), runs + 1) << reduce->last_fallback() << "\n" << reduce->ir().to_string();
+        }
+        testing::expect_tensors_close(got, trace::interpret(t, {x}, {})[0], 1e-5, 1e-5);
+      }
+    }
   }
 }
 
