@@ -36,7 +36,12 @@ CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& access
                                      bool stream)
     : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
+  try {
+    kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
+  } catch (const Xbyak::Error& e) {  // a group too big for the code buffer: the tile program runs it
+    declined_ = absl::StrCat("code generation failed: ", e.what());
+    return;
+  }
   compiles.fetch_add(1);
   publish_kernel("pointwise", key, isa, kernel_->entry(), kernel_->code_bytes(),
                  absl::StrCat("accesses ", accesses, "\n", ir.to_string()));

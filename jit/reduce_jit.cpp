@@ -31,7 +31,12 @@ CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x8
       variant_(absl::StrCat(axis == x86::ReduceAxis::kRows ? "rows" : "cols", "[", accesses, "]")),
       declined_(x86::ReduceKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+  try {
+    kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+  } catch (const Xbyak::Error& e) {  // a prologue too big for the code buffer: the reference kernels run it
+    declined_ = absl::StrCat("code generation failed: ", e.what());
+    return;
+  }
   compiles.fetch_add(1);
 }
 

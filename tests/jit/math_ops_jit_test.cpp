@@ -163,5 +163,27 @@ TEST(MathOpsJit, ReductionPrologues) {
   }
 }
 
+// A group whose code does not fit the generator's buffer (120 pow
+// injectors, 6 copies of the body each) compiles nothing, throws nothing and
+// runs as the tile program, on every ISA.
+TEST(MathOpsJit, CodeTooBigFallsBackToTheTileProgram) {
+  EagerGuard eager;
+  const Tensor x = testing::random({100}, kFloat32, 13, 0.5, 1.5);
+  Trace t;
+  ValueId v = t.add_input(x);
+  for (int k = 0; k < 120; ++k)
+    v = t.add_node1(find_op("pow.Scalar"), {v}, {Scalar(1.01)}, trace::ScalarBinding::kCompileTime);
+  t.mark_output(v);
+  const Tensor expected = trace::interpret(t, {x}, {})[0];
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    const trace::FusedPlan plan(t);
+    const int64_t before = pointwise_compiles();
+    testing::expect_tensors_close(plan.run({x}, {})[0], expected, 0, 0);
+    EXPECT_EQ(pointwise_compiles(), before);
+  }
+}
+
 }  // namespace
 }  // namespace nnvm::jit
