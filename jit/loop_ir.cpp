@@ -65,8 +65,10 @@ int prim_arity(Prim p) {
   switch (p) {
     case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
-    case Prim::kClampMin: case Prim::kClampMax: case Prim::kPow: case Prim::kElu: case Prim::kLeakyRelu: return 2;
-    case Prim::kFma: case Prim::kSoftplus: return 3;
+    case Prim::kClampMin: case Prim::kClampMax: return 2;
+    case Prim::kFma: return 3;
+    case Prim::kPow: case Prim::kElu: case Prim::kLeakyRelu: return 2;
+    case Prim::kSoftplus: return 3;
     default: return 1;
   }
 }
