@@ -486,7 +486,7 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
       const Xmm x = reg_of(a);
       const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b)) : std::nullopt;
       const std::optional<Source> z = e.c >= 0 ? std::optional(operand_of(e.c)) : std::nullopt;
-      const Xmm d = dest_for(i, a);
+      const Xmm d = dest_for(i, e.b == a || e.c == a ? -1 : a);  // x ** x: the exponent must survive
       if (d.getIdx() != x.getIdx()) vmovaps(d, x);
       Xmm scratch[kMaxInjectorScratch];
       const int n = injector_scratch(e.prim);
