@@ -32,6 +32,19 @@ const char* prim_name(Prim p) {
     case Prim::kLog: return "log";
     case Prim::kTanh: return "tanh";
     case Prim::kSigmoid: return "sigmoid";
+    case Prim::kErf: return "erf";
+    case Prim::kExpm1: return "expm1";
+    case Prim::kLog1p: return "log1p";
+    case Prim::kSoftplus: return "softplus";
+    case Prim::kPow: return "pow";
+    case Prim::kExp2: return "exp2";
+    case Prim::kElu: return "elu";
+    case Prim::kLeakyRelu: return "leaky_relu";
+    case Prim::kSign: return "sign";
+    case Prim::kRound: return "round";
+    case Prim::kFloor: return "floor";
+    case Prim::kCeil: return "ceil";
+    case Prim::kTrunc: return "trunc";
   }
   return "?";
 }
@@ -57,6 +70,8 @@ int prim_arity(Prim p) {
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
     case Prim::kClampMin: case Prim::kClampMax: return 2;
     case Prim::kFma: return 3;
+    case Prim::kPow: case Prim::kElu: case Prim::kLeakyRelu: return 2;
+    case Prim::kSoftplus: return 3;
     default: return 1;
   }
 }
@@ -190,6 +205,57 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     };
     // copy(x; dtype) within float32 is the value itself
     (*m)["copy"] = [](Builder&, const trace::Node&, int32_t, absl::Span<const int32_t> in) { return in[0]; };
+    unary("erf", Prim::kErf);
+    unary("expm1", Prim::kExpm1);
+    unary("log1p", Prim::kLog1p);
+    // 0.5 x (1 + erf(x / sqrt(2))), in the reference's order of operations
+    (*m)["gelu"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      const int32_t erf = b.op(Prim::kErf, b.op(Prim::kMul, x, b.constant(0.70710678118654752440f)));
+      return b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.5f), x), b.op(Prim::kAdd, b.constant(1), erf));
+    };
+    // pow(x, y) and base ** x in general; x ** y for a compile-time exponent
+    // of 0, ±1, ±2 or 3 as products, within an ulp or so of std::pow (x ** -2
+    // as (1 / x)^2: it overflows where the result does). Not for a pinned
+    // run-time one: the group key, which finds a compiled kernel, leaves its
+    // value out.
+    binary("pow", Prim::kPow);
+    (*m)["pow.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      if (std::none_of(n.slots.begin(), n.slots.end(), [](const trace::ScalarSlot& s) { return s.attr == 0; })) {
+        const float y = float(n.attrs.d(0));
+        if (y == 0) return b.constant(1);
+        if (y == 1) return x;
+        if (y == 2) return b.op(Prim::kMul, x, x);
+        if (y == 3) return b.op(Prim::kMul, b.op(Prim::kMul, x, x), x);
+        if (y == -1) return b.op(Prim::kRecip, x);
+        if (y == -2) return b.op(Prim::kMul, b.op(Prim::kRecip, x), b.op(Prim::kRecip, x));
+      }
+      return b.op(Prim::kPow, x, b.scalar(n, step, 0));
+    };
+    (*m)["pow.ScalarBase"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kPow, b.scalar(n, step, 0), in[0]);
+    };
+    unary("exp2", Prim::kExp2);
+    unary("sign", Prim::kSign);
+    unary("round", Prim::kRound);
+    unary("floor", Prim::kFloor);
+    unary("ceil", Prim::kCeil);
+    unary("trunc", Prim::kTrunc);
+    // log2 x = log x * log2(e): two roundings past log's
+    (*m)["log2"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMul, b.op(Prim::kLog, in[0]), b.constant(1.44269504088896340736f));
+    };
+    (*m)["elu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kElu, in[0], b.scalar(n, step, 0));
+    };
+    (*m)["leaky_relu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kLeakyRelu, in[0], b.scalar(n, step, 0));
+    };
+    // softplus(x; beta, threshold)
+    (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kSoftplus, in[0], b.scalar(n, step, 0), b.scalar(n, step, 1));
+    };
     return m;
   }();
   return *table;

@@ -37,6 +37,13 @@ enum class Prim : uint8_t {
   kFma,                  // a * b + c, one rounding
   kNeg, kAbs, kRelu, kSqrt, kRecip,
   kExp, kLog, kTanh, kSigmoid,
+  kErf, kExpm1, kLog1p,
+  kSoftplus,             // softplus(a; beta b, threshold c), the reference's rule
+  kPow,                  // std::pow(a, b)
+  kExp2,
+  kElu, kLeakyRelu,      // elu(a; alpha b), leaky_relu(a; negative_slope b)
+  kSign,                 // -1, 0 or 1; 0 for NaN
+  kRound, kFloor, kCeil, kTrunc,  // round: half to even
 };
 const char* prim_name(Prim p);
 int prim_arity(Prim p);

@@ -22,8 +22,8 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
-// Off by default: on the 2-core Zen 4 the gelu chain is compute-bound and
-// streaming stores measured no faster (docs/BENCHMARKS.md, JIT section).
+// Off by default: on the 2-core Zen 4 streaming stores measured no faster
+// for the gelu chain's 64 MiB output (docs/BENCHMARKS.md, JIT section).
 std::atomic<int64_t> stream_bytes{INT64_MAX};
 
 }  // namespace
@@ -36,7 +36,12 @@ CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& access
                                      bool stream)
     : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
+  try {
+    kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
+  } catch (const Xbyak::Error& e) {  // a group too big for the code buffer: the tile program runs it
+    declined_ = absl::StrCat("code generation failed: ", e.what());
+    return;
+  }
   compiles.fetch_add(1);
   publish_kernel("pointwise", key, isa, kernel_->entry(), kernel_->code_bytes(),
                  absl::StrCat("accesses ", accesses, "\n", ir.to_string()));

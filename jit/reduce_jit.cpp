@@ -38,8 +38,16 @@ CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x8
       declined_(is_arg(ir.reduce) ? (accesses == "c" ? "" : "a broadcast input: every index ties")
                                   : x86::ReduceKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  if (is_arg(ir.reduce)) arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa);
-  else kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+  if (is_arg(ir.reduce)) {
+    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa);
+  } else {
+    try {
+      kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+    } catch (const Xbyak::Error& e) {  // a prologue too big for the code buffer: the reference kernels run it
+      declined_ = absl::StrCat("code generation failed: ", e.what());
+      return;
+    }
+  }
   compiles.fetch_add(1);
 }
 

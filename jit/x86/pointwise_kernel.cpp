@@ -26,16 +26,6 @@ int32_t row_stride_at(int k) { return int32_t(offsetof(PointwiseCall, row_stride
 int32_t vec_step_at(int k) { return int32_t(offsetof(PointwiseCall, vec_step) + 8 * size_t(k)); }
 int32_t lane_stride_at(int k) { return int32_t(offsetof(PointwiseCall, lane_stride) + 4 * size_t(k)); }
 
-int injector_scratch(Prim p) {
-  switch (p) {
-    case Prim::kExp: return kExpScratch;
-    case Prim::kLog: return kLogScratch;
-    case Prim::kTanh: return kTanhScratch;
-    case Prim::kSigmoid: return kSigmoidScratch;
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
@@ -492,17 +482,16 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
       vdivps(d, d, x.op());
       return;
     }
-    default: {  // an injector rewrites its register in place
+    default: {  // an injector rewrites its register in place; its other operands stay where they are
       const Xmm x = reg_of(a);
-      const Xmm d = dest_for(i, a);
+      const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b)) : std::nullopt;
+      const std::optional<Source> z = e.c >= 0 ? std::optional(operand_of(e.c)) : std::nullopt;
+      const Xmm d = dest_for(i, e.b == a || e.c == a ? -1 : a);  // x ** x: the exponent must survive
       if (d.getIdx() != x.getIdx()) vmovaps(d, x);
-      Xmm scratch[8];
+      Xmm scratch[kMaxInjectorScratch];
       const int n = injector_scratch(e.prim);
       for (int s = 0; s < n; ++s) scratch[s] = temp();
-      if (e.prim == Prim::kExp) emit_exp(*this, d, scratch);
-      else if (e.prim == Prim::kLog) emit_log(*this, d, scratch);
-      else if (e.prim == Prim::kTanh) emit_tanh(*this, d, scratch);
-      else emit_sigmoid(*this, d, scratch);
+      emit_injector(*this, e.prim, d, y ? y->op() : d, z ? z->op() : d, scratch);
       for (int s = 0; s < n; ++s) free_reg(scratch[s].getIdx());
     }
   }

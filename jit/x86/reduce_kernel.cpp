@@ -31,15 +31,9 @@ int32_t row_stride_at(int k) { return int32_t(offsetof(ReduceCall, row_stride) +
 int32_t red_stride_at(int k) { return int32_t(offsetof(ReduceCall, red_stride) + 8 * size_t(k)); }
 #define AT(field) int32_t(offsetof(ReduceCall, field))
 
-int injector_scratch(Prim p) {
-  switch (p) {
-    case Prim::kExp: return kExpScratch;
-    case Prim::kLog: return kLogScratch;
-    case Prim::kTanh: return kTanhScratch;
-    case Prim::kSigmoid: return kSigmoidScratch;
-    case Prim::kMax: case Prim::kMin: return 1;  // the AVX2 mask of the NaN check
-    default: return 0;
-  }
+int scratch_of(Prim p) {
+  if (p == Prim::kMax || p == Prim::kMin) return 1;  // the AVX2 mask of the NaN check
+  return injector_scratch(p);
 }
 
 // Marks the expressions the store reads and, per expression, its last reader.
@@ -70,7 +64,7 @@ int pressure(const LoopIR& ir) {
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
     if (!needed[i]) continue;
     ++live;
-    peak = std::max(peak, live + injector_scratch(ir.exprs[i].prim));
+    peak = std::max(peak, live + scratch_of(ir.exprs[i].prim));
     for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
       if (o >= 0 && last_use[size_t(o)] == int32_t(i)) --live;
   }
@@ -196,14 +190,11 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
       return;
     default: {  // an injector rewrites its register in place
       vmovaps(d, in(e.a));
-      Xmm scratch[8];
+      Xmm scratch[kMaxInjectorScratch];
       const int n = injector_scratch(e.prim);
-      int regs[8];
+      int regs[kMaxInjectorScratch];
       for (int s = 0; s < n; ++s) scratch[s] = vreg(regs[s] = alloc());
-      if (e.prim == Prim::kExp) emit_exp(*this, d, scratch);
-      else if (e.prim == Prim::kLog) emit_log(*this, d, scratch);
-      else if (e.prim == Prim::kTanh) emit_tanh(*this, d, scratch);
-      else emit_sigmoid(*this, d, scratch);
+      emit_injector(*this, e.prim, d, e.b >= 0 ? in(e.b) : d, e.c >= 0 ? in(e.c) : d, scratch);
       for (int s = 0; s < n; ++s) free_reg(regs[s]);
     }
   }
