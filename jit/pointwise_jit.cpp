@@ -87,9 +87,9 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
   std::vector<IntArrayRef> shapes, strides;
   std::vector<char*> base;
-  std::vector<int64_t> bytes;  // per operand: element size (4, or 2 for float16/bfloat16)
+  std::vector<int64_t> bytes;  // per operand: element size
   for (size_t k = 0; k < operands; ++k) {
-    bytes.push_back(ir.dtype(k) == kFloat32 ? 4 : 2);
+    bytes.push_back(int64_t(itemsize(ir.dtype(k))));
     const Tensor& x = env[size_t(ids[k])];
     shapes.push_back(x.sizes());
     strides.push_back(x.strides());
@@ -109,10 +109,10 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const int64_t col_block = std::min(inner, kBlockElements);
   // streaming needs every full vector an output stores 64-byte aligned: its
   // base, each block's first column and each row's start
-  // (float32 outputs only: a 16-bit result is converted on its way to memory)
+  // (float32 outputs only: another dtype is converted on its way to memory)
   bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
   for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
-    stream = bytes[k] == 4 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
+    stream = ir.dtype(k) == kFloat32 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
     for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
   }
   const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses(), stream);

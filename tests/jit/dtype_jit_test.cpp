@@ -1,0 +1,244 @@
+// The pointwise JIT on bool and integer operands: comparisons (NaN and
+// infinities included), logic, where, masked_fill and casts against the
+// interpreter's reference kernels, exactly, on every ISA, odd and empty
+// shapes, broadcast and non-contiguous operands (in guard mode: a tail that
+// touched one byte past a buffer would die); what declines and why; and a
+// training step whose backward pass holds masks running them as JIT code.
+#include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/x86/pointwise_kernel.h"
+#include "nnvm/nnvm.h"
+#include "nnvm/trace/executor.h"
+#include "nnvm/trace/interpreter.h"
+#include "nnvm/trace/recorder.h"
+#include "isa_scope.h"
+#include "reference.h"
+
+namespace nnvm::jit {
+namespace {
+
+using trace::Trace;
+using trace::ValueId;
+
+const OpDef& op(const char* name) { return find_op(name); }
+
+const std::vector<DimVector> kShapes = {{0, 5}, {1}, {7}, {16}, {17}, {3, 33}, {2, 5, 129}, {4, 1000}};
+
+// Runs `t`'s one group under `isa`: it must lower and run JIT code (unless
+// `jit` is false), and match the interpreter exactly, dtypes included.
+void expect_exact(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true) {
+  SCOPED_TRACE(isa_name(isa));
+  IsaGuard guard(isa);
+  EagerGuard eager;
+  const trace::FusedPlan plan(t);
+  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
+  const PointwiseJit* program = plan.program(0).jit();
+  ASSERT_NE(program, nullptr) << plan.to_string();
+  ASSERT_EQ(program->declined(), "") << program->ir().to_string();
+  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
+  const std::vector<Tensor> actual = plan.run(inputs, {});
+  // every variant that ran ("<isa>-<accesses>") is machine code, not a declined one
+  const std::vector<std::string> variants = program->variant_names();
+  if (jit && actual[0].numel() > 0) {
+    EXPECT_FALSE(variants.empty());
+  }
+  for (const std::string& v : variants) {
+    const std::string accesses = v.substr(v.find('-') + 1, v.find('-', v.find('-') + 1) - v.find('-') - 1);
+    const std::string why = x86::PointwiseKernel::declines(program->ir(), accesses, isa);
+    if (jit) {
+      EXPECT_EQ(why, "") << v;
+    }
+  }
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
+    EXPECT_EQ(actual[i].dtype(), expected[i].dtype());
+    testing::expect_tensors_close(actual[i], expected[i], 0, 0);
+  }
+}
+
+// Halves in [-2, 2] (many ties between operands) with NaN, +inf and -inf spread through.
+Tensor with_specials(IntArrayRef shape, uint64_t seed) {
+  EagerGuard eager;
+  Tensor x = (testing::random(shape, kFloat32, seed, -4, 4).round() * 0.5).contiguous();
+  float* p = x.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (i % 7 == 3) p[i] = NAN;
+    else if (i % 11 == 5) p[i] = INFINITY;
+    else if (i % 13 == 6) p[i] = -INFINITY;
+  }
+  return x;
+}
+
+// Marks `outs` as outputs and ORs them all into one more: the consumer merges
+// their groups (fuse.h), so the trace is one group.
+void mark_joined(Trace& t, const std::vector<ValueId>& outs) {
+  ValueId any = outs[0];
+  for (ValueId v : outs) t.mark_output(v);
+  for (size_t k = 1; k < outs.size(); ++k) any = t.add_node1(op("logical_or"), {any, outs[k]});
+  t.mark_output(any);
+}
+
+Trace comparisons(const std::vector<Tensor>& in) {
+  Trace t;
+  const ValueId x = t.add_input(in[0]), row = t.add_input(in[1]);
+  std::vector<ValueId> outs;
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge"}) outs.push_back(t.add_node1(op(name), {x, row}));
+  outs.push_back(t.add_node1(op("lt.Scalar"), {x}, {Scalar(0.5)}));
+  // a bool inside the group, back to float: max(where(x > row, x, row), float(x >= 1))
+  outs.push_back(t.add_node1(op("maximum"), {t.add_node1(op("where"), {t.add_node1(op("gt"), {x, row}), x, row}),
+                                             t.add_node1(op("copy"), {t.add_node1(op("ge.Scalar"), {x}, {Scalar(1)})},
+                                                         {kFloat32})}));
+  mark_joined(t, outs);
+  return t;
+}
+
+TEST(DtypeJit, ComparisonsFollowIeeeOnEveryIsaAndShape) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes) {
+      SCOPED_TRACE(shape_str(shape));
+      const std::vector<Tensor> in = {with_specials(shape, 1), with_specials({shape.back()}, 2)};
+      expect_exact(comparisons(in), in, isa);
+    }
+}
+
+TEST(DtypeJit, LogicAndPredicatesOnEveryIsaAndShape) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes) {
+      SCOPED_TRACE(shape_str(shape));
+      DimVector col(shape.size(), 1);
+      col[0] = shape[0];
+      const std::vector<Tensor> in = {with_specials(shape, 3), testing::random(col, kBool, 4),
+                                      testing::random(shape, kInt32, 5, -3, 3)};
+      Trace t;
+      const ValueId x = t.add_input(in[0]), b = t.add_input(in[1]), i = t.add_input(in[2]);
+      mark_joined(t, {t.add_node1(op("logical_not"), {x}), t.add_node1(op("logical_and"), {x, b}),
+                      t.add_node1(op("logical_or"), {i, b}), t.add_node1(op("logical_xor"), {x, i}),
+                      t.add_node1(op("isnan"), {x}), t.add_node1(op("isinf"), {x}), t.add_node1(op("isfinite"), {x})});
+      expect_exact(t, in, isa);
+    }
+}
+
+TEST(DtypeJit, WhereAndMaskedFillOnEveryIsaAndShape) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes) {
+      SCOPED_TRACE(shape_str(shape));
+      DimVector col(shape.size(), 1);
+      col[0] = shape[0];
+      const std::vector<Tensor> in = {testing::random(col, kBool, 6), testing::random(shape, kFloat32, 7),
+                                      testing::random(shape, kBool, 9), testing::random(shape, kUInt8, 10, 0, 255),
+                                      testing::random({}, kUInt8, 11, 0, 255)};
+      Trace t;
+      const ValueId c = t.add_input(in[0]), a = t.add_input(in[1]), m = t.add_input(in[2]), u = t.add_input(in[3]),
+                    u0 = t.add_input(in[4]);
+      mark_joined(t, {t.add_node1(op("where"), {c, a, u0}),                 // a broadcast uint8 in float32
+                      t.add_node1(op("masked_fill"), {a, m}, {Scalar(-3.5)}),  // a run-time Scalar
+                      t.add_node1(op("masked_fill"), {m, c}, {Scalar(2.5)}),   // bool: 2.5 reads as true
+                      t.add_node1(op("where"), {m, c, t.add_node1(op("logical_not"), {m})}),  // bool branches
+                      t.add_node1(op("where"), {c, u, u0})});                                // uint8 branches
+      expect_exact(t, in, isa);
+    }
+}
+
+TEST(DtypeJit, CastsTruncateAndWrapOnEveryIsaAndShape) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes) {
+      SCOPED_TRACE(shape_str(shape));
+      // floats within int32, past uint8 and int8 both ways; exactly-halfway and large int32s
+      const std::vector<Tensor> in = {testing::random(shape, kFloat32, 12, -300, 300),
+                                      testing::random(shape, kInt32, 13, -5e8, 5e8),
+                                      testing::random({shape.back()}, kInt8, 14, -128, 127),
+                                      testing::random(shape, kUInt8, 15, 0, 255)};
+      Trace t;
+      const ValueId x = t.add_input(in[0]), i = t.add_input(in[1]), s = t.add_input(in[2]), u = t.add_input(in[3]);
+      std::vector<ValueId> outs;
+      for (DType to : {kInt32, kUInt8, kBool}) outs.push_back(t.add_node1(op("copy"), {x}, {to}));
+      // an int8 cast read back as float inside the group
+      outs.push_back(t.add_node1(op("mul.Scalar"), {t.add_node1(op("copy"), {x}, {kInt8})}, {Scalar(0.5)}));
+      // int32 * 1.5 + int8 -> float32
+      outs.push_back(t.add_node1(op("add"), {t.add_node1(op("mul.Scalar"), {i}, {Scalar(1.5)}), s}, {Scalar(1)}));
+      outs.push_back(t.add_node1(op("copy"), {u}, {kInt8}));          // uint8 -> int8 wraps
+      mark_joined(t, outs);
+      expect_exact(t, in, isa);
+    }
+}
+
+TEST(DtypeJit, NonContiguousIntegerOperands) {
+  for (Isa isa : jit_isas())
+    for (testing::Layout layout : testing::kLayouts)
+      for (const DimVector& shape : {DimVector{9, 23}, DimVector{40, 3, 77}}) {
+        SCOPED_TRACE(::testing::Message() << testing::layout_name(layout) << shape_str(shape));
+        const std::vector<Tensor> in = {
+            testing::with_layout(testing::random(shape, kInt32, 16, -1000, 1000), layout),
+            testing::with_layout(testing::random(shape, kBool, 17), layout), testing::random(shape, kFloat32, 18)};
+        Trace t;
+        const ValueId i = t.add_input(in[0]), m = t.add_input(in[1]), y = t.add_input(in[2]);
+        t.mark_output(t.add_node1(op("masked_fill"), {t.add_node1(op("mul"), {i, y}), m}, {Scalar(0)}));
+        // a strided byte operand is not gathered: that variant falls back to the tile program
+        expect_exact(t, in, isa, /*jit=*/layout == testing::Layout::Contiguous);
+      }
+}
+
+Lowering lower_only_group(const Trace& t) {
+  const trace::FusionPlan f = trace::fuse(t);
+  EXPECT_EQ(f.groups.size(), 1u) << f.to_string(t);
+  return lower_pointwise(t, f.groups[0], trace::group_values(t, f.groups[0]));
+}
+
+TEST(DtypeJit, IntegerArithmeticAndWideIntegersDecline) {
+  auto declined = [](DType a, DType b, const char* name, Attrs attrs = {}) {
+    Trace t;
+    const ValueId x = t.add_input(a, {8}, {1}), y = t.add_input(b, {8}, {1});
+    t.mark_output(t.add_node1(op("neg"), {t.add_node1(op(name), {x, y}, std::move(attrs))}));
+    return lower_only_group(t).declined;
+  };
+  EXPECT_EQ(declined(kInt32, kInt32, "mul"), "mul computes in int32: integer arithmetic runs in int64 in the reference");
+  EXPECT_NE(declined(kUInt8, kUInt8, "add", {Scalar(1)}).find("integer arithmetic"), std::string::npos);
+  EXPECT_NE(declined(kInt64, kFloat32, "mul").find("int64: the JIT computes in float32"), std::string::npos);
+  {
+    Trace t;  // int32 values differing past float32's precision compare in int64
+    const ValueId x = t.add_input(kInt32, {8}, {1}), y = t.add_input(kInt32, {8}, {1});
+    t.mark_output(t.add_node1(op("logical_not"), {t.add_node1(op("lt"), {x, y})}));
+    EXPECT_EQ(lower_only_group(t).declined,
+              "lt compares in int32: exact in float32 for floats, bool, uint8 and int8 only");
+  }
+  {
+    Trace t;
+    const ValueId x = t.add_input(kInt32, {8}, {1}), m = t.add_input(kBool, {8}, {1});
+    t.mark_output(t.add_node1(op("copy"), {t.add_node1(op("masked_fill"), {x, m}, {Scalar(3)})}, {kFloat32}));
+    EXPECT_EQ(lower_only_group(t).declined, "masked_fill fills int32 with a Scalar read as int64");
+  }
+  {
+    Trace t;
+    const ValueId x = t.add_input(kInt32, {8}, {1});
+    t.mark_output(t.add_node1(op("copy"), {t.add_node1(op("copy"), {x}, {kUInt8})}, {kFloat32}));
+    EXPECT_EQ(lower_only_group(t).declined, "copy from int32 to uint8 wraps integers wider than float32 holds");
+  }
+  {
+    Trace t;  // uint8 tensors compare exactly; a Scalar against them would compare in int64
+    const ValueId x = t.add_input(kUInt8, {8}, {1}), y = t.add_input(kUInt8, {8}, {1});
+    const ValueId lt = t.add_node1(op("lt"), {x, y});
+    t.mark_output(t.add_node1(op("logical_and"), {lt, t.add_node1(op("gt.Scalar"), {x}, {Scalar(3)})}));
+    EXPECT_EQ(lower_only_group(t).declined,
+              "gt.Scalar compares in uint8: exact in float32 for floats, bool, uint8 and int8 only");
+  }
+}
+
+TEST(DtypeJit, MasksAndCastsPrintInTheIr) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {8}, {1});
+  const ValueId m = t.add_node1(op("le.Scalar"), {x}, {Scalar(0)});
+  const ValueId filled = t.add_node1(op("masked_fill"), {x, m}, {Scalar(0)});
+  t.mark_output(filled);
+  t.mark_output(t.add_node1(op("copy"), {filled}, {kUInt8}));
+  const Lowering l = lower_only_group(t);
+  ASSERT_TRUE(l.ok()) << l.declined;
+  const std::string s = l.ir.to_string();
+  EXPECT_NE(s.find("= le e0, e"), std::string::npos) << s;
+  EXPECT_NE(s.find("= select e"), std::string::npos) << s;
+  EXPECT_NE(s.find("= cast uint8 e4"), std::string::npos) << s;
+  EXPECT_NE(s.find("out1 = e"), std::string::npos) << s;
+  EXPECT_EQ(l.ir.dtypes, (std::vector<DType>{kFloat32, kFloat32, kUInt8}));
+}
+
+}  // namespace
+}  // namespace nnvm::jit
