@@ -242,3 +242,81 @@ TEST(DtypeJit, MasksAndCastsPrintInTheIr) {
 
 }  // namespace
 }  // namespace nnvm::jit
+
+namespace nnvm::jit {
+namespace {
+
+// An MLP step whose backward pass holds masks: relu's (x <= 0), clamp's
+// (x < min, x > max) and leaky_relu's (x > 0) gradients.
+struct MaskedMlp {
+  Tensor x, target, w1, b1, w2, b2, w3, b3;
+  MaskedMlp() {
+    EagerGuard eager;
+    x = testing::random({3, 13, 24}, kFloat32, 30);
+    target = testing::random({3, 13, 8}, kFloat32, 31);
+    w1 = testing::random({40, 24}, kFloat32, 32, -0.4, 0.4).requires_grad_();
+    b1 = testing::random({40}, kFloat32, 33, -0.4, 0.4).requires_grad_();
+    w2 = testing::random({40, 40}, kFloat32, 34, -0.4, 0.4).requires_grad_();
+    b2 = testing::random({40}, kFloat32, 35, -0.4, 0.4).requires_grad_();
+    w3 = testing::random({8, 40}, kFloat32, 36, -0.4, 0.4).requires_grad_();
+    b3 = testing::random({8}, kFloat32, 37, -0.4, 0.4).requires_grad_();
+  }
+  // The gradients of one step, as values.
+  std::vector<std::vector<double>> step() {
+    const Tensor h1 = linear(x, w1, b1).relu();
+    const Tensor h2 = (linear(h1, w2, b2) * 1.5).clamp(-0.5, 0.7);
+    const Tensor y = leaky_relu(linear(h2, w3, b3), 0.1);
+    mse_loss(y, target).backward();
+    std::vector<Tensor> lazy;
+    for (Tensor* p : {&w1, &b1, &w2, &b2, &w3, &b3}) {
+      lazy.push_back(p->grad());
+      p->mutable_grad() = Tensor();
+    }
+    mark_step();
+    std::vector<std::vector<double>> grads;
+    for (const Tensor& g : lazy) grads.push_back(g.to_vector<double>());
+    return grads;
+  }
+};
+
+TEST(DtypeJit, MaskedBackwardGroupsRunAsJitCode) {
+  if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  IsaGuard guard(jit_isas()[0]);
+  MaskedMlp mlp;
+  std::vector<trace::Trace> flushed;
+  mark_step();
+  trace::set_flush_observer([&](const trace::Trace& t) { flushed.push_back(t); });
+  const int64_t compiles = pointwise_compiles();
+  const std::vector<std::vector<double>> cold = mlp.step();
+  for (int run = 1; run <= std::max(3, knobs().hot + 1); ++run) {
+    SCOPED_TRACE(::testing::Message() << "run " << run);
+    EXPECT_EQ(mlp.step(), cold) << "hot gradients differ from cold ones";
+  }
+  trace::set_flush_observer(nullptr);
+  EXPECT_GT(pointwise_compiles(), compiles) << "the hot runs compiled no pointwise kernel";
+  ASSERT_FALSE(flushed.empty());
+  const trace::Trace& t = *std::max_element(flushed.begin(), flushed.end(), [](const trace::Trace& a, const trace::Trace& b) {
+    return a.nodes().size() < b.nodes().size();
+  });
+  const auto plan = std::dynamic_pointer_cast<const trace::FusedPlan>(trace::compile_plan(t));
+  ASSERT_NE(plan, nullptr);
+  // every group computing a mask runs it in a JIT kernel: a pointwise group's, or a matmul epilogue's
+  int masked = 0;
+  for (size_t g = 0; g < plan->fusion().groups.size(); ++g) {
+    const trace::FusionGroup& group = plan->fusion().groups[g];
+    const trace::GroupValues values = trace::group_values(plan->trace(), group);
+    const bool holds_bool = std::any_of(values.ids.begin(), values.ids.end(),
+                                        [&](ValueId v) { return plan->trace().value(v).dtype == kBool; });
+    if (!holds_bool || group.kind == trace::GroupKind::kSingle) continue;
+    ++masked;
+    const trace::GroupProgram& program = plan->program(int32_t(g));
+    const PointwiseJit* jit = program.jit() ? program.jit() : program.epilogue();
+    ASSERT_NE(jit, nullptr) << "group " << g << "\n" << plan->to_string();
+    EXPECT_EQ(jit->declined(), "") << "group " << g;
+  }
+  EXPECT_GE(masked, 3) << plan->to_string();
+}
+
+}  // namespace
+}  // namespace nnvm::jit
