@@ -99,7 +99,9 @@ struct Lowering {
 
 // Lowers a pointwise group whose program is tiled (GroupProgram::tiled).
 // `values` orders the operands: inputs, then outputs. Values may be float32,
-// float16, bfloat16, bool, uint8, int8 or int32 (int64 and float64: declined),
+// float16, bfloat16, bool, uint8, int8 or int32 (float64: declined; int64
+// too: AVX2 has no int64 -> float conversion, and the reference compares and
+// selects int64s exactly, which float32 cannot),
 // and a node lowers only where float32 arithmetic gives the reference's
 // result exactly: the reference computes a node in its promoted dtype
 // (kernels/cpu/pointwise.h), int64 for integers, so integer arithmetic is
