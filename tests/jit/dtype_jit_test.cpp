@@ -162,6 +162,23 @@ TEST(DtypeJit, CastsTruncateAndWrapOnEveryIsaAndShape) {
     }
 }
 
+// Masks over 16-bit floats: loads, compares and selects are exact, and so is
+// the 16-bit store of a loaded 16-bit value.
+TEST(DtypeJit, MasksOverHalfTypes) {
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : kShapes) {
+      SCOPED_TRACE(shape_str(shape));
+      const std::vector<Tensor> in = {with_specials(shape, 24).to(kFloat16), with_specials(shape, 25).to(kBFloat16),
+                                      testing::random({shape.back()}, kBool, 26)};
+      Trace t;
+      const ValueId h = t.add_input(in[0]), b = t.add_input(in[1]), m = t.add_input(in[2]);
+      mark_joined(t, {t.add_node1(op("lt"), {h, b}), t.add_node1(op("where"), {m, h, b}),
+                      t.add_node1(op("masked_fill"), {h, m}, {Scalar(1.5)}),
+                      t.add_node1(op("masked_fill"), {b, t.add_node1(op("isnan"), {h})}, {Scalar(-2)})});
+      expect_exact(t, in, isa);
+    }
+}
+
 TEST(DtypeJit, NonContiguousIntegerOperands) {
   for (Isa isa : jit_isas())
     for (testing::Layout layout : testing::kLayouts)
