@@ -57,8 +57,6 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
   for (size_t k = 0; k < operands; ++k) {
     const DType t = ir.dtype(k);
     if (t == kInt64 || t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
-    if (accesses[k] == 's' && t != kFloat32 && t != kInt32)
-      return absl::StrCat("input ", k, " is ", std::string(dtype_name(t)), " at a stride: not gathered");
   }
   return {};
 }
@@ -92,7 +90,7 @@ void PointwiseKernel::generate() {
   if (!avx512()) tail_mask_reg_ = top--;
   gather_reg_.assign(size_t(operands), -1);
   for (int k = 0; k < operands; ++k)
-    if (accesses_[size_t(k)] == 's') gather_reg_[size_t(k)] = top--;
+    if (accesses_[size_t(k)] == 's' && elem_bytes(k) == 4) gather_reg_[size_t(k)] = top--;
 
   // stack: a spill slot per expression, a hoisted slot per expression, the staging slot
   preamble((2 * int64_t(ir_.exprs.size()) + 1) * kSlotBytes);
@@ -358,7 +356,11 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
   const int32_t at = vector_ * lanes() * 2;
   const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;  // past the spill and hoisted slots
   Address src = avx512() ? yword[p + at] : xword[p + at];
-  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
+  const bool strided = accesses_[size_t(k)] == 's';
+  if (strided) {
+    emit_stage_strided(k, tail);
+    src = avx512() ? yword[rsp + stage] : xword[rsp + stage];
+  } else if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
     Label done;
     for (int j = 0; j < lanes() - 1; ++j) {
       cmp(kCols, j);
@@ -369,7 +371,7 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
     L(done);
     src = xword[rsp + stage];
   }
-  const bool masked = tail && avx512();  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && !strided;  // EVEX masking suppresses faults on the lanes it leaves out
   if (half) {
     if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
     else vcvtph2ps(dst, src);
@@ -442,7 +444,11 @@ void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
   const int32_t at = vector_ * lanes();
   const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
   Address src = avx512() ? xword[p + at] : qword[p + at];
-  if (tail && !avx512()) {  // copy the cols < 8 bytes to the staging slot, then load it whole
+  const bool strided = accesses_[size_t(k)] == 's';
+  if (strided) {
+    emit_stage_strided(k, tail);
+    src = avx512() ? xword[rsp + stage] : qword[rsp + stage];
+  } else if (tail && !avx512()) {  // copy the cols < 8 bytes to the staging slot, then load it whole
     Label done;
     for (int j = 0; j < lanes() - 1; ++j) {
       cmp(kCols, j);
@@ -453,7 +459,7 @@ void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
     L(done);
     src = qword[rsp + stage];
   }
-  const bool masked = tail && avx512();  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && !strided;  // EVEX masking suppresses faults on the lanes it leaves out
   if (sign) {
     if (masked) vpmovsxbd(dst | kTailMask | T_z, src);
     else vpmovsxbd(dst, src);
@@ -462,6 +468,35 @@ void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
     else vpmovzxbd(dst, src);
   }
   vcvtdq2ps(dst, dst);
+}
+
+// A strided 8- or 16-bit input (no gather instruction reads those) element by
+// element into the staging slot: a vector's lanes, or the tail's cols.
+void PointwiseKernel::emit_stage_strided(int k, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
+  const bool bytes = elem_bytes(k) == 1;
+  Label done;
+  for (int j = 0; j < lanes(); ++j) {
+    if (tail && j > 0) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+    }
+    RegExp at = p;
+    if (j > 0) {
+      movsxd(rax, dword[kCall + lane_stride_at(k)]);
+      imul(rax, rax, j);
+      at = p + rax;
+    }
+    if (bytes) {
+      movzx(eax, byte[at]);
+      mov(byte[rsp + stage + j], al);
+    } else {
+      movzx(eax, word[at]);
+      mov(word[rsp + stage + 2 * j], ax);
+    }
+  }
+  L(done);
 }
 
 void PointwiseKernel::emit_store_integer(int k, const Xmm& v, bool tail) {

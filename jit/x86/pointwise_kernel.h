@@ -16,13 +16,14 @@
 // store (vcvtps2ph; bfloat16: add 0x7fff plus the kept lsb, keep the top
 // half, NaN kept quiet as in core/dtype.h). AVX-512 masks the tails of those
 // too; AVX2 has no 16-bit masked load or store, so its tail goes through a
-// stack slot element by element. A strided 16-bit input is declined.
+// stack slot element by element. A strided 8- or 16-bit input is read element
+// by element into that slot (no gather instruction reads those).
 // Integer operands: int32 loads convert with vcvtdq2ps (exact below 2^24,
 // rounded to nearest even above, as static_cast<float>), bool/uint8 widen
 // with vpmovzxbd and int8 with vpmovsxbd first; stores truncate toward zero
 // (vcvttps2dq) and keep the low bytes (vpmovdb; AVX2: vpshufb and a lane
-// merge). Their AVX2 tails go through the staging slot byte by byte too; a
-// strided 8-bit input is declined. Comparisons give 1.0/0.0 (an opmask or a
+// merge). Their AVX2 tails go through the staging slot byte by byte too.
+// Comparisons give 1.0/0.0 (an opmask or a
 // vector mask blended over zero); select blends under `a != 0`.
 //
 // Speed: expressions of Scalars and constants alone (alpha * other of an
@@ -92,6 +93,7 @@ class PointwiseKernel final : public Generator {
   void emit_load_half(int k, const Xbyak::Xmm& dst, bool tail);
   void emit_store_half(int k, const Xbyak::Xmm& v, bool tail);
   void emit_load_byte(int k, const Xbyak::Xmm& dst, bool tail);
+  void emit_stage_strided(int k, bool tail);
   void emit_store_integer(int k, const Xbyak::Xmm& v, bool tail);  // int32, or a byte type
   void emit_compare(int32_t i, int pred);
   void emit_select(int32_t i);
