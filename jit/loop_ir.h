@@ -42,6 +42,7 @@ enum class Prim : uint8_t {
   kEq, kNe, kLt, kLe, kGt, kGe,
   kSelect,  // a != 0 ? b : c (NaN counts as nonzero, as bool(NaN) does): where, masked_fill
   kCast,    // to the integer dtype `arg` (int32, uint8, int8): truncated toward zero, wrapped to its width
+            // (a NaN or a float past int32's range, undefined behaviour in the reference's cast, gives INT32_MIN first)
 };
 const char* prim_name(Prim p);
 int prim_arity(Prim p);
