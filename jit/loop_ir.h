@@ -102,13 +102,14 @@ struct Lowering {
 // `values` orders the operands: inputs, then outputs. Values may be float32,
 // float16, bfloat16, bool, uint8, int8 or int32 (float64: declined; int64
 // too: AVX2 has no int64 -> float conversion, and the reference compares and
-// selects int64s exactly, which float32 cannot),
-// and a node lowers only where float32 arithmetic gives the reference's
-// result exactly: the reference computes a node in its promoted dtype
-// (kernels/cpu/pointwise.h), int64 for integers, so integer arithmetic is
-// declined; comparisons, where and casts of integers lower where every
-// integer is exact in float32 (bool, uint8, int8; int32 only into float
-// arithmetic, a logical op or a cast to a float or bool).
+// selects int64s exactly, which float32 cannot), and a node lowers only where
+// float32 arithmetic gives the reference's result exactly: the reference
+// computes a node in its promoted dtype (kernels/cpu/pointwise.h), int64 for
+// integers, so integer arithmetic is declined; comparisons, where and casts
+// of integers lower where every integer is exact in float32 (bool, uint8,
+// int8; int32 only into float arithmetic, a logical op or a cast to a float
+// or bool). A matmul's epilogue lowers as a group of its own (its nodes after
+// the matmul; trace/group_program.h).
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,
