@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "nnvm/core/knobs.h"
 #include "nnvm/core/thread_pool.h"
 #include "nnvm/jit/kernel_dump.h"
 #include "nnvm/jit/x86/pointwise_kernel.h"
@@ -53,7 +55,11 @@ std::string CompiledPointwise::describe() const {
 
 PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
                            std::string key)
-    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {}
+    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {
+  // once per group signature, like a compile: why the group runs its portable program
+  if (!lowering_.ok() && log_enabled("jit"))
+    std::fprintf(stderr, "jit pointwise declined: %s: %.80s\n", lowering_.declined.c_str(), key_.c_str());
+}
 
 std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses, bool stream) const {
   const std::string name = absl::StrCat(isa_name(isa), "-", accesses, stream ? "-nt" : "");

@@ -47,7 +47,7 @@
 namespace nnvm::jit::x86 {
 
 inline constexpr int kMaxOperands = 11;  // one GPR each
-inline constexpr int kMaxArgs = 16;
+inline constexpr int kMaxArgs = 32;   // a backward group easily holds 20 Scalars
 inline constexpr int kMaxExprs = 256;
 inline constexpr int kMaxStrided = 4;    // one vector register of lane offsets each
 inline constexpr int kUnroll = 4;        // vectors per iteration of the main loop
