@@ -140,10 +140,13 @@ TEST(DtypeJit, CastsTruncateAndWrapOnEveryIsaAndShape) {
   for (Isa isa : jit_isas())
     for (const DimVector& shape : kShapes) {
       SCOPED_TRACE(shape_str(shape));
-      // floats within int32, past uint8 and int8 both ways; exactly-halfway and large int32s
+      // floats within int32, past uint8 and int8 both ways; large int32s; an int8 column
+      // (contiguous at rank 1, broadcast along the inner dim above)
+      DimVector col(shape.size(), 1);
+      col[0] = shape[0];
       const std::vector<Tensor> in = {testing::random(shape, kFloat32, 12, -300, 300),
                                       testing::random(shape, kInt32, 13, -5e8, 5e8),
-                                      testing::random({shape.back()}, kInt8, 14, -128, 127),
+                                      testing::random(col, kInt8, 14, -128, 127),
                                       testing::random(shape, kUInt8, 15, 0, 255)};
       Trace t;
       const ValueId x = t.add_input(in[0]), i = t.add_input(in[1]), s = t.add_input(in[2]), u = t.add_input(in[3]);
