@@ -55,6 +55,9 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kMax: return "max";
     case ReduceOp::kMin: return "min";
     case ReduceOp::kProd: return "prod";
+    case ReduceOp::kLogSumExp: return "logsumexp";
+    case ReduceOp::kArgMax: return "argmax";
+    case ReduceOp::kArgMin: return "argmin";
   }
   return "?";
 }
@@ -337,6 +340,9 @@ ReduceOp reduce_op_of(const std::string& name) {
   if (name == "amax" || name == "max") return ReduceOp::kMax;
   if (name == "amin" || name == "min") return ReduceOp::kMin;
   if (name == "prod") return ReduceOp::kProd;
+  if (name == "logsumexp") return ReduceOp::kLogSumExp;
+  if (name == "argmax") return ReduceOp::kArgMax;
+  if (name == "argmin") return ReduceOp::kArgMin;
   return ReduceOp::kNone;
 }
 
@@ -378,7 +384,22 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
   l.ir.reduce = reduce_op_of(last.op->name);
   if (l.ir.reduce == ReduceOp::kNone || last.inputs.size() != 1 || last.outputs.size() != 1 || values.outputs != 1 ||
       g.outputs[0] != last.outputs[0]) {
-    l.declined = absl::StrCat(last.op->name, " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod)");
+    l.declined = absl::StrCat(last.op->name,
+                              " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod, logsumexp, "
+                              "argmax, argmin)");
+    return l;
+  }
+  if (l.ir.reduce == ReduceOp::kArgMax || l.ir.reduce == ReduceOp::kArgMin) {  // one load, an int64 store
+    const DType in = t.value(last.inputs[0]).dtype;
+    if (!single || in != kFloat32) {
+      l.declined = absl::StrCat(last.op->name, " of a ", std::string(dtype_name(in)), " value in a ",
+                                trace::group_kind_name(g.kind), " group: the JIT takes float32 alone");
+      return l;
+    }
+    l.ir.dtypes = {kFloat32, kInt64};
+    l.ir.inputs = 1;
+    l.ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}};
+    l.ir.stores = {0};
     return l;
   }
   l.declined = float32_only(t, values);

@@ -56,7 +56,10 @@ struct Expr {
 
 // How a reduction group's stored expression is reduced (kNone: a pointwise IR).
 // NaN propagates through max and min, as in the reference kernels.
-enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd };
+// kLogSumExp: log(sum(exp(x - m))) + m, m the max (0 when infinite).
+// kArgMax, kArgMin: the int64 index of the first max (min) along the
+// reduction axis, the first NaN's when there is one.
+enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd, kLogSumExp, kArgMax, kArgMin };
 const char* reduce_op_name(ReduceOp op);
 
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
@@ -113,8 +116,8 @@ struct Lowering {
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,
-// mean, amax, amin, max, min or prod over dims), or kSingle with one such
-// reduction; every value float32.
+// mean, amax, amin, max, min, prod or logsumexp over dims), or kSingle with one such
+// reduction, or argmax/argmin alone; every value float32 but an arg reduction's int64 output.
 Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // How the inner loop reads or writes one operand.

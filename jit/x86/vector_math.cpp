@@ -147,4 +147,51 @@ void emit_sigmoid(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vdivps(v, scratch[0], v);
 }
 
+// kernels/cpu/exp.h's exp_vec step for step, with the fused multiply-adds
+// GCC forms from its expressions (-march=native contracts a * b + c), so a
+// reduction that adds its exps in the reference's order (logsumexp) gives the
+// reference's bits: n = (x log2e + 1.5 2^23) - 1.5 2^23 in one rounding,
+// r = (x - n C1) + n C2, y = P(r) r^2 + r + 1 with r^2 rounded first. 2^n is
+// applied as emit_exp does (two exact factors: the same result as exp_vec's
+// 2^(n-1) 2 for n = 128 and its one rounding into the denormals); below
+// -87.3365448 the result is 0, above 88.7228394 +inf, NaN stays the input.
+void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &n = scratch[0], &y = scratch[1], &x = scratch[2], &t = scratch[3];
+  g.vmovaps(x, v);
+  g.vmovups(n, g.vconst(88.7228394f));
+  g.vminps(v, n, v);
+  g.vmovups(n, g.vconst(-87.3365448f));
+  g.vmaxps(v, n, v);
+  g.vmovups(n, g.vconst(12582912.0f));
+  g.vfmadd231ps(n, v, g.vconst(1.44269504088896341f));
+  g.vsubps(n, n, g.vconst(12582912.0f));
+  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
+  g.vfmadd231ps(v, n, g.vconst(2.12194440e-4f));
+  g.vmovups(y, g.vconst(1.9875691500e-4f));
+  g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
+  g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
+  g.vfmadd213ps(y, v, g.vconst(4.1665795894e-2f));
+  g.vfmadd213ps(y, v, g.vconst(1.6666665459e-1f));
+  g.vfmadd213ps(y, v, g.vconst(5.0000001201e-1f));
+  g.vmulps(t, v, v);
+  g.vfmadd213ps(y, t, v);
+  g.vaddps(y, y, g.vconst(1.0f));
+  g.vcvtps2dq(n, n);
+  g.vpsrad(v, n, 1);
+  g.vpsubd(n, n, v);
+  g.vpaddd(v, v, g.vconst_bits(127));
+  g.vpslld(v, v, 23);
+  g.vmulps(y, y, v);
+  g.vpaddd(n, n, g.vconst_bits(127));
+  g.vpslld(n, n, 23);
+  g.vmulps(v, y, n);
+  const VMask m = g.mask(t);
+  g.compare(m, x, g.vconst(-87.3365448f), _CMP_LT_OQ);
+  g.blend(m, v, g.vconst(0.0f));
+  g.compare(m, x, g.vconst(88.7228394f), _CMP_GT_OQ);
+  g.blend(m, v, g.vconst(INFINITY));
+  g.compare(m, x, x, _CMP_UNORD_Q);
+  g.blend(m, v, x);
+}
+
 }  // namespace nnvm::jit::x86

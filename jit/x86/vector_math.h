@@ -15,6 +15,10 @@
 //   tanh     1.10 ulp (bound 2); exactly ±1 for |x| > 9.01.
 //   sigmoid  2.23 ulp (bound 3) where the result is a normal float; 0 below
 //            -88.72 (the true result is denormal: absolute error < 2^-126).
+//   exp_reference  bit-identical to kernels/cpu/exp.h's exp_vec (the test
+//            compares every bit over the same inputs): Cephes' 1.7e-7 peak
+//            relative error; 0 below -87.34, +inf above 88.72. Used where a
+//            JIT result must equal the reference kernel's (logsumexp).
 #pragma once
 
 #include "nnvm/jit/x86/generator.h"
@@ -25,11 +29,13 @@ inline constexpr int kExpScratch = 2;
 inline constexpr int kSigmoidScratch = 2;
 inline constexpr int kTanhScratch = 5;
 inline constexpr int kLogScratch = 5;
+inline constexpr int kExpReferenceScratch = 4;
 
 // `scratch` holds at least the injector's count of registers, none of them `v`.
 void emit_exp(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_log(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_tanh(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_sigmoid(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
+void emit_exp_reference(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 
 }  // namespace nnvm::jit::x86
