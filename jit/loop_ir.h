@@ -44,6 +44,12 @@ enum class Prim : uint8_t {
   kElu, kLeakyRelu,      // elu(a; alpha b), leaky_relu(a; negative_slope b)
   kSign,                 // -1, 0 or 1; 0 for NaN
   kRound, kFloor, kCeil, kTrunc,  // round: half to even
+  // IEEE comparisons giving 1.0 or 0.0 (a bool value inside the kernel is
+  // 0.0 or 1.0): a NaN operand makes all false but ne, which is true.
+  kEq, kNe, kLt, kLe, kGt, kGe,
+  kSelect,  // a != 0 ? b : c (NaN counts as nonzero, as bool(NaN) does): where, masked_fill
+  kCast,    // to the integer dtype `arg` (int32, uint8, int8): truncated toward zero, wrapped to its width
+            // (a NaN or a float past int32's range, undefined behaviour in the reference's cast, gives INT32_MIN first)
 };
 const char* prim_name(Prim p);
 int prim_arity(Prim p);
@@ -51,7 +57,7 @@ int prim_arity(Prim p);
 struct Expr {
   Prim prim;
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the DAG)
-  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index
+  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index; kCast: the DType
   float value = 0;                 // kConst
 };
 
@@ -76,7 +82,10 @@ struct LoopIR {
   // memory, converted to float32 on load and rounded to nearest even on
   // store; empty means all float32. Values inside the group stay float32 (the
   // op-by-op reference rounds each to its dtype: results differ within the
-  // half type's precision).
+  // half type's precision). bool, uint8, int8 and int32 operands are
+  // converted exactly on load; on store a value (always integral there: a
+  // comparison's 0/1, a kCast, a selected loaded integer) is truncated to
+  // int32 and keeps its low bytes.
   std::vector<DType> dtypes;
   std::vector<Expr> exprs;         // topological: operands come first
   std::vector<int32_t> stores;     // per group output: the expression it stores
@@ -99,8 +108,18 @@ struct Lowering {
   bool ok() const { return declined.empty(); }
 };
 
-// Lowers a pointwise group whose values are all float32, float16 or bfloat16
-// and whose program is tiled (GroupProgram::tiled). `values` orders the operands: inputs, then outputs.
+// Lowers a pointwise group whose program is tiled (GroupProgram::tiled).
+// `values` orders the operands: inputs, then outputs. Values may be float32,
+// float16, bfloat16, bool, uint8, int8 or int32 (float64: declined; int64
+// too: AVX2 has no int64 -> float conversion, and the reference compares and
+// selects int64s exactly, which float32 cannot), and a node lowers only where
+// float32 arithmetic gives the reference's result exactly: the reference
+// computes a node in its promoted dtype (kernels/cpu/pointwise.h), int64 for
+// integers, so integer arithmetic is declined; comparisons, where and casts
+// of integers lower where every integer is exact in float32 (bool, uint8,
+// int8; int32 only into float arithmetic, a logical op or a cast to a float
+// or bool). A matmul's epilogue lowers as a group of its own (its nodes after
+// the matmul; trace/group_program.h).
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,

@@ -109,6 +109,7 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
       reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
       reduce_input_ = index_of(last.inputs[0]);
     }
+    if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) build_epilogue(t, g, values);
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -148,6 +149,40 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
   }
 }
 
+// The nodes after the matmul as a pointwise group of their own: its inputs
+// are what they read from outside them (the matmul's output among them), its
+// outputs the group's outputs they compute. Kept only when it lowers.
+void GroupProgram::build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values) {
+  const ValueId product = t.nodes()[size_t(g.nodes[0])].outputs[0];
+  const DimVector& loop = t.value(product).shape;
+  FusionGroup e;
+  e.kind = GroupKind::kPointwise;
+  e.nodes.assign(g.nodes.begin() + 1, g.nodes.end());
+  auto has = [](const std::vector<ValueId>& v, ValueId x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  std::vector<ValueId> computed;
+  for (int32_t n : e.nodes) {
+    const Node& node = t.nodes()[size_t(n)];
+    if (!node.op->elementwise || keyed_by_position(*node.op)) return;
+    for (ValueId in : node.inputs) {
+      if (!broadcasts_to(t.value(in).shape, loop)) return;
+      if (!has(computed, in) && !has(e.inputs, in)) e.inputs.push_back(in);
+    }
+    for (ValueId out : node.outputs) {
+      if (t.value(out).shape != loop) return;
+      computed.push_back(out);
+      if (has(g.outputs, out)) e.outputs.push_back(out);
+    }
+  }
+  if (e.outputs.empty()) return;
+  const GroupValues ev = group_values(t, e);
+  auto epilogue = std::make_unique<jit::PointwiseJit>(t, e, ev, group_key(t, e, ev));
+  if (!epilogue->declined().empty()) return;
+  for (ValueId v : ev.ids)
+    epilogue_values_.push_back(int32_t(std::find(values.ids.begin(), values.ids.end(), v) - values.ids.begin()));
+  epilogue_loop_ = int32_t(std::find(values.ids.begin(), values.ids.end(), product) - values.ids.begin());
+  epilogue_ = std::move(epilogue);
+}
+
 GroupProgram::~GroupProgram() = default;
 
 Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const {
@@ -182,6 +217,14 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                        const Tiling& tiling) const {
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
+  if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
+    run_steps(ids, env, attrs, 0, 1);
+    std::vector<ValueId> operands;
+    for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
+    if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes()))
+      run_steps(ids, env, attrs, 1);
+    return;
+  }
   if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
   // untiled, the reduction's input is allocated: its shape is the loop
   if (reduce_ &&
@@ -192,9 +235,9 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
 }
 
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
-                             absl::Span<const Attrs* const> attrs) const {
+                             absl::Span<const Attrs* const> attrs, size_t first, size_t end) const {
   absl::InlinedVector<Tensor, 4> ins, outs;
-  for (size_t k = 0; k < steps_.size(); ++k) {
+  for (size_t k = first; k < std::min(end, steps_.size()); ++k) {
     const Step& step = steps_[k];
     ins.clear();
     outs.clear();

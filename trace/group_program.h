@@ -17,12 +17,16 @@
 // JIT row kernel (jit/rowwise_jit.h) when it is float32 along the last dim;
 // its reference kernel is the fallback. A reduction (tiled with its
 // prologue, or a single one) runs a JIT reduction kernel (jit/reduce_jit.h)
-// when it is float32 and its reduced dims are one block in memory.
+// when it is float32 and its reduced dims are one block in memory. A
+// matmul's epilogue runs as one pointwise JIT kernel over the matmul's
+// output when it lowers (the matmul itself runs whole first); else node by
+// node.
 // A program depends on the group's structure only: it is built once per
 // group signature and kept in the KernelCache (jit/kernel_cache.h). Sizes
 // (the tiling), memory and Scalar values come from the plan at run time.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +92,8 @@ class GroupProgram final : public jit::CompiledKernel {
   const jit::RowwiseJit* rowwise() const { return rowwise_.get(); }
   // A reduction's machine-code path (jit/reduce_jit.h), or null.
   const jit::ReduceJit* reduce() const { return reduce_.get(); }
+  // A matmul epilogue's machine-code path (its nodes after the matmul), or null.
+  const jit::PointwiseJit* epilogue() const { return epilogue_.get(); }
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
   Tiling tiling(const Trace& t, absl::Span<const ValueId> ids) const;
@@ -99,7 +105,9 @@ class GroupProgram final : public jit::CompiledKernel {
            const Tiling& tiling) const;
 
  private:
-  void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs) const;
+  void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
+                 size_t first = 0, size_t end = SIZE_MAX) const;
+  void build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
   void run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  const Tiling& tiling) const;
 
@@ -113,6 +121,9 @@ class GroupProgram final : public jit::CompiledKernel {
   std::unique_ptr<jit::PointwiseJit> jit_;
   std::unique_ptr<jit::RowwiseJit> rowwise_;
   std::unique_ptr<jit::ReduceJit> reduce_;
+  std::unique_ptr<jit::PointwiseJit> epilogue_;
+  std::vector<int32_t> epilogue_values_;  // per epilogue operand: its index in the group's values
+  int32_t epilogue_loop_ = -1;            // the matmul's output: the epilogue's loop shape
 };
 
 }  // namespace nnvm::trace
