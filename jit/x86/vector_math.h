@@ -33,6 +33,12 @@
 //            2 + |y| / 10: log's error times |y|) where the result is a normal
 //            float; std::pow's special cases exactly (±0, ±inf, NaN, x < 0).
 //   elu as expm1's; leaky_relu, sign and the roundings (vroundps) exact.
+// Composed in the kernels (tests/jit/activation_accuracy_test.cpp, the same
+// sweep; ulps of max(|result|, |x| / 16), since x times a vanishing factor
+// cancels far below x):
+//   gelu       10.4 ulp (bound 12): erf's error, scaled where 1 + erf cancels.
+//   gelu_tanh  31.0 ulp (bound 36): tanh's, scaled the same way near x = -4.
+//   silu       2.07 ulp (bound 3).
 #pragma once
 
 #include "nnvm/jit/loop_ir.h"
