@@ -1,10 +1,11 @@
-// The x86 row kernels on [4096 x 1024] float32, softmax and layer_norm along
-// the last dim, written as decomposed ops:
+// The x86 row kernels on [4096 x 1024] float32, softmax, layer_norm and
+// rms_norm along the last dim, written as decomposed ops:
 //   softmax:    e = exp(x - amax(x)); e / sum(e)
 //   layer_norm: xc = x - mean(x); xc * rsqrt(mean(square(xc)) + eps)
+//   rms_norm:   x * rsqrt(mean(square(x)) + eps)
 // fused = traced mode after warm-up (the recognise pass makes the single op,
 // which runs the JIT row kernel); fused_op = the single op called directly
-// (nnvm::softmax / nnvm::layer_norm, traced); eager = the decomposed ops one
+// (nnvm::softmax / nnvm::layer_norm / nnvm::rms_norm, traced); eager = the decomposed ops one
 // kernel each; handwritten = one plain C++ loop per row over the same thread
 // pool (this file builds with -march=native), with the reference kernels'
 // vectorisable exp (kernels/cpu/exp.h), so the comparison is of loops, not
@@ -37,6 +38,8 @@ Tensor layer_norm_decomposed(const Tensor& x) {
   return xc * (xc.square().mean({-1}, true) + kEps).rsqrt();
 }
 
+Tensor rms_norm_decomposed(const Tensor& x) { return x * (x.square().mean({-1}, true) + kEps).rsqrt(); }
+
 void softmax_rows(const float* x, float* y, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * kCols;
@@ -61,6 +64,17 @@ void layer_norm_rows(const float* x, float* y, int64_t r0, int64_t r1) {
     for (int64_t j = 0; j < kCols; ++j) v += (xr[j] - mean) * (xr[j] - mean);
     const float rstd = 1 / std::sqrt(v / kCols + float(kEps));
     for (int64_t j = 0; j < kCols; ++j) yr[j] = (xr[j] - mean) * rstd;
+  }
+}
+
+void rms_norm_rows(const float* x, float* y, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * kCols;
+    float* yr = y + r * kCols;
+    float s = 0;
+    for (int64_t j = 0; j < kCols; ++j) s += xr[j] * xr[j];
+    const float rstd = 1 / std::sqrt(s / kCols + float(kEps));
+    for (int64_t j = 0; j < kCols; ++j) yr[j] = xr[j] * rstd;
   }
 }
 
@@ -97,6 +111,11 @@ void BM_LayerNorm(benchmark::State& state, Variant variant) {
               [](const Tensor& x) { return layer_norm(x, {kCols}, {}, {}, kEps); }, layer_norm_rows);
 }
 
+void BM_RmsNorm(benchmark::State& state, Variant variant) {
+  run_rowwise(state, variant, rms_norm_decomposed, [](const Tensor& x) { return rms_norm(x, {kCols}, {}, kEps); },
+              rms_norm_rows);
+}
+
 #define ROWWISE_BENCH(fn, name, variant) \
   BENCHMARK_CAPTURE(fn, name, variant)->UseRealTime()->Unit(benchmark::kMillisecond)
 ROWWISE_BENCH(BM_Softmax, fused, Variant::kFused);
@@ -107,6 +126,10 @@ ROWWISE_BENCH(BM_LayerNorm, fused, Variant::kFused);
 ROWWISE_BENCH(BM_LayerNorm, fused_op, Variant::kFusedOp);
 ROWWISE_BENCH(BM_LayerNorm, eager, Variant::kEager);
 ROWWISE_BENCH(BM_LayerNorm, handwritten, Variant::kHandwritten);
+ROWWISE_BENCH(BM_RmsNorm, fused, Variant::kFused);
+ROWWISE_BENCH(BM_RmsNorm, fused_op, Variant::kFusedOp);
+ROWWISE_BENCH(BM_RmsNorm, eager, Variant::kEager);
+ROWWISE_BENCH(BM_RmsNorm, handwritten, Variant::kHandwritten);
 #undef ROWWISE_BENCH
 
 }  // namespace

@@ -111,6 +111,10 @@ enum class Reduction { None, Mean, Sum };
 
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
+// x / sqrt(mean(x^2) + eps) [* weight] over the trailing normalized_shape dims
+// (torch.nn.functional.rms_norm); eps defaults to the machine epsilon of x's dtype, as torch's None.
+Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = std::nullopt);
 // In training mode, updates running_mean/var in place (when defined) with `momentum`.
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,

@@ -1,9 +1,12 @@
 #include "nnvm/jit/loop_ir.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -32,6 +35,27 @@ const char* prim_name(Prim p) {
     case Prim::kLog: return "log";
     case Prim::kTanh: return "tanh";
     case Prim::kSigmoid: return "sigmoid";
+    case Prim::kErf: return "erf";
+    case Prim::kExpm1: return "expm1";
+    case Prim::kLog1p: return "log1p";
+    case Prim::kSoftplus: return "softplus";
+    case Prim::kPow: return "pow";
+    case Prim::kExp2: return "exp2";
+    case Prim::kElu: return "elu";
+    case Prim::kLeakyRelu: return "leaky_relu";
+    case Prim::kSign: return "sign";
+    case Prim::kRound: return "round";
+    case Prim::kFloor: return "floor";
+    case Prim::kCeil: return "ceil";
+    case Prim::kTrunc: return "trunc";
+    case Prim::kEq: return "eq";
+    case Prim::kNe: return "ne";
+    case Prim::kLt: return "lt";
+    case Prim::kLe: return "le";
+    case Prim::kGt: return "gt";
+    case Prim::kGe: return "ge";
+    case Prim::kSelect: return "select";
+    case Prim::kCast: return "cast";
   }
   return "?";
 }
@@ -44,6 +68,9 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kMax: return "max";
     case ReduceOp::kMin: return "min";
     case ReduceOp::kProd: return "prod";
+    case ReduceOp::kLogSumExp: return "logsumexp";
+    case ReduceOp::kArgMax: return "argmax";
+    case ReduceOp::kArgMin: return "argmin";
   }
   return "?";
 }
@@ -53,7 +80,9 @@ int prim_arity(Prim p) {
     case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
     case Prim::kClampMin: case Prim::kClampMax: return 2;
-    case Prim::kFma: return 3;
+    case Prim::kFma: case Prim::kSelect: case Prim::kSoftplus: return 3;
+    case Prim::kPow: case Prim::kElu: case Prim::kLeakyRelu: return 2;
+    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: return 2;
     default: return 1;
   }
 }
@@ -68,6 +97,7 @@ std::string LoopIR::to_string() const {
     else if (e.prim == Prim::kArg) absl::StrAppend(&s, " s", e.arg, " (node ", args[size_t(e.arg)].step, " attr ",
                                                     args[size_t(e.arg)].attr, ")");
     else if (e.prim == Prim::kConst) absl::StrAppendFormat(&s, " %.9g", e.value);
+    else if (e.prim == Prim::kCast) absl::StrAppend(&s, " ", std::string(dtype_name(DType(e.arg))));
     const int32_t operands[] = {e.a, e.b, e.c};
     for (int k = 0; k < prim_arity(e.prim); ++k) absl::StrAppend(&s, k ? ", e" : " e", operands[k]);
     s += "\n";
@@ -87,7 +117,9 @@ namespace {
 // 0.5 of two gelus), so the kernel loads each once.
 class Builder {
  public:
-  explicit Builder(LoopIR& ir) : ir_(ir) {}
+  Builder(const trace::Trace& t, LoopIR& ir) : t_(t), ir_(ir) {}
+
+  DType dtype(trace::ValueId v) const { return t_.value(v).dtype; }
 
   int32_t add(Expr e) {
     const std::string key = absl::StrFormat("%d %d %d %d %d %a", int(e.prim), e.a, e.b, e.c, e.arg, e.value);
@@ -97,6 +129,8 @@ class Builder {
   }
   int32_t op(Prim p, int32_t a, int32_t b = -1, int32_t c = -1) { return add(Expr{p, a, b, c}); }
   int32_t constant(float v) { return add(Expr{Prim::kConst, -1, -1, -1, -1, v}); }
+  // bool(x) as 0/1: x != 0, a NaN included
+  int32_t nonzero(int32_t x) { return op(Prim::kNe, x, constant(0)); }
 
   // Attribute `attr` of node `step`: a run-time argument when it is slotted,
   // else its value now (a Scalar a pass made, like 1/c). The reference
@@ -117,6 +151,7 @@ class Builder {
   }
 
  private:
+  const trace::Trace& t_;
   LoopIR& ir_;
   absl::flat_hash_map<std::string, int32_t> seen_;
 };
@@ -185,8 +220,101 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
       if (n.attrs.b(2)) x = b.op(Prim::kClampMax, x, b.scalar(n, step, 3));
       return x;
     };
-    // copy(x; dtype) within float32 is the value itself
-    (*m)["copy"] = [](Builder&, const trace::Node&, int32_t, absl::Span<const int32_t> in) { return in[0]; };
+    // copy(x; dtype): a float dtype keeps the value (a 16-bit one rounds on
+    // store only), bool is x != 0, an integer truncates and wraps
+    (*m)["copy"] = [](Builder& b, const trace::Node& n, int32_t, absl::Span<const int32_t> in) {
+      const DType to = b.dtype(n.outputs[0]);
+      if (is_floating(to)) return in[0];
+      if (to == kBool) return b.nonzero(in[0]);
+      return b.add(Expr{Prim::kCast, in[0], -1, -1, int32_t(to)});
+    };
+    binary("eq", Prim::kEq);
+    binary("ne", Prim::kNe);
+    binary("lt", Prim::kLt);
+    binary("le", Prim::kLe);
+    binary("gt", Prim::kGt);
+    binary("ge", Prim::kGe);
+    (*m)["logical_not"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kEq, in[0], b.constant(0));
+    };
+    (*m)["logical_and"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMul, b.nonzero(in[0]), b.nonzero(in[1]));
+    };
+    (*m)["logical_or"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMax, b.nonzero(in[0]), b.nonzero(in[1]));
+    };
+    (*m)["logical_xor"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kNe, b.nonzero(in[0]), b.nonzero(in[1]));
+    };
+    (*m)["isnan"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kNe, in[0], in[0]);
+    };
+    (*m)["isinf"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kEq, b.op(Prim::kAbs, in[0]), b.constant(INFINITY));
+    };
+    (*m)["isfinite"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kLt, b.op(Prim::kAbs, in[0]), b.constant(INFINITY));
+    };
+    (*m)["where"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kSelect, in[0], in[1], in[2]);
+    };
+    // masked_fill(x, mask; value): the value is read as x's dtype (bool: value != 0)
+    (*m)["masked_fill"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      int32_t value = b.scalar(n, step, 0);
+      if (b.dtype(n.inputs[0]) == kBool) value = b.nonzero(value);
+      return b.op(Prim::kSelect, in[1], value, in[0]);
+    };
+    unary("erf", Prim::kErf);
+    unary("expm1", Prim::kExpm1);
+    unary("log1p", Prim::kLog1p);
+    // 0.5 x (1 + erf(x / sqrt(2))), in the reference's order of operations
+    (*m)["gelu"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      const int32_t erf = b.op(Prim::kErf, b.op(Prim::kMul, x, b.constant(0.70710678118654752440f)));
+      return b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.5f), x), b.op(Prim::kAdd, b.constant(1), erf));
+    };
+    // pow(x, y) and base ** x in general; x ** y for a compile-time exponent
+    // of 0, ±1, ±2 or 3 as products, within an ulp or so of std::pow (x ** -2
+    // as (1 / x)^2: it overflows where the result does). Not for a pinned
+    // run-time one: the group key, which finds a compiled kernel, leaves its
+    // value out.
+    binary("pow", Prim::kPow);
+    (*m)["pow.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      const int32_t x = in[0];
+      if (std::none_of(n.slots.begin(), n.slots.end(), [](const trace::ScalarSlot& s) { return s.attr == 0; })) {
+        const float y = float(n.attrs.d(0));
+        if (y == 0) return b.constant(1);
+        if (y == 1) return x;
+        if (y == 2) return b.op(Prim::kMul, x, x);
+        if (y == 3) return b.op(Prim::kMul, b.op(Prim::kMul, x, x), x);
+        if (y == -1) return b.op(Prim::kRecip, x);
+        if (y == -2) return b.op(Prim::kMul, b.op(Prim::kRecip, x), b.op(Prim::kRecip, x));
+      }
+      return b.op(Prim::kPow, x, b.scalar(n, step, 0));
+    };
+    (*m)["pow.ScalarBase"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kPow, b.scalar(n, step, 0), in[0]);
+    };
+    unary("exp2", Prim::kExp2);
+    unary("sign", Prim::kSign);
+    unary("round", Prim::kRound);
+    unary("floor", Prim::kFloor);
+    unary("ceil", Prim::kCeil);
+    unary("trunc", Prim::kTrunc);
+    // log2 x = log x * log2(e): two roundings past log's
+    (*m)["log2"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+      return b.op(Prim::kMul, b.op(Prim::kLog, in[0]), b.constant(1.44269504088896340736f));
+    };
+    (*m)["elu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kElu, in[0], b.scalar(n, step, 0));
+    };
+    (*m)["leaky_relu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kLeakyRelu, in[0], b.scalar(n, step, 0));
+    };
+    // softplus(x; beta, threshold)
+    (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+      return b.op(Prim::kSoftplus, in[0], b.scalar(n, step, 0), b.scalar(n, step, 1));
+    };
     return m;
   }();
   return *table;
@@ -206,6 +334,45 @@ std::string float32_only(const trace::Trace& t, const trace::GroupValues& values
   return {};
 }
 
+bool float_compute(DType d) { return d == kFloat32 || d == kFloat16 || d == kBFloat16; }
+// Every value exact in float32, and no comparison of them rounds.
+bool small_integer(DType d) { return d == kBool || d == kUInt8 || d == kInt8; }
+
+// Whether float32 gives node n's reference result exactly (the reference
+// computes in the promoted dtype, int64 for integers); else why not.
+std::string exact_in_float32(const trace::Trace& t, const trace::Node& n) {
+  static const absl::flat_hash_set<std::string> logical = {"logical_not", "logical_and", "logical_or", "logical_xor",
+                                                           "isnan",       "isinf",       "isfinite"};
+  static const absl::flat_hash_set<std::string> compare = {"eq", "ne", "lt", "le", "gt", "ge"};
+  const std::string& name = n.op->name;
+  auto in = [&](size_t i) { return t.value(n.inputs[i]).dtype; };
+  auto dt = [](DType d) { return std::string(dtype_name(d)); };
+  // these read x != 0 or finiteness only, which every loaded dtype keeps
+  if (logical.contains(name)) return {};
+  const bool scalar_form = absl::EndsWith(name, ".Scalar");
+  if (compare.contains(scalar_form ? name.substr(0, name.size() - 7) : name)) {
+    const DType c = scalar_form ? promote_with_scalar(in(0), n.attrs.s(0)) : promote_types(in(0), in(1));
+    if (float_compute(c) || (!scalar_form && small_integer(in(0)) && small_integer(in(1)))) return {};
+    return absl::StrCat(name, " compares in ", dt(c), ": exact in float32 for floats, bool, uint8 and int8 only");
+  }
+  if (name == "where") {
+    const DType c = promote_types(in(1), in(2));
+    if (float_compute(c) || (small_integer(in(1)) && small_integer(in(2)))) return {};
+    return absl::StrCat("where selects ", dt(c), " values, not all exact in float32");
+  }
+  if (name == "masked_fill") {
+    if (float_compute(in(0)) || in(0) == kBool) return {};
+    return absl::StrCat("masked_fill fills ", dt(in(0)), " with a Scalar read as int64");
+  }
+  const DType out = t.value(n.outputs[0]).dtype;
+  if (name == "copy") {
+    if (is_floating(out) || out == kBool || float_compute(in(0)) || small_integer(in(0))) return {};
+    return absl::StrCat("copy from ", dt(in(0)), " to ", dt(out), " wraps integers wider than float32 holds");
+  }
+  if (float_compute(out)) return {};  // arithmetic: computed in float32 (its output's dtype, or promoted to it)
+  return absl::StrCat(name, " computes in ", dt(out), ": integer arithmetic runs in int64 in the reference");
+}
+
 // Lowers nodes[0, count) of g over the group's inputs (loaded); the result
 // of each node output in expr_of. Empty, or why a node does not lower.
 std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size_t count,
@@ -218,6 +385,8 @@ std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size
     const trace::Node& node = t.nodes()[size_t(g.nodes[k])];
     auto it = lowerings().find(node.op->name);
     if (it == lowerings().end() || node.outputs.size() != 1) return absl::StrCat(node.op->name, " has no JIT primitive");
+    std::string inexact = exact_in_float32(t, node);
+    if (!inexact.empty()) return inexact;
     absl::InlinedVector<int32_t, 3> in;
     for (trace::ValueId v : node.inputs) in.push_back(expr_of.at(v));
     expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
@@ -231,6 +400,9 @@ ReduceOp reduce_op_of(const std::string& name) {
   if (name == "amax" || name == "max") return ReduceOp::kMax;
   if (name == "amin" || name == "min") return ReduceOp::kMin;
   if (name == "prod") return ReduceOp::kProd;
+  if (name == "logsumexp") return ReduceOp::kLogSumExp;
+  if (name == "argmax") return ReduceOp::kArgMax;
+  if (name == "argmin") return ReduceOp::kArgMin;
   return ReduceOp::kNone;
 }
 
@@ -245,14 +417,15 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
   absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
   for (size_t i = 0; i < values.ids.size(); ++i) {
     const trace::Value& v = t.value(values.ids[i]);
-    if (v.dtype != kFloat32 && v.dtype != kFloat16 && v.dtype != kBFloat16) {
+    if (!float_compute(v.dtype) && !small_integer(v.dtype) && v.dtype != kInt32) {
       l.declined = absl::StrCat("%", values.ids[i], " is ", std::string(dtype_name(v.dtype)),
-                                ": the JIT computes float32 only (stored as float32, float16 or bfloat16)");
+                                ": the JIT computes in float32 (operands float32, float16, bfloat16, bool, uint8, "
+                                "int8 or int32)");
       return l;
     }
   }
   for (int32_t k = 0; k < values.inputs + values.outputs; ++k) l.ir.dtypes.push_back(t.value(values.ids[size_t(k)]).dtype);
-  Builder b(l.ir);
+  Builder b(t, l.ir);
   l.declined = lower_nodes(t, g, g.nodes.size(), values, b, l.ir, expr_of);
   if (!l.ok()) return l;
   for (int32_t o = 0; o < values.outputs; ++o)
@@ -271,13 +444,28 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
   l.ir.reduce = reduce_op_of(last.op->name);
   if (l.ir.reduce == ReduceOp::kNone || last.inputs.size() != 1 || last.outputs.size() != 1 || values.outputs != 1 ||
       g.outputs[0] != last.outputs[0]) {
-    l.declined = absl::StrCat(last.op->name, " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod)");
+    l.declined = absl::StrCat(last.op->name,
+                              " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod, logsumexp, "
+                              "argmax, argmin)");
+    return l;
+  }
+  if (l.ir.reduce == ReduceOp::kArgMax || l.ir.reduce == ReduceOp::kArgMin) {  // one load, an int64 store
+    const DType in = t.value(last.inputs[0]).dtype;
+    if (!single || in != kFloat32) {
+      l.declined = absl::StrCat(last.op->name, " of a ", std::string(dtype_name(in)), " value in a ",
+                                trace::group_kind_name(g.kind), " group: the JIT takes float32 alone");
+      return l;
+    }
+    l.ir.dtypes = {kFloat32, kInt64};
+    l.ir.inputs = 1;
+    l.ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}};
+    l.ir.stores = {0};
     return l;
   }
   l.declined = float32_only(t, values);
   if (!l.ok()) return l;
   absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
-  Builder b(l.ir);
+  Builder b(t, l.ir);
   l.declined = lower_nodes(t, g, g.nodes.size() - 1, values, b, l.ir, expr_of);
   if (!l.ok()) return l;
   l.ir.stores.push_back(expr_of.at(last.inputs[0]));

@@ -37,6 +37,19 @@ enum class Prim : uint8_t {
   kFma,                  // a * b + c, one rounding
   kNeg, kAbs, kRelu, kSqrt, kRecip,
   kExp, kLog, kTanh, kSigmoid,
+  kErf, kExpm1, kLog1p,
+  kSoftplus,             // softplus(a; beta b, threshold c), the reference's rule
+  kPow,                  // std::pow(a, b)
+  kExp2,
+  kElu, kLeakyRelu,      // elu(a; alpha b), leaky_relu(a; negative_slope b)
+  kSign,                 // -1, 0 or 1; 0 for NaN
+  kRound, kFloor, kCeil, kTrunc,  // round: half to even
+  // IEEE comparisons giving 1.0 or 0.0 (a bool value inside the kernel is
+  // 0.0 or 1.0): a NaN operand makes all false but ne, which is true.
+  kEq, kNe, kLt, kLe, kGt, kGe,
+  kSelect,  // a != 0 ? b : c (NaN counts as nonzero, as bool(NaN) does): where, masked_fill
+  kCast,    // to the integer dtype `arg` (int32, uint8, int8): truncated toward zero, wrapped to its width
+            // (a NaN or a float past int32's range, undefined behaviour in the reference's cast, gives INT32_MIN first)
 };
 const char* prim_name(Prim p);
 int prim_arity(Prim p);
@@ -44,13 +57,16 @@ int prim_arity(Prim p);
 struct Expr {
   Prim prim;
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the DAG)
-  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index
+  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index; kCast: the DType
   float value = 0;                 // kConst
 };
 
 // How a reduction group's stored expression is reduced (kNone: a pointwise IR).
 // NaN propagates through max and min, as in the reference kernels.
-enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd };
+// kLogSumExp: log(sum(exp(x - m))) + m, m the max (0 when infinite).
+// kArgMax, kArgMin: the int64 index of the first max (min) along the
+// reduction axis, the first NaN's when there is one.
+enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd, kLogSumExp, kArgMax, kArgMin };
 const char* reduce_op_name(ReduceOp op);
 
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
@@ -66,7 +82,10 @@ struct LoopIR {
   // memory, converted to float32 on load and rounded to nearest even on
   // store; empty means all float32. Values inside the group stay float32 (the
   // op-by-op reference rounds each to its dtype: results differ within the
-  // half type's precision).
+  // half type's precision). bool, uint8, int8 and int32 operands are
+  // converted exactly on load; on store a value (always integral there: a
+  // comparison's 0/1, a kCast, a selected loaded integer) is truncated to
+  // int32 and keeps its low bytes.
   std::vector<DType> dtypes;
   std::vector<Expr> exprs;         // topological: operands come first
   std::vector<int32_t> stores;     // per group output: the expression it stores
@@ -89,13 +108,23 @@ struct Lowering {
   bool ok() const { return declined.empty(); }
 };
 
-// Lowers a pointwise group whose values are all float32, float16 or bfloat16
-// and whose program is tiled (GroupProgram::tiled). `values` orders the operands: inputs, then outputs.
+// Lowers a pointwise group whose program is tiled (GroupProgram::tiled).
+// `values` orders the operands: inputs, then outputs. Values may be float32,
+// float16, bfloat16, bool, uint8, int8 or int32 (float64: declined; int64
+// too: AVX2 has no int64 -> float conversion, and the reference compares and
+// selects int64s exactly, which float32 cannot), and a node lowers only where
+// float32 arithmetic gives the reference's result exactly: the reference
+// computes a node in its promoted dtype (kernels/cpu/pointwise.h), int64 for
+// integers, so integer arithmetic is declined; comparisons, where and casts
+// of integers lower where every integer is exact in float32 (bool, uint8,
+// int8; int32 only into float arithmetic, a logical op or a cast to a float
+// or bool). A matmul's epilogue lowers as a group of its own (its nodes after
+// the matmul; trace/group_program.h).
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,
-// mean, amax, amin, max, min or prod over dims), or kSingle with one such
-// reduction; every value float32.
+// mean, amax, amin, max, min, prod or logsumexp over dims), or kSingle with one such
+// reduction, or argmax/argmin alone; every value float32 but an arg reduction's int64 output.
 Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // How the inner loop reads or writes one operand.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "nnvm/core/knobs.h"
 #include "nnvm/core/thread_pool.h"
 #include "nnvm/jit/kernel_dump.h"
 #include "nnvm/jit/x86/pointwise_kernel.h"
@@ -22,8 +24,8 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
-// Off by default: on the 2-core Zen 4 the gelu chain is compute-bound and
-// streaming stores measured no faster (docs/BENCHMARKS.md, JIT section).
+// Off by default: on the 2-core Zen 4 streaming stores measured no faster
+// for the gelu chain's 64 MiB output (docs/BENCHMARKS.md, JIT section).
 std::atomic<int64_t> stream_bytes{INT64_MAX};
 
 }  // namespace
@@ -36,7 +38,12 @@ CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& access
                                      bool stream)
     : isa_(isa), accesses_(accesses), declined_(x86::PointwiseKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
+  try {
+    kernel_ = std::make_unique<x86::PointwiseKernel>(ir, accesses, isa, stream);
+  } catch (const Xbyak::Error& e) {  // a group too big for the code buffer: the tile program runs it
+    declined_ = absl::StrCat("code generation failed: ", e.what());
+    return;
+  }
   compiles.fetch_add(1);
   publish_kernel("pointwise", key, isa, kernel_->entry(), kernel_->code_bytes(),
                  absl::StrCat("accesses ", accesses, "\n", ir.to_string()));
@@ -53,7 +60,11 @@ std::string CompiledPointwise::describe() const {
 
 PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
                            std::string key)
-    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {}
+    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {
+  // once per group signature, like a compile: why the group runs its portable program
+  if (!lowering_.ok() && log_enabled("jit"))
+    std::fprintf(stderr, "jit pointwise declined: %s: %.80s\n", lowering_.declined.c_str(), key_.c_str());
+}
 
 std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses, bool stream) const {
   const std::string name = absl::StrCat(isa_name(isa), "-", accesses, stream ? "-nt" : "");
@@ -87,9 +98,9 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
   std::vector<IntArrayRef> shapes, strides;
   std::vector<char*> base;
-  std::vector<int64_t> bytes;  // per operand: element size (4, or 2 for float16/bfloat16)
+  std::vector<int64_t> bytes;  // per operand: element size
   for (size_t k = 0; k < operands; ++k) {
-    bytes.push_back(ir.dtype(k) == kFloat32 ? 4 : 2);
+    bytes.push_back(int64_t(itemsize(ir.dtype(k))));
     const Tensor& x = env[size_t(ids[k])];
     shapes.push_back(x.sizes());
     strides.push_back(x.strides());
@@ -109,10 +120,10 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   const int64_t col_block = std::min(inner, kBlockElements);
   // streaming needs every full vector an output stores 64-byte aligned: its
   // base, each block's first column and each row's start
-  // (float32 outputs only: a 16-bit result is converted on its way to memory)
+  // (float32 outputs only: another dtype is converted on its way to memory)
   bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
   for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
-    stream = bytes[k] == 4 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
+    stream = ir.dtype(k) == kFloat32 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
     for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
   }
   const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses(), stream);

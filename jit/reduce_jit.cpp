@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
@@ -21,6 +22,11 @@ constexpr int64_t kInnerBlock = 256;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
+bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin; }
+
+// Extents an arg kernel's int32 lane indices cover.
+constexpr int64_t kMaxArgExtent = int64_t(1) << 30;
+
 }  // namespace
 
 int64_t reduce_compiles() { return compiles.load(); }
@@ -29,9 +35,19 @@ int64_t reduce_runs() { return runs.load(); }
 CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa)
     : isa_(isa),
       variant_(absl::StrCat(axis == x86::ReduceAxis::kRows ? "rows" : "cols", "[", accesses, "]")),
-      declined_(x86::ReduceKernel::declines(ir, accesses, isa)) {
+      declined_(is_arg(ir.reduce) ? (accesses == "c" ? "" : "a broadcast input: every index ties")
+                                  : x86::ReduceKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+  if (is_arg(ir.reduce)) {
+    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa);
+  } else {
+    try {
+      kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+    } catch (const Xbyak::Error& e) {  // a prologue too big for the code buffer: the reference kernels run it
+      declined_ = absl::StrCat("code generation failed: ", e.what());
+      return;
+    }
+  }
   compiles.fetch_add(1);
 }
 
@@ -39,7 +55,8 @@ CompiledReduce::~CompiledReduce() = default;
 
 std::string CompiledReduce::describe() const {
   if (!kernel_) return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " declined: ", declined_);
-  return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " ", kernel_->code_bytes(), " bytes");
+  const size_t bytes = kernel_ ? kernel_->code_bytes() : arg_kernel_->code_bytes();
+  return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " ", bytes, " bytes");
 }
 
 std::string ReduceSpace::to_string() const {
@@ -88,7 +105,8 @@ ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl:
 }
 
 bool ReduceJit::handles(const std::string& op) {
-  return op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "max" || op == "min" || op == "prod";
+  return op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "max" || op == "min" || op == "prod" ||
+         op == "logsumexp" || op == "argmax" || op == "argmin";
 }
 
 ReduceJit::ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
@@ -161,9 +179,13 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const x86::ReduceAxis kind = rows ? x86::ReduceAxis::kRows : x86::ReduceAxis::kColumns;
   const std::shared_ptr<const CompiledReduce> compiled = variant(isa, kind, accesses);
   if (!compiled->declined().empty()) return fall_back(compiled->declined());
-  const x86::ReduceKernel& kernel = compiled->kernel();
+  const CompiledReduce& kernel = *compiled;
 
   const int64_t reduced = space.sizes[axis];
+  if (is_arg(ir.reduce) && reduced > kMaxArgExtent)
+    return fall_back(absl::StrCat(reduced, " elements per output: the arg kernel's indices cover ", kMaxArgExtent));
+  // bytes per element of each operand: an arg reduction's output is int64
+  auto bytes = [&](size_t k) -> int64_t { return is_arg(ir.reduce) && k + 1 == operands ? 8 : 4; };
   // dims [0, outer_dims) are walked here; the kernel takes rows (kRows: the
   // dim before the axis) or the inner dim (kColumns) in blocks.
   const size_t split = rows ? (axis > 0 ? axis - 1 : 0) : rank - 1;
@@ -199,16 +221,28 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
           float(acc);
     }
   };
+  // logsumexp: the kernel stores each output's shift and leaves its double
+  // sum in `partial`; the finish is the reference's, log in double.
+  const bool lse = ir.reduce == ReduceOp::kLogSumExp;
+  auto finish_lse = [&](const x86::ReduceCall& call, int64_t outputs, int64_t out_stride) {
+    char* out = const_cast<char*>(call.ptr[operands - 1]);
+    for (int64_t i = 0; i < outputs; ++i) {
+      float* o = reinterpret_cast<float*>(out + i * out_stride);
+      *o = float(std::log(call.partial[i]) + double(*o));
+    }
+  };
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
+    std::vector<double> partial(lse ? size_t(std::max(block, kInnerBlock)) : 0);
+    call.partial = lse ? partial.data() : nullptr;
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
     call.count = double(reduced);
-    call.block = cpu::kColumnBlock;
+    call.block = lse ? reduced : cpu::kColumnBlock;  // the reference adds a column's exps in one run
     for (size_t k = 0; k < operands; ++k) {
-      call.row_stride[k] = has_rows ? space.strides[k][split] * 4 : 0;
-      call.red_stride[k] = space.strides[k][axis] * 4;
+      call.row_stride[k] = has_rows ? space.strides[k][split] * bytes(k) : 0;
+      call.red_stride[k] = space.strides[k][axis] * bytes(k);
     }
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
@@ -219,7 +253,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
           rest /= space.sizes[size_t(d)];
         }
         if (has_rows || !rows) offset += first * space.strides[k][rows ? split : rank - 1];
-        call.ptr[k] = base[k] + offset * 4;
+        call.ptr[k] = base[k] + offset * bytes(k);
       }
       if (rows && in_double && reduced > cpu::kRowBlock) {
         row_in_blocks(call, count);
@@ -233,6 +267,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         call.tail = count;
       }
       kernel(&call);
+      if (lse) finish_lse(call, count, rows ? call.row_stride[operands - 1] : 4);
     }
   };
   const int64_t tasks = outer * blocks;

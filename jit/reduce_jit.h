@@ -1,8 +1,9 @@
 // The JIT path of a reduction group (DESIGN §3.8): a pointwise prologue closed
-// by sum, mean, amax/max, amin/min or prod, or one such reduction alone, all
-// in float32. The group is lowered to LoopIR once (lower_reduction); each run
-// computes its ReduceSpace (the loop with merged dims, the reduced block and
-// the dims around it) and takes the kernel for (ISA, axis, accesses) from the
+// by sum, mean, amax/max, amin/min, prod or logsumexp, or one such reduction
+// alone, all in float32; or argmax/argmin alone (int64 indices out). The
+// group is lowered to LoopIR once (lower_reduction); each run computes its
+// ReduceSpace (the loop with merged dims, the reduced block and the dims
+// around it) and takes the kernel for (ISA, axis, accesses) from the
 // KernelCache under "x86-<isa>-reduce-<rows|cols>-<accesses>:<group key>": a
 // new batch size reuses it. Rows (kept dims) split over the thread pool in
 // blocks; one output is always reduced by one call in a fixed order, so
@@ -11,8 +12,9 @@
 // What runs the portable program or the reference kernel instead, each a
 // recorded reason: another dtype (float64 stays portable), reduced dims that
 // are not one block in memory after merging, an input strided along the
-// vector axis, an output that is not unit-stride, an empty reduction, a
-// prologue too large for the register file, or the ISA forced to portable.
+// vector axis, an output that is not unit-stride, an empty reduction, an arg
+// reduction over more than 2^30 elements or of a broadcast input, a prologue
+// too large for the register file, or the ISA forced to portable.
 #pragma once
 
 #include <memory>
@@ -22,6 +24,7 @@
 
 #include "nnvm/jit/kernel_cache.h"
 #include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/x86/arg_reduce_kernel.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/reduce_kernel.h"
 
@@ -34,13 +37,17 @@ class CompiledReduce final : public CompiledKernel {
   ~CompiledReduce() override;
   const std::string& declined() const { return declined_; }
   std::string describe() const override;
-  const x86::ReduceKernel& kernel() const { return *kernel_; }
+  void operator()(x86::ReduceCall* call) const {
+    if (kernel_) (*kernel_)(call);
+    else (*arg_kernel_)(call);
+  }
 
  private:
   Isa isa_;
   std::string variant_;
   std::string declined_;
   std::unique_ptr<x86::ReduceKernel> kernel_;
+  std::unique_ptr<x86::ArgReduceKernel> arg_kernel_;  // argmax, argmin
 };
 
 // A run's iteration space for a reduction: the loop's dims with size-1 dims

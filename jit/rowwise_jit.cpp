@@ -69,7 +69,7 @@ std::string CompiledRowwise::describe() const {
 
 bool RowwiseJit::handles(const std::string& op) {
   return op == "softmax" || op == "log_softmax" || op == "layer_norm" || op == "layer_norm_backward" ||
-         op == "cross_entropy" || op == "cross_entropy_backward";
+         op == "cross_entropy" || op == "cross_entropy_backward" || op == "rms_norm" || op == "rms_norm_backward";
 }
 
 RowwiseJit::RowwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values) {
@@ -98,6 +98,9 @@ RowwiseJit::RowwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const
     spec_.op = op_ == "layer_norm" ? RowOp::kLayerNorm : RowOp::kLayerNormBackward;
     spec_.weight = a.b(1);
     spec_.bias = a.b(2);
+  } else if (op_ == "rms_norm" || op_ == "rms_norm_backward") {
+    spec_.op = op_ == "rms_norm" ? RowOp::kRmsNorm : RowOp::kRmsNormBackward;
+    spec_.weight = a.b(1);
   } else {
     spec_.op = op_ == "cross_entropy" ? RowOp::kRowLogSumExp : RowOp::kCrossEntropyBackward;
     spec_.weight = op_ == "cross_entropy_backward" && a.b(2);
@@ -148,7 +151,12 @@ bool RowwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Ten
       ran = run_rows(in[0], out[0], attrs, spec_.weight ? &in[1] : nullptr,
                      spec_.bias ? &in[1 + spec_.weight] : nullptr);
       break;
-    case x86::RowOp::kLayerNormBackward: ran = run_layer_norm_backward(in, out, attrs); break;
+    case x86::RowOp::kRmsNorm:
+      ran = run_rows(in[0], out[0], attrs, spec_.weight ? &in[1] : nullptr, nullptr);
+      break;
+    case x86::RowOp::kLayerNormBackward: case x86::RowOp::kRmsNormBackward:
+      ran = run_norm_backward(in, out, attrs);
+      break;
     case x86::RowOp::kRowLogSumExp: ran = run_cross_entropy(in, out[0], attrs); break;
     case x86::RowOp::kCrossEntropyBackward: ran = run_cross_entropy_backward(in, out[0], attrs); break;
   }
@@ -162,7 +170,8 @@ bool RowwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Ten
 
 bool RowwiseJit::run_rows(const Tensor& x, const Tensor& y, const Attrs& a, const Tensor* weight,
                           const Tensor* bias) const {
-  const int64_t k = spec_.op == x86::RowOp::kLayerNorm ? int64_t(a.ints(0).size()) : 1;
+  const bool norm = spec_.op == x86::RowOp::kLayerNorm || spec_.op == x86::RowOp::kRmsNorm;
+  const int64_t k = norm ? int64_t(a.ints(0).size()) : 1;
   const std::optional<RowLayout> rl = row_layout(x, k);
   if (!rl) return fall_back(absl::StrCat("input of shape ", shape_str(x.sizes()), " and strides ",
                                          shape_str(x.strides()), " is not unit-stride rows a uniform stride apart"));
@@ -179,7 +188,7 @@ bool RowwiseJit::run_rows(const Tensor& x, const Tensor& y, const Attrs& a, cons
   base.cols_f = float(rl->cols);
   base.x_stride = rl->stride * 4;
   base.y_stride = rl->cols * 4;
-  if (spec_.op == x86::RowOp::kLayerNorm) base.eps = float(a.d(3));
+  if (norm) base.eps = float(a.d(spec_.op == x86::RowOp::kLayerNorm ? 3 : 2));
   parallel_for(0, rl->rows, row_grain(rl->cols), [&](int64_t r0, int64_t r1) {
     x86::RowwiseCall call = base;
     call.x += r0 * base.x_stride;
@@ -190,9 +199,10 @@ bool RowwiseJit::run_rows(const Tensor& x, const Tensor& y, const Attrs& a, cons
   return true;
 }
 
+// layer_norm_backward and rms_norm_backward (no dbias; eps is attribute 2).
 // dweight and dbias add up per fixed block of rows, then the blocks in order
 // (kernels/cpu/norm.cpp does the same): the sums do not depend on the thread count.
-bool RowwiseJit::run_layer_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+bool RowwiseJit::run_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                                          const Attrs& a) const {
   const int64_t k = int64_t(a.ints(0).size());
   const std::optional<RowLayout> g = row_layout(in[0], k), x = row_layout(in[1], k);
@@ -213,7 +223,7 @@ bool RowwiseJit::run_layer_norm_backward(const std::vector<Tensor>& in, const st
   base.x_stride = x->stride * 4;
   base.g_stride = g->stride * 4;
   base.y_stride = cols * 4;
-  base.eps = float(a.d(3));
+  base.eps = float(a.d(spec_.op == x86::RowOp::kLayerNormBackward ? 3 : 2));
   if (rows > 0) {
     const x86::RowwiseKernel& run = kernel(active_isa());
     parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {

@@ -1,7 +1,7 @@
 // The JIT path of a single-op group whose op works row by row along the last
 // dim (DESIGN §3.8): softmax, log_softmax, layer_norm, layer_norm_backward,
-// cross_entropy and cross_entropy_backward in float32. The row kernel
-// (jit/x86/rowwise_kernel.h) comes from the KernelCache under
+// cross_entropy, cross_entropy_backward, rms_norm and rms_norm_backward in
+// float32. The row kernel (jit/x86/rowwise_kernel.h) comes from the KernelCache under
 // "x86-<isa>-rowwise-<op+flags>", one per (ISA, op, flags) for the process:
 // a new batch size, row length or eps reuses it. The run splits the rows in
 // fixed blocks over the thread pool; per-row scalar work (a loss from its
@@ -61,7 +61,7 @@ class RowwiseJit {
   const x86::RowwiseKernel& kernel(Isa isa) const;
   bool fall_back(std::string why) const;
   bool run_rows(const Tensor& x, const Tensor& y, const Attrs& attrs, const Tensor* weight, const Tensor* bias) const;
-  bool run_layer_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const Attrs& a) const;
+  bool run_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const Attrs& a) const;
   bool run_cross_entropy(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const;
   bool run_cross_entropy_backward(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const;
 

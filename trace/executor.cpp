@@ -339,7 +339,10 @@ std::string FusedPlan::to_string() const {
   for (int32_t g : order_) {
     const Group& group = groups_[size_t(g)];
     if (!group.program->tiled()) {
-      absl::StrAppendFormat(&s, "run group %d node by node: %s\n", g, group.program->why_untiled());
+      if (group.program->epilogue())
+        absl::StrAppendFormat(&s, "run group %d: the matmul, then its epilogue as one JIT kernel\n", g);
+      else
+        absl::StrAppendFormat(&s, "run group %d node by node: %s\n", g, group.program->why_untiled());
       continue;
     }
     const Tiling& tl = group.tiling;

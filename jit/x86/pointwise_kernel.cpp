@@ -26,16 +26,6 @@ int32_t row_stride_at(int k) { return int32_t(offsetof(PointwiseCall, row_stride
 int32_t vec_step_at(int k) { return int32_t(offsetof(PointwiseCall, vec_step) + 8 * size_t(k)); }
 int32_t lane_stride_at(int k) { return int32_t(offsetof(PointwiseCall, lane_stride) + 4 * size_t(k)); }
 
-int injector_scratch(Prim p) {
-  switch (p) {
-    case Prim::kExp: return kExpScratch;
-    case Prim::kLog: return kLogScratch;
-    case Prim::kTanh: return kTanhScratch;
-    case Prim::kSigmoid: return kSigmoidScratch;
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
@@ -54,9 +44,10 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
     strided += accesses[k] == 's';
   }
   if (strided > kMaxStrided) return absl::StrCat(strided, " strided inputs; at most ", kMaxStrided);
-  for (size_t k = 0; k < size_t(ir.inputs); ++k)
-    if (accesses[k] == 's' && ir.dtype(k) != kFloat32)
-      return absl::StrCat("input ", k, " is ", std::string(dtype_name(ir.dtype(k))), " at a stride: not gathered");
+  for (size_t k = 0; k < operands; ++k) {
+    const DType t = ir.dtype(k);
+    if (t == kInt64 || t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
+  }
   return {};
 }
 
@@ -89,7 +80,7 @@ void PointwiseKernel::generate() {
   if (!avx512()) tail_mask_reg_ = top--;
   gather_reg_.assign(size_t(operands), -1);
   for (int k = 0; k < operands; ++k)
-    if (accesses_[size_t(k)] == 's') gather_reg_[size_t(k)] = top--;
+    if (accesses_[size_t(k)] == 's' && elem_bytes(k) == 4) gather_reg_[size_t(k)] = top--;
 
   // stack: a spill slot per expression, a hoisted slot per expression, the staging slot
   preamble((2 * int64_t(ir_.exprs.size()) + 1) * kSlotBytes);
@@ -287,6 +278,10 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
     emit_load_half(k, dst, tail);
     return;
   }
+  if (elem_bytes(k) == 1) {
+    emit_load_byte(k, dst, tail);
+    return;
+  }
   const Reg64& p = kOperandRegs[k];
   const int32_t at = vector_ * lanes() * 4;
   switch (accesses_[size_t(k)]) {
@@ -315,12 +310,17 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
       }
     }
   }
+  if (ir_.dtype(size_t(k)) == kInt32) vcvtdq2ps(dst, dst);  // round to nearest even, as static_cast<float>
 }
 
 void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
   const Xmm v = reg_of(e);
   if (elem_bytes(ir_.inputs + output) == 2) {
     emit_store_half(ir_.inputs + output, v, tail);
+    return;
+  }
+  if (ir_.dtype(size_t(ir_.inputs + output)) != kFloat32) {
+    emit_store_integer(ir_.inputs + output, v, tail);
     return;
   }
   const Reg64& p = kOperandRegs[ir_.inputs + output];
@@ -346,7 +346,11 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
   const int32_t at = vector_ * lanes() * 2;
   const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;  // past the spill and hoisted slots
   Address src = avx512() ? yword[p + at] : xword[p + at];
-  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
+  const bool strided = accesses_[size_t(k)] == 's';
+  if (strided) {
+    emit_stage_strided(k, tail);
+    src = avx512() ? yword[rsp + stage] : xword[rsp + stage];
+  } else if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
     Label done;
     for (int j = 0; j < lanes() - 1; ++j) {
       cmp(kCols, j);
@@ -357,7 +361,7 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
     L(done);
     src = xword[rsp + stage];
   }
-  const bool masked = tail && avx512();  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && !strided;  // EVEX masking suppresses faults on the lanes it leaves out
   if (half) {
     if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
     else vcvtph2ps(dst, src);
@@ -413,6 +417,162 @@ void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
     }
   }
   free_reg(t.getIdx());
+}
+
+void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const bool sign = ir_.dtype(size_t(k)) == kInt8;
+  if (accesses_[size_t(k)] == 'b') {
+    if (sign) movsx(eax, byte[p]);
+    else movzx(eax, byte[p]);
+    const Xbyak::Xmm low(dst.getIdx());
+    vmovd(low, eax);
+    vpbroadcastd(dst, low);
+    vcvtdq2ps(dst, dst);
+    return;
+  }
+  const int32_t at = vector_ * lanes();
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
+  Address src = avx512() ? xword[p + at] : qword[p + at];
+  const bool strided = accesses_[size_t(k)] == 's';
+  if (strided) {
+    emit_stage_strided(k, tail);
+    src = avx512() ? xword[rsp + stage] : qword[rsp + stage];
+  } else if (tail && !avx512()) {  // copy the cols < 8 bytes to the staging slot, then load it whole
+    Label done;
+    for (int j = 0; j < lanes() - 1; ++j) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+      movzx(eax, byte[p + j]);
+      mov(byte[rsp + stage + j], al);
+    }
+    L(done);
+    src = qword[rsp + stage];
+  }
+  const bool masked = tail && avx512() && !strided;  // EVEX masking suppresses faults on the lanes it leaves out
+  if (sign) {
+    if (masked) vpmovsxbd(dst | kTailMask | T_z, src);
+    else vpmovsxbd(dst, src);
+  } else {
+    if (masked) vpmovzxbd(dst | kTailMask | T_z, src);
+    else vpmovzxbd(dst, src);
+  }
+  vcvtdq2ps(dst, dst);
+}
+
+// A strided 8- or 16-bit input (no gather instruction reads those) element by
+// element into the staging slot: a vector's lanes, or the tail's cols.
+void PointwiseKernel::emit_stage_strided(int k, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
+  const bool bytes = elem_bytes(k) == 1;
+  Label done;
+  for (int j = 0; j < lanes(); ++j) {
+    if (tail && j > 0) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+    }
+    RegExp at = p;
+    if (j > 0) {
+      movsxd(rax, dword[kCall + lane_stride_at(k)]);
+      imul(rax, rax, j);
+      at = p + rax;
+    }
+    if (bytes) {
+      movzx(eax, byte[at]);
+      mov(byte[rsp + stage + j], al);
+    } else {
+      movzx(eax, word[at]);
+      mov(word[rsp + stage + 2 * j], ax);
+    }
+  }
+  L(done);
+}
+
+void PointwiseKernel::emit_store_integer(int k, const Xmm& v, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const Xmm t = temp();
+  vcvttps2dq(t, v);  // toward zero, like the reference's static_cast
+  if (elem_bytes(k) == 4) {
+    const int32_t at = vector_ * lanes() * 4;
+    if (!tail) vmovups(ptr[p + at], t);
+    else if (avx512()) vmovups(ptr[p] | kTailMask, t);
+    else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), t);
+    free_reg(t.getIdx());
+    return;
+  }
+  const int32_t at = vector_ * lanes();
+  if (avx512()) {  // the low byte of each dword (a truncation, not a saturation)
+    vpmovdb(tail ? xword[p] | kTailMask : xword[p + at], t);
+    free_reg(t.getIdx());
+    return;
+  }
+  // each 128-bit half: its 4 low bytes into its first dword; then the two dwords side by side
+  const Xmm hi = temp();
+  const Xbyak::Xmm t128(t.getIdx()), hi128(hi.getIdx());
+  vpshufb(t, t, vconst_bits(0x0c080400));
+  vextracti128(hi128, Ymm(t.getIdx()), 1);
+  vpunpckldq(t128, t128, hi128);
+  free_reg(hi.getIdx());
+  if (!tail) {
+    vmovq(qword[p + at], t128);
+  } else {  // the staging slot, then the cols < 8 bytes one by one
+    const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
+    vmovq(qword[rsp + stage], t128);
+    Label done;
+    for (int j = 0; j < lanes() - 1; ++j) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+      movzx(eax, byte[rsp + stage + j]);
+      mov(byte[p + j], al);
+    }
+    L(done);
+  }
+  free_reg(t.getIdx());
+}
+
+// 1.0 where `a pred b`, else 0.0.
+void PointwiseKernel::emit_compare(int32_t i, int pred) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const Xmm x = reg_of(e.a);
+  const Source y = operand_of(e.b);
+  const Xmm t = temp();
+  const VMask m = mask(t);
+  compare(m, x, y.op(), pred);
+  const Xmm d = dest_for(i, e.a);
+  if (avx512()) vmovups(d | m.k | T_z, vconst(1.0f));
+  else vand(d, t, vconst(1.0f));
+  free_reg(t.getIdx());
+}
+
+// a != 0 ? b : c. Every operand is read before the result takes over c's register.
+void PointwiseKernel::emit_select(int32_t i) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const Xmm cond = reg_of(e.a);
+  const Source yes = operand_of(e.b);
+  const Xmm no = reg_of(e.c);
+  const Xmm t = temp();
+  const VMask m = mask(t);
+  compare(m, cond, vconst(0.0f), _CMP_NEQ_UQ);
+  const Xmm d = dest_for(i, e.c);
+  if (d.getIdx() != no.getIdx()) vmovaps(d, no);
+  blend(m, d, yes.op());
+  free_reg(t.getIdx());
+}
+
+// Toward zero to int32, wrapped to the target's width, back to float32.
+void PointwiseKernel::emit_cast(int32_t i) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const Xmm x = reg_of(e.a);
+  const Xmm d = dest_for(i, e.a);
+  vcvttps2dq(d, x);
+  if (DType(e.arg) == kUInt8) {
+    vand(d, d, vconst_bits(0xff));
+  } else if (DType(e.arg) == kInt8) {
+    vpslld(d, d, 24);
+    vpsrad(d, d, 24);
+  }
+  vcvtdq2ps(d, d);
 }
 
 void PointwiseKernel::emit_expr(int32_t i, bool tail) {
@@ -492,17 +652,25 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
       vdivps(d, d, x.op());
       return;
     }
-    default: {  // an injector rewrites its register in place
+    // ordered predicates are false for a NaN; ne is unordered, so true
+    case Prim::kEq: emit_compare(i, _CMP_EQ_OQ); return;
+    case Prim::kNe: emit_compare(i, _CMP_NEQ_UQ); return;
+    case Prim::kLt: emit_compare(i, _CMP_LT_OQ); return;
+    case Prim::kLe: emit_compare(i, _CMP_LE_OQ); return;
+    case Prim::kGt: emit_compare(i, _CMP_GT_OQ); return;
+    case Prim::kGe: emit_compare(i, _CMP_GE_OQ); return;
+    case Prim::kSelect: emit_select(i); return;
+    case Prim::kCast: emit_cast(i); return;
+    default: {  // an injector rewrites its register in place; its other operands stay where they are
       const Xmm x = reg_of(a);
-      const Xmm d = dest_for(i, a);
+      const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b)) : std::nullopt;
+      const std::optional<Source> z = e.c >= 0 ? std::optional(operand_of(e.c)) : std::nullopt;
+      const Xmm d = dest_for(i, e.b == a || e.c == a ? -1 : a);  // x ** x: the exponent must survive
       if (d.getIdx() != x.getIdx()) vmovaps(d, x);
-      Xmm scratch[8];
+      Xmm scratch[kMaxInjectorScratch];
       const int n = injector_scratch(e.prim);
       for (int s = 0; s < n; ++s) scratch[s] = temp();
-      if (e.prim == Prim::kExp) emit_exp(*this, d, scratch);
-      else if (e.prim == Prim::kLog) emit_log(*this, d, scratch);
-      else if (e.prim == Prim::kTanh) emit_tanh(*this, d, scratch);
-      else emit_sigmoid(*this, d, scratch);
+      emit_injector(*this, e.prim, d, y ? y->op() : d, z ? z->op() : d, scratch);
       for (int s = 0; s < n; ++s) free_reg(scratch[s].getIdx());
     }
   }

@@ -16,7 +16,15 @@
 // store (vcvtps2ph; bfloat16: add 0x7fff plus the kept lsb, keep the top
 // half, NaN kept quiet as in core/dtype.h). AVX-512 masks the tails of those
 // too; AVX2 has no 16-bit masked load or store, so its tail goes through a
-// stack slot element by element. A strided 16-bit input is declined.
+// stack slot element by element. A strided 8- or 16-bit input is read element
+// by element into that slot (no gather instruction reads those).
+// Integer operands: int32 loads convert with vcvtdq2ps (exact below 2^24,
+// rounded to nearest even above, as static_cast<float>), bool/uint8 widen
+// with vpmovzxbd and int8 with vpmovsxbd first; stores truncate toward zero
+// (vcvttps2dq) and keep the low bytes (vpmovdb; AVX2: vpshufb and a lane
+// merge). Their AVX2 tails go through the staging slot byte by byte too.
+// Comparisons give 1.0/0.0 (an opmask or a
+// vector mask blended over zero); select blends under `a != 0`.
 //
 // Speed: expressions of Scalars and constants alone (alpha * other of an
 // add.Scalar) are loop-invariant: computed once per call into stack slots
@@ -39,7 +47,7 @@
 namespace nnvm::jit::x86 {
 
 inline constexpr int kMaxOperands = 11;  // one GPR each
-inline constexpr int kMaxArgs = 16;
+inline constexpr int kMaxArgs = 32;   // a backward group easily holds 20 Scalars
 inline constexpr int kMaxExprs = 256;
 inline constexpr int kMaxStrided = 4;    // one vector register of lane offsets each
 inline constexpr int kUnroll = 4;        // vectors per iteration of the main loop
@@ -81,9 +89,15 @@ class PointwiseKernel final : public Generator {
   void emit_load(int32_t e, const Xbyak::Xmm& dst, bool tail);
   void emit_store(int32_t output, int32_t e, bool tail);
   void advance_strided();  // gathered operands' pointers to the next vector
-  int elem_bytes(int operand) const { return ir_.dtype(size_t(operand)) == kFloat32 ? 4 : 2; }
+  int elem_bytes(int operand) const { return int(itemsize(ir_.dtype(size_t(operand)))); }
   void emit_load_half(int k, const Xbyak::Xmm& dst, bool tail);
   void emit_store_half(int k, const Xbyak::Xmm& v, bool tail);
+  void emit_load_byte(int k, const Xbyak::Xmm& dst, bool tail);
+  void emit_stage_strided(int k, bool tail);
+  void emit_store_integer(int k, const Xbyak::Xmm& v, bool tail);  // int32, or a byte type
+  void emit_compare(int32_t i, int pred);
+  void emit_select(int32_t i);
+  void emit_cast(int32_t i);
 
   // Register allocation (over one body: registers start free each time).
   int alloc();

@@ -22,22 +22,18 @@ const Opmask kTail = k1, kOff = k3;
 constexpr int kUnroll = 4;
 constexpr int kFirstPooled = 4;  // 0-3 are the accumulators
 
-int pool_end(bool avx512) { return avx512 ? 31 : 14; }  // then one temporary; AVX2: 15 is the tail mask
+// The pool of vector registers ends at this one, the temporary; after it:
+// logsumexp's shift (the row's max), then on AVX2 the tail mask (15).
+int pool_end(bool avx512, ReduceOp op) { return (avx512 ? 31 : 14) - (op == ReduceOp::kLogSumExp); }
 
 int32_t ptr_at(int k) { return int32_t(offsetof(ReduceCall, ptr) + 8 * size_t(k)); }
 int32_t row_stride_at(int k) { return int32_t(offsetof(ReduceCall, row_stride) + 8 * size_t(k)); }
 int32_t red_stride_at(int k) { return int32_t(offsetof(ReduceCall, red_stride) + 8 * size_t(k)); }
 #define AT(field) int32_t(offsetof(ReduceCall, field))
 
-int injector_scratch(Prim p) {
-  switch (p) {
-    case Prim::kExp: return kExpScratch;
-    case Prim::kLog: return kLogScratch;
-    case Prim::kTanh: return kTanhScratch;
-    case Prim::kSigmoid: return kSigmoidScratch;
-    case Prim::kMax: case Prim::kMin: return 1;  // the AVX2 mask of the NaN check
-    default: return 0;
-  }
+int scratch_of(Prim p) {
+  if (p == Prim::kMax || p == Prim::kMin) return 1;  // the AVX2 mask of the NaN check
+  return injector_scratch(p);
 }
 
 // Marks the expressions the store reads and, per expression, its last reader.
@@ -68,7 +64,7 @@ int pressure(const LoopIR& ir) {
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
     if (!needed[i]) continue;
     ++live;
-    peak = std::max(peak, live + injector_scratch(ir.exprs[i].prim));
+    peak = std::max(peak, live + scratch_of(ir.exprs[i].prim));
     for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
       if (o >= 0 && last_use[size_t(o)] == int32_t(i)) --live;
   }
@@ -85,13 +81,14 @@ std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, 
   if (ir.args.size() > size_t(kMaxReduceArgs)) return absl::StrCat(ir.args.size(), " Scalar arguments");
   NNVM_CHECK(accesses.size() == size_t(ir.inputs), "ReduceKernel", "an access per input: got ", accesses.size(),
              " for ", ir.inputs);
-  const int have = pool_end(isa == Isa::kAvx512) - kFirstPooled, need = pressure(ir);
+  const int have = pool_end(isa == Isa::kAvx512, ir.reduce) - kFirstPooled;
+  const int need = std::max(pressure(ir), ir.reduce == ReduceOp::kLogSumExp ? 1 + kExpReferenceScratch : 0);
   if (need > have) return absl::StrCat("the prologue needs ", need, " vector registers; ", have, " are free");
   return {};
 }
 
 ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa)
-    : Generator(isa), ir_(ir), accesses_(accesses), axis_(axis) {
+    : Generator(isa), ir_(ir), accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "ReduceKernel", why);
   liveness(ir, needed_, last_use_);
@@ -103,13 +100,14 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
   emit_tail_mask(kTail, 15);
   if (avx512()) knotw(kOff, kTail);
   if (axis == ReduceAxis::kRows) in_double() ? generate_rows_double() : generate_rows();
+  else if (ir.reduce == ReduceOp::kLogSumExp) generate_columns_lse();
   else in_double() ? generate_columns_double() : generate_columns();
   postamble();
   finalize();
 }
 
 float ReduceKernel::identity() const {
-  switch (ir_.reduce) {
+  switch (pass_op_) {
     case ReduceOp::kMax: return -INFINITY;
     case ReduceOp::kMin: return INFINITY;
     case ReduceOp::kProd: return 1.0f;
@@ -118,7 +116,7 @@ float ReduceKernel::identity() const {
 }
 
 int ReduceKernel::alloc() {
-  for (int r = kFirstPooled; r < pool_end(avx512()); ++r)
+  for (int r = kFirstPooled; r < pool_end(avx512(), ir_.reduce); ++r)
     if (!busy_[size_t(r)]) {
       busy_[size_t(r)] = true;
       return r;
@@ -192,14 +190,11 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
       return;
     default: {  // an injector rewrites its register in place
       vmovaps(d, in(e.a));
-      Xmm scratch[8];
+      Xmm scratch[kMaxInjectorScratch];
       const int n = injector_scratch(e.prim);
-      int regs[8];
+      int regs[kMaxInjectorScratch];
       for (int s = 0; s < n; ++s) scratch[s] = vreg(regs[s] = alloc());
-      if (e.prim == Prim::kExp) emit_exp(*this, d, scratch);
-      else if (e.prim == Prim::kLog) emit_log(*this, d, scratch);
-      else if (e.prim == Prim::kTanh) emit_tanh(*this, d, scratch);
-      else emit_sigmoid(*this, d, scratch);
+      emit_injector(*this, e.prim, d, e.b >= 0 ? in(e.b) : d, e.c >= 0 ? in(e.c) : d, scratch);
       for (int s = 0; s < n; ++s) free_reg(regs[s]);
     }
   }
@@ -207,7 +202,7 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
 
 // max/min as the reference's reducer: a NaN in either operand wins.
 void ReduceKernel::extremum(const Xmm& acc, const Xmm& v, const Xmm& temp) {
-  if (ir_.reduce == ReduceOp::kMax) vmaxps(acc, v, acc);  // acc when either is NaN
+  if (pass_op_ == ReduceOp::kMax) vmaxps(acc, v, acc);  // acc when either is NaN
   else vminps(acc, v, acc);
   const VMask m = mask(temp);
   compare(m, v, v, _CMP_UNORD_Q);
@@ -215,7 +210,7 @@ void ReduceKernel::extremum(const Xmm& acc, const Xmm& v, const Xmm& temp) {
 }
 
 void ReduceKernel::combine(const Xmm& acc, const Xmm& v, const Xmm& temp) {
-  switch (ir_.reduce) {
+  switch (pass_op_) {
     case ReduceOp::kMax: case ReduceOp::kMin: extremum(acc, v, temp); return;
     case ReduceOp::kProd: vmulps(acc, acc, v); return;
     default: vaddps(acc, acc, v);
@@ -280,14 +275,7 @@ void ReduceKernel::finish_double_scalar(const Address& out) {
   vmovss(out, x0);
 }
 
-void ReduceKernel::generate_rows() {
-  const int inputs = ir_.inputs;
-  const Reg64& out = kOperandRegs[inputs];
-  const Xmm temp = vreg(pool_end(avx512()));
-  for (int k = 0; k <= inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
-  xor_(kRow, kRow);
-  Label row;
-  L(row);
+void ReduceKernel::float_row_pass(const Xmm& temp) {
   for (int u = 0; u < kUnroll; ++u) vmovups(vreg(u), vconst(identity()));
   mov(kN, qword[kCall + AT(reduced)]);
   float_loop(kJ, kN, kUnroll, [&](int vectors, bool is_tail) {
@@ -301,6 +289,36 @@ void ReduceKernel::generate_rows() {
   combine(vreg(2), vreg(3), temp);
   combine(vreg(0), vreg(2), temp);
   horizontal(vreg(0), vreg(1), temp);
+}
+
+void ReduceKernel::finite_shift(const Xmm& m, const Xmm& temp) {
+  const VMask inf = mask(temp);
+  vand(temp, m, vconst_bits(0x7fffffffu));
+  compare(inf, temp, vconst(INFINITY), _CMP_EQ_OQ);
+  blend(inf, m, vconst(0.0f));
+  vmovaps(shift(), m);
+}
+
+void ReduceKernel::shifted_exp(const Xmm& v, const Operand& shift) {
+  vsubps(v, v, shift);
+  Xmm scratch[kExpReferenceScratch];
+  int regs[kExpReferenceScratch];
+  for (int s = 0; s < kExpReferenceScratch; ++s) scratch[s] = vreg(regs[s] = alloc());
+  emit_exp_reference(*this, v, scratch);
+  for (int s = 0; s < kExpReferenceScratch; ++s) free_reg(regs[s]);
+}
+
+Xmm ReduceKernel::shift() const { return vreg(pool_end(avx512(), ir_.reduce) + 1); }
+
+void ReduceKernel::generate_rows() {
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
+  for (int k = 0; k <= inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  xor_(kRow, kRow);
+  Label row;
+  L(row);
+  float_row_pass(temp);
   vmovss(dword[out], Xbyak::Xmm(0));
   for (int k = 0; k <= inputs; ++k) add(kOperandRegs[k], qword[kCall + row_stride_at(k)]);
   inc(kRow);
@@ -311,7 +329,7 @@ void ReduceKernel::generate_rows() {
 void ReduceKernel::generate_columns() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
-  const Xmm temp = vreg(pool_end(avx512()));
+  const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
   mov(out, qword[kCall + ptr_at(inputs)]);
   // `vectors` vectors of the inner dim from kJ, each reduced over every reduced index.
   auto chunk = [&](int vectors, bool tail) {
@@ -343,12 +361,25 @@ void ReduceKernel::generate_columns() {
 void ReduceKernel::generate_rows_double() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
-  const Xmm temp = vreg(pool_end(avx512()));
+  const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
   const int accs = avx512() ? 2 : 4;
+  const bool lse = ir_.reduce == ReduceOp::kLogSumExp;
   for (int k = 0; k <= inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
   xor_(kRow, kRow);
   Label row, vec, tail, done, next;
   L(row);
+  if (lse) {  // the row's max, finite, is the shift, stored as the output
+    if (!avx512()) {  // the float pass's tail mask: the double pass below rewrites ymm15
+      mov(rcx, qword[kCall + AT(tail)]);
+      and_(ecx, lanes() - 1);
+      emit_tail_mask(kTail, 15);
+    }
+    pass_op_ = ReduceOp::kMax;
+    float_row_pass(temp);
+    pass_op_ = ReduceOp::kLogSumExp;
+    finite_shift(vreg(0), temp);
+    vmovss(dword[out], Xbyak::Xmm(0));
+  }
   vmovups(temp, vconst(identity()));
   for (int a = 0; a < accs; ++a) vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
   xor_(kJ, kJ);
@@ -356,6 +387,7 @@ void ReduceKernel::generate_rows_double() {
   // the float vector u of a 16-element step into its lanes' accumulators
   auto step = [&](int u, bool is_tail) {
     const Xmm v = vreg(evaluate(u, is_tail));
+    if (lse) shifted_exp(v, shift());
     if (is_tail) fill_identity(v, temp);
     accumulate_double(vreg(2 * u), vreg(2 * u + 1), v, temp);
     release();
@@ -413,7 +445,7 @@ void ReduceKernel::generate_rows_double() {
 void ReduceKernel::generate_columns_double() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
-  const Xmm temp = vreg(pool_end(avx512()));
+  const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
   mov(out, qword[kCall + ptr_at(inputs)]);
   auto identity_into = [&](int first) {
     vmovups(temp, vconst(identity()));
@@ -477,6 +509,64 @@ void ReduceKernel::generate_columns_double() {
   jz(done, T_NEAR);
   chunk(true);
   L(done);
+}
+
+// Two vectors of the inner dim's outputs at a time (four cache lines of a
+// reduced row on AVX-512): the max over every reduced index in order (NaN
+// wins), finite, stored as the output and subtracted from there; then per
+// output the exps added in double in order (the reference's one run of the
+// column), the doubles left in `partial` for the caller's finish.
+void ReduceKernel::generate_columns_lse() {
+  constexpr int kVectors = 2;  // their double sums fill accumulators 0-3
+  const int inputs = ir_.inputs;
+  const Reg64& out = kOperandRegs[inputs];
+  const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
+  mov(out, qword[kCall + ptr_at(inputs)]);
+  auto over_reduced = [&](auto body) {
+    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+    mov(kR, qword[kCall + AT(reduced)]);
+    Label r;
+    L(r);
+    body();
+    for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+    dec(kR);
+    jnz(r, T_NEAR);
+  };
+  auto chunk = [&](int vectors, bool tail) {
+    pass_op_ = ReduceOp::kMax;
+    for (int u = 0; u < vectors; ++u) vmovups(vreg(u), vconst(identity()));
+    over_reduced([&] {
+      for (int u = 0; u < vectors; ++u) {
+        extremum(vreg(u), vreg(evaluate(u, tail)), temp);
+        release();
+      }
+    });
+    pass_op_ = ReduceOp::kLogSumExp;
+    for (int u = 0; u < vectors; ++u) {
+      finite_shift(vreg(u), temp);
+      if (!tail) vmovups(ptr[out + kJ + u * lanes() * 4], vreg(u));
+      else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(u));
+      else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(u));
+    }
+    for (int a = 0; a < 2 * vectors; ++a) vxorpd(vreg(a), vreg(a), vreg(a));
+    over_reduced([&] {
+      for (int u = 0; u < vectors; ++u) {
+        const Xmm v = vreg(evaluate(u, tail));
+        // a tail's shift stays in its register: the output past it is not ours to read
+        if (tail) shifted_exp(v, shift());
+        else shifted_exp(v, ptr[out + kJ + u * lanes() * 4]);
+        accumulate_double(vreg(2 * u), vreg(2 * u + 1), v, temp);
+        release();
+      }
+    });
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int u = 0; u < vectors; ++u) {
+      vmovupd(ptr[rax + kJ * 2 + u * lanes() * 8], vreg(2 * u));
+      vmovupd(ptr[rax + kJ * 2 + u * lanes() * 8 + lanes() * 4], vreg(2 * u + 1));
+    }
+  };
+  mov(kN, qword[kCall + AT(inner)]);
+  float_loop(kJ, kN, kVectors, chunk);
 }
 
 #undef AT

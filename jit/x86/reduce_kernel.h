@@ -1,6 +1,6 @@
 // The reduction kernel kind (DESIGN §3.8): one class generating the code of a
 // reduction LoopIR (a pointwise prologue DAG whose one store is reduced by
-// sum, mean, max, min or prod) for one ISA, one reduction axis and one access
+// sum, mean, max, min, prod or logsumexp) for one ISA, one reduction axis and one access
 // pattern (per input: contiguous or broadcast along the vector axis).
 //
 // Sums, means and products accumulate in double in exactly the reference's
@@ -16,7 +16,13 @@
 // max and min are exact in any order: float, four vectors per step into four
 // accumulators ((a0 op a1) op (a2 op a3)) and a lane butterfly for kRows,
 // four vectors of the inner dim at a time for kColumns; NaN wins. Lanes past
-// the data hold the identity. An output's order of operations depends on the
+// the data hold the identity. logsumexp is a max pass, then the exps of the
+// prologue minus the max (finite: 0 when infinite) added in double as a sum
+// (kRows: the sixteen lanes, never in blocks; kColumns: one run per column,
+// two vectors of the inner dim at a time), with exp_reference, the reference
+// kernel's exp bit for bit; the kernel stores the max as the output and the
+// double sum in `partial`, and the caller finishes log(sum) + max in double as
+// the reference does. An output's order of operations depends on the
 // sizes only, never on the thread that runs it. The prologue is evaluated per vector into
 // registers freed at each value's last use; a DAG that needs more registers
 // than the ISA has is declined (the portable program runs it).
@@ -48,7 +54,8 @@ struct alignas(64) ReduceCall {
   int64_t tail = 0;                            // the vector axis's length: reduced (kRows) or inner
   int64_t block = 0;                           // kColumns: reduced rows per block of the double sums
   double count = 0;                            // the mean's divisor
-  double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead
+  double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead;
+                                               // logsumexp: per output, its sum of exps (always)
 };
 
 class ReduceKernel final : public Generator {
@@ -65,6 +72,14 @@ class ReduceKernel final : public Generator {
   void generate_rows_double();
   void generate_columns();
   void generate_columns_double();
+  // Every lane of vreg(0) = the row reduced by pass_op_ (kRows, one float pass).
+  void float_row_pass(const Xbyak::Xmm& temp);
+  // logsumexp: m = 0 where infinite, copied into shift().
+  void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
+  void generate_columns_lse();
+  // v = exp(v - shift) as the reference kernel's exp.
+  void shifted_exp(const Xbyak::Xmm& v, const Xbyak::Operand& shift);
+  Xbyak::Xmm shift() const;
   // acc_lo, acc_hi (doubles) op= the float lanes of v.
   void accumulate_double(const Xbyak::Xmm& lo, const Xbyak::Xmm& hi, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
   void fill_identity(const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
@@ -88,6 +103,7 @@ class ReduceKernel final : public Generator {
   const LoopIR& ir_;
   std::string accesses_;
   ReduceAxis axis_;
+  ReduceOp pass_op_;               // the reduction the pass being emitted applies (logsumexp: max, then the sum)
   std::vector<int32_t> last_use_;  // per expression: the last needed expression reading it, or the store
   std::vector<bool> needed_;
   std::vector<int> reg_;           // per expression: its register while live

@@ -32,6 +32,8 @@ const char* row_op_name(RowOp op) {
     case RowOp::kLayerNormBackward: return "layer_norm_backward";
     case RowOp::kRowLogSumExp: return "row_log_sum_exp";
     case RowOp::kCrossEntropyBackward: return "cross_entropy_backward";
+    case RowOp::kRmsNorm: return "rms_norm";
+    case RowOp::kRmsNormBackward: return "rms_norm_backward";
   }
   return "?";
 }
@@ -197,6 +199,24 @@ void RowwiseKernel::emit_moments() {
   vdivps(rstd, vreg(kT0), rstd);
 }
 
+// One pass: the sum of squares (lanes past the row load as zero).
+void RowwiseKernel::emit_rms() {
+  const Xmm rstd = vreg(9);
+  init_accumulators(0, 0);
+  pass([&](int u, bool tail) {
+    load(vreg(kT0), kX, u, tail);
+    vfmadd231ps(vreg(u), vreg(kT0), vreg(kT0));
+  });
+  combine(0, false);
+  vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
+  vdivps(rstd, vreg(0), vreg(kT0));
+  vbroadcastss(vreg(kT0), dword[kCall + AT(eps)]);
+  vaddps(rstd, rstd, vreg(kT0));
+  vsqrtps(rstd, rstd);
+  vmovups(vreg(kT0), vconst(1.0f));
+  vdivps(rstd, vreg(kT0), rstd);
+}
+
 void RowwiseKernel::emit_log(int v) {
   const Xmm scratch[] = {vreg(0), vreg(1), vreg(2), vreg(3), vreg(4)};
   x86::emit_log(*this, vreg(v), scratch);
@@ -351,6 +371,58 @@ void RowwiseKernel::generate() {
           vsubps(t, t, vreg(11));
         }
         store(kY, u, tail, t);
+      });
+      break;
+    }
+    case RowOp::kRmsNorm: {
+      emit_rms();
+      pass([&](int u, bool tail) {
+        const Xmm t = vreg(kT0);
+        load(t, kX, u, tail);
+        vmulps(t, t, vreg(9));
+        if (spec_.weight) {
+          load(vreg(kT1), kW, u, tail);
+          vmulps(t, t, vreg(kT1));
+        }
+        store(kY, u, tail, t);
+      });
+      break;
+    }
+    case RowOp::kRmsNormBackward: {
+      // d = g * weight, xhat = x * rstd; dx = rstd * (d - xhat * mean(d * xhat))
+      emit_rms();
+      init_accumulators(0, 0);
+      auto xhat_and_d = [&](int u, bool tail, const Xmm& xhat, const Xmm& g, const Xmm& d) {
+        load(xhat, kX, u, tail);
+        vmulps(xhat, xhat, vreg(9));
+        load(g, kG, u, tail);
+        if (spec_.weight) {
+          load(d, kW, u, tail);
+          vmulps(d, d, g);
+        } else {
+          vmovaps(d, g);
+        }
+      };
+      pass([&](int u, bool tail) {
+        const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2), t = vreg(10);
+        xhat_and_d(u, tail, xhat, g, d);
+        if (spec_.weight) {  // dweight += g * xhat
+          load(t, kDw, u, tail);
+          vfmadd231ps(t, g, xhat);
+          store(kDw, u, tail, t);
+        }
+        accumulate_product(vreg(u), d, xhat, tail);
+      });
+      combine(0, false);
+      vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
+      vdivps(vreg(11), vreg(0), vreg(kT0));  // mean(d * xhat)
+      pass([&](int u, bool tail) {
+        const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2);
+        xhat_and_d(u, tail, xhat, g, d);
+        vmulps(xhat, xhat, vreg(11));
+        vsubps(d, d, xhat);
+        vmulps(d, d, vreg(9));
+        store(kY, u, tail, d);
       });
       break;
     }

@@ -1,13 +1,13 @@
 // The row-wise kernel kind (DESIGN §3.8): the single ops that normalise or
 // reduce each row of their input's last dim and that the recognise pass makes
-// (softmax, log_softmax, layer_norm) or autograd records (layer_norm_backward,
+// (softmax, log_softmax, layer_norm, rms_norm) or autograd records (layer_norm_backward,
 // cross_entropy and its backward), as one class generating the code for one
 // op, its structural flags (weight, bias) and one ISA.
 //
 // The code runs `rows` rows of `cols` float32 elements, each row unit-stride,
 // rows `*_stride` bytes apart. Per row it makes a few passes over the row
 // (max, then exp-sum, then the normalisation; or mean, then variance, then
-// the affine map), so main memory sees the row read once and written once
+// the affine map; or the mean square, then the scaling), so main memory sees the row read once and written once
 // while the row stays in L1/L2. (An online max/sum pass would save a pass
 // over cached data at the price of a second exp per element: slower for the
 // rows these ops see.) Every pass walks the row four vectors at a time into
@@ -35,6 +35,8 @@ enum class RowOp : uint8_t {
   kLayerNormBackward,     // y = dx; dweight += g * xhat, dbias += g per column
   kRowLogSumExp,          // row_out[3r..] = (max, sum(exp(x - max)), sum(x))
   kCrossEntropyBackward,  // y = row_a[r] * exp(x - lse) - row_b[r] [* weight]
+  kRmsNorm,               // y = x / sqrt(mean(x^2) + eps) [* weight]
+  kRmsNormBackward,       // y = dx; dweight += g * xhat per column
 };
 const char* row_op_name(RowOp op);
 
@@ -42,6 +44,7 @@ struct RowwiseSpec {
   RowOp op = RowOp::kSoftmax;
   bool weight = false;  // a per-column weight input
   bool bias = false;    // layer_norm: a bias input; layer_norm_backward: a dbias output
+                        // (rms_norm has none)
   // The key of the compiled code: "layer_norm+w+b".
   std::string name() const;
 };
@@ -95,6 +98,7 @@ class RowwiseKernel final : public Generator {
   void emit_max(int dst);                        // v[dst] = the row's max
   void emit_exp_sum(int shift, int dst, bool store_exp);  // v[dst] = sum exp(x - v[shift])
   void emit_moments();                           // v8 = mean, v9 = 1 / sqrt(var + eps)
+  void emit_rms();                               // v9 = 1 / sqrt(mean(x^2) + eps)
   void emit_log(int v);
 
   RowwiseSpec spec_;

@@ -74,14 +74,14 @@ TEST(LoopIR, DeclinesWithAReason) {
   {
     Trace t;
     const ValueId x = t.add_input(kFloat32, {8}, {1});
-    t.mark_output(t.add_node1(op("erf"), {t.add_node1(op("neg"), {x})}));
-    EXPECT_EQ(lower_only_group(t).declined, "erf has no JIT primitive");
+    t.mark_output(t.add_node1(op("sin"), {t.add_node1(op("neg"), {x})}));
+    EXPECT_EQ(lower_only_group(t).declined, "sin has no JIT primitive");
   }
   {
     Trace t;
     const ValueId x = t.add_input(kFloat64, {8}, {1});
     t.mark_output(t.add_node1(op("exp"), {t.add_node1(op("neg"), {x})}));
-    EXPECT_NE(lower_only_group(t).declined.find("float64: the JIT computes float32 only"), std::string::npos);
+    EXPECT_NE(lower_only_group(t).declined.find("float64: the JIT computes in float32"), std::string::npos);
   }
   {
     Trace t;

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/x86/pointwise_kernel.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "isa_scope.h"
@@ -33,6 +34,11 @@ void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, 
   ASSERT_EQ(jit->declined(), "") << jit->ir().to_string();
   const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
   const std::vector<Tensor> actual = plan.run(inputs, {});
+  for (const std::string& v : jit->variant_names()) {  // "<isa>-<accesses>[-nt]": each one machine code
+    const size_t dash = v.find('-');
+    EXPECT_EQ(x86::PointwiseKernel::declines(jit->ir(), v.substr(dash + 1, v.find('-', dash + 1) - dash - 1), isa), "")
+        << v;
+  }
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
@@ -112,7 +118,8 @@ TEST(PointwiseJit, SpillsWhenValuesOutnumberTheRegisters) {
     terms.push_back(t.add_node1(op("sigmoid"), {t.add_node1(op("mul.Scalar"), {xv}, {Scalar(0.05 * k)},
                                                             trace::ScalarBinding::kCompileTime)}));
   ValueId sum = terms[0];
-  for (int k = 1; k < 40; ++k) sum = t.add_node1(op("add"), {sum, terms[size_t(k)]}, {Scalar(1)});
+  for (int k = 1; k < 40; ++k)
+    sum = t.add_node1(op("add"), {sum, terms[size_t(k)]}, {Scalar(1)}, trace::ScalarBinding::kCompileTime);
   t.mark_output(sum);
   for (Isa isa : jit_isas()) expect_matches(t, {x}, isa, 1e-5, 1e-4);
 }

@@ -1,7 +1,8 @@
 // The vector math injectors' accuracy on every ISA this CPU has, against
-// double-precision libm: the bounds vector_math.h documents, over a dense
+// double-precision libm (softplus: against the reference's rule): the bounds vector_math.h documents, over a dense
 // sweep of [-100, 100], 10^5 log-spaced magnitudes in [1e-38, 1e38] of both
-// signs, and the specials (±0, ±inf, NaN, ±FLT_MAX, denormals).
+// signs, and the specials (±0, ±inf, NaN, ±FLT_MAX, denormals); exp_reference
+// bit for bit against the reference kernels' exp_vec over the same inputs.
 #include "nnvm/jit/x86/vector_math.h"
 
 #include <cmath>
@@ -11,20 +12,18 @@
 #include <limits>
 
 #include "nnvm/jit/x86/pointwise_kernel.h"
+#include "nnvm/kernels/cpu/exp.h"
 #include "reference.h"
 
 namespace nnvm::jit::x86 {
 namespace {
 
-// y = prim(x) through a one-expression kernel.
-std::vector<float> run(Prim prim, Isa isa, const std::vector<float>& x) {
-  LoopIR ir;
-  ir.inputs = 1;
-  ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}, Expr{prim, 0}};
-  ir.stores = {1};
+// y = the IR's one store over x, with `args` as its run-time Scalars.
+std::vector<float> run(const LoopIR& ir, Isa isa, const std::vector<float>& x, const std::vector<float>& args = {}) {
   const PointwiseKernel kernel(ir, "cc", isa);
   std::vector<float> y(x.size());
   PointwiseCall call;
+  for (size_t a = 0; a < args.size(); ++a) std::fill_n(call.args[a], 16, args[a]);
   call.ptr[0] = reinterpret_cast<const char*>(x.data());
   call.ptr[1] = reinterpret_cast<const char*>(y.data());
   call.vec_step[0] = call.vec_step[1] = 4 * kernel.lanes();
@@ -33,6 +32,15 @@ std::vector<float> run(Prim prim, Isa isa, const std::vector<float>& x) {
   call.rows = 1;
   kernel(&call);
   return y;
+}
+
+// y = prim(x) through a one-expression kernel.
+std::vector<float> run(Prim prim, Isa isa, const std::vector<float>& x) {
+  LoopIR ir;
+  ir.inputs = 1;
+  ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}, Expr{prim, 0}};
+  ir.stores = {1};
+  return run(ir, isa, x);
 }
 
 std::vector<float> inputs() {
@@ -61,16 +69,18 @@ double ulps(float y, double r) {
   return std::abs(double(y) - r) / ulp;
 }
 
+// The worst error of y = f(x) against ref on every input, on each JIT ISA;
 // normal_only: results below FLT_MIN may be flushed to 0 (sigmoid below -88.72).
-void expect_accuracy(Prim prim, const std::function<double(double)>& ref, double max_ulps, bool normal_only = false) {
+void expect_accuracy(const char* name, const std::function<std::vector<float>(Isa, const std::vector<float>&)>& f,
+                     const std::function<double(float)>& ref, double max_ulps, bool normal_only = false) {
   const std::vector<float> x = inputs();
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
     if (!isa_supported(isa)) continue;
-    const std::vector<float> y = run(prim, isa, x);
+    const std::vector<float> y = f(isa, x);
     double worst = 0;
     size_t at = 0;
     for (size_t i = 0; i < x.size(); ++i) {
-      double r = ref(double(x[i]));
+      double r = ref(x[i]);
       if (std::abs(r) > std::numeric_limits<float>::max()) r = std::copysign(INFINITY, r);  // overflows in float
       if (normal_only && std::abs(r) < 1.17549435e-38) {
         EXPECT_LT(std::abs(double(y[i]) - r), 1.17549435e-38) << x[i];
@@ -79,17 +89,110 @@ void expect_accuracy(Prim prim, const std::function<double(double)>& ref, double
       const double e = ulps(y[i], r);
       if (e > worst) worst = e, at = i;
     }
-    std::printf("%s on %s: at most %.2f ulp\n", prim_name(prim), isa_name(isa), worst);
-    EXPECT_LE(worst, max_ulps) << prim_name(prim) << " on " << isa_name(isa) << ": " << worst << " ulp at x = "
-                               << x[at] << " (got " << y[at] << ", libm " << ref(double(x[at])) << ")";
+    std::printf("%s on %s: at most %.2f ulp\n", name, isa_name(isa), worst);
+    EXPECT_LE(worst, max_ulps) << name << " on " << isa_name(isa) << ": " << worst << " ulp at x = " << x[at]
+                               << " (got " << y[at] << ", libm " << ref(x[at]) << ")";
   }
+}
+
+void expect_accuracy(Prim prim, const std::function<double(double)>& ref, double max_ulps, bool normal_only = false) {
+  expect_accuracy(
+      prim_name(prim), [&](Isa isa, const std::vector<float>& x) { return run(prim, isa, x); },
+      [&](float x) { return ref(double(x)); }, max_ulps, normal_only);
 }
 
 TEST(VectorMath, Exp) { expect_accuracy(Prim::kExp, [](double x) { return std::exp(x); }, 1.5); }
 TEST(VectorMath, Log) { expect_accuracy(Prim::kLog, [](double x) { return std::log(x); }, 1); }
-TEST(VectorMath, Tanh) { expect_accuracy(Prim::kTanh, [](double x) { return std::tanh(x); }, 2); }
+TEST(VectorMath, Tanh) { expect_accuracy(Prim::kTanh, [](double x) { return std::tanh(x); }, 5); }
 TEST(VectorMath, Sigmoid) {
   expect_accuracy(Prim::kSigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, 3, true);
+}
+
+// y[i] = emit_exp_reference(x[i]) for n floats, n a multiple of the lanes.
+class ExpReferenceKernel final : public Generator {
+ public:
+  explicit ExpReferenceKernel(Isa isa) : Generator(isa) {
+    preamble(0);
+    Xbyak::Label loop;
+    const Xbyak::Xmm v = vreg(0);
+    const Xbyak::Xmm scratch[] = {vreg(1), vreg(2), vreg(3), vreg(4)};
+    L(loop);
+    vmovups(v, ptr[rdi]);
+    emit_exp_reference(*this, v, scratch);
+    vmovups(ptr[rsi], v);
+    add(rdi, lanes() * 4);
+    add(rsi, lanes() * 4);
+    sub(rdx, lanes());
+    jnz(loop, T_NEAR);
+    postamble();
+    finalize();
+  }
+  void operator()(const float* x, float* y, int64_t n) const {
+    reinterpret_cast<void (*)(const float*, float*, int64_t)>(entry())(x, y, n);
+  }
+};
+
+TEST(VectorMath, ExpReferenceIsExpVecBitForBit) {
+  std::vector<float> x = inputs();
+  for (int i = 0; i < 20000; ++i) x.push_back(-88.0f + float(i) * 1e-4f);  // the clamps and denormal results
+  while (x.size() % 16) x.push_back(0.0f);
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+    if (!isa_supported(isa)) continue;
+    const ExpReferenceKernel kernel(isa);
+    std::vector<float> y(x.size());
+    kernel(x.data(), y.data(), int64_t(x.size()));
+    int64_t differ = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = cpu::exp_vec(x[i]);
+      if (std::memcmp(&y[i], &want, 4) != 0 && !(std::isnan(y[i]) && std::isnan(want)) && differ++ < 5)
+        ADD_FAILURE() << isa_name(isa) << ": exp_reference(" << x[i] << ") = " << y[i] << ", exp_vec " << want;
+    }
+    EXPECT_EQ(differ, 0) << isa_name(isa);
+  }
+}
+
+TEST(VectorMath, Erf) { expect_accuracy(Prim::kErf, [](double x) { return std::erf(x); }, 2); }
+TEST(VectorMath, Expm1) { expect_accuracy(Prim::kExpm1, [](double x) { return std::expm1(x); }, 2); }
+TEST(VectorMath, Exp2) { expect_accuracy(Prim::kExp2, [](double x) { return std::exp2(x); }, 1.5); }
+TEST(VectorMath, Log1p) { expect_accuracy(Prim::kLog1p, [](double x) { return std::log1p(x); }, 2); }
+
+// softplus(x; beta, threshold) against the reference's rule with x beta
+// rounded to float (as the kernel does) and the rest in double.
+TEST(VectorMath, Softplus) {
+  LoopIR ir;
+  ir.inputs = 1;
+  ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}, Expr{Prim::kArg, -1, -1, -1, 0}, Expr{Prim::kArg, -1, -1, -1, 1},
+              Expr{Prim::kSoftplus, 0, 1, 2}};
+  ir.stores = {3};
+  ir.args = {{0, 0}, {0, 1}};
+  for (auto [beta, threshold] : {std::pair{1.0f, 20.0f}, {2.0f, 5.0f}, {0.5f, 30.0f}, {-1.5f, 20.0f}}) {
+    SCOPED_TRACE(::testing::Message() << "beta " << beta << " threshold " << threshold);
+    expect_accuracy(
+        "softplus", [&](Isa isa, const std::vector<float>& x) { return run(ir, isa, x, {beta, threshold}); },
+        [&](float x) {
+          const float t = x * beta;
+          return t > threshold ? double(x) : std::log1p(std::exp(double(t))) / double(beta);
+        },
+        3, true);
+  }
+}
+
+// pow(x, y) for a y in every lane, against std::pow in double: the error
+// grows with |y| (the log's error is multiplied by it).
+TEST(VectorMath, Pow) {
+  LoopIR ir;
+  ir.inputs = 1;
+  ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}, Expr{Prim::kArg, -1, -1, -1, 0}, Expr{Prim::kPow, 0, 1}};
+  ir.stores = {2};
+  ir.args = {{0, 0}};
+  for (float y : {2.5f, -1.5f, 0.5f, -0.5f, 3.0f, -3.0f, 7.0f, 1.0f / 3, 12.5f, -25.0f, 0.0f, -0.0f, INFINITY, -INFINITY,
+                  NAN}) {
+    SCOPED_TRACE(::testing::Message() << "y " << y);
+    expect_accuracy(
+        "pow", [&](Isa isa, const std::vector<float>& x) { return run(ir, isa, x, {y}); },
+        [&](float x) { return std::pow(double(x), double(y)); },
+        2 + (std::isfinite(y) ? std::abs(y) / 10 : 0), true);
+  }
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ class Recogniser {
  private:
   std::optional<Match> find(const Node& root) {
     for (auto matcher : {&Recogniser::layer_norm, &Recogniser::softmax, &Recogniser::log_softmax,
-                         &Recogniser::gelu, &Recogniser::silu})
+                         &Recogniser::gelu, &Recogniser::silu, &Recogniser::rms_norm})
       if (std::optional<Match> m = (this->*matcher)(root)) return m;
     return std::nullopt;
   }
@@ -295,9 +295,58 @@ class Recogniser {
     if (!p || p->inputs[0] != xc) return false;
     const std::string& name = p->op->name;
     if (!((name == "mul" && p->inputs[1] == xc) || name == "square" || name == "pow.Scalar")) return false;
-    if (name == "pow.Scalar") expect(m, *p, 0, 2, "the exponent of (x - mean)^2");
+    if (name == "pow.Scalar") expect(m, *p, 0, 2, "the exponent of a square");
     take(m, {p});
     return true;
+  }
+
+  // core * w, w * core or core (tried after layer_norm, whose core centres x first)
+  std::optional<Match> rms_norm(const Node& root) {
+    if (root.op->name == "mul") {
+      for (int k : {0, 1}) {
+        const Node* inner = producer(root.inputs[size_t(k)]);
+        std::optional<Match> m = inner ? rms_norm_core(*inner) : std::nullopt;
+        if (m && m->reason.empty() && add_param(*m, root, root.inputs[size_t(1 - k)], 1)) return m;
+      }
+    }
+    return rms_norm_core(root);
+  }
+  // x / sqrt(ms + eps) or x * rsqrt(ms + eps), ms = (x * x).mean(D, true), x.square() or x.pow(2)
+  std::optional<Match> rms_norm_core(const Node& root) {
+    ValueId x = -1;
+    const Node* root_fn = nullptr;
+    if (root.op->name == "div") {
+      x = root.inputs[0];
+      root_fn = as(root.inputs[1], "sqrt");
+    } else if (root.op->name == "mul") {
+      for (int k : {0, 1})
+        if (const Node* r = as(root.inputs[size_t(1 - k)], "rsqrt"); r && !root_fn) {
+          root_fn = r;
+          x = root.inputs[size_t(k)];
+        }
+    }
+    const Node* plus_eps = root_fn ? as(root_fn->inputs[0], "add.Scalar") : nullptr;
+    const Node* mean = plus_eps ? as(plus_eps->inputs[0], "mean") : nullptr;
+    const Node* sq = mean ? producer(mean->inputs[0]) : nullptr;
+    if (!sq || sq->inputs[0] != x) return std::nullopt;
+    Match m = start("rms_norm", root, {root_fn, plus_eps, mean});
+    m.x = x;
+    if (!square_of(m, mean->inputs[0], x)) return std::nullopt;
+    expect(m, *plus_eps, 1, 1, "the alpha of mean(x^2) + eps");
+    const std::optional<DimVector> d = kept_dims(*mean);
+    if (!d) return m.decline("the mean square drops the reduced dims (keepdim false)");
+    const DimVector& shape = t_.value(x).shape;
+    const int64_t rank = int64_t(shape.size()), k = int64_t(d->size());
+    for (int64_t i = 0; i < k; ++i)
+      if ((*d)[size_t(i)] != rank - k + i)
+        return m.decline(absl::StrCat("rms_norm normalises trailing dims; the mean reduces dims ", shape_str(*d),
+                                      " of a rank-", rank, " input"));
+    if (k == 0) return m.decline("the mean reduces no dims");
+    // eps keeps its slot, as layer_norm's
+    replace_by(m, "rms_norm", {x}, {DimVector(shape.end() - k, shape.end()), false, plus_eps->attrs.s(0)});
+    for (const ScalarSlot& slot : plus_eps->slots)
+      if (slot.attr == 0) m.slots.push_back({2, slot.slot});
+    return m;
   }
 
   // 0.5 * x * (1 + f(...)) with f = erf (exact) or tanh, in any of the orders

@@ -8,6 +8,8 @@
 //   xc / sqrt(v + eps) or xc * rsqrt(v + eps), with v = (xc * xc).mean(D, true)
 //   (or xc.square(), xc.pow(2)) or x.var(D, 0, true); then * w, + b optional,
 //   D the trailing dims                                     -> layer_norm(x, shape of D, w, b, eps)
+//   x / sqrt(ms + eps) or x * rsqrt(ms + eps), ms = (x * x).mean(D, true)
+//   (or x.square(), x.pow(2)); then * w optional            -> rms_norm(x, shape of D, w, eps)
 //   0.5 * x * (1 + erf(x / sqrt(2)))   (or x * (1/sqrt(2)))  -> gelu(x)
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  -> gelu(x, "tanh")
 //   x * sigmoid(x)                                          -> silu(x)
@@ -26,7 +28,7 @@
 //   softmax(x) in exact arithmetic (the shift cancels); the rule requires
 //   today's alpha to be -1, so this trace's results are unchanged, and a
 //   replay with another alpha gets softmax where the chain might overflow.
-//   layer_norm's eps needs no value: a slotted eps stays a run-time argument
+//   layer_norm's and rms_norm's eps need no value: a slotted eps stays a run-time argument
 //   of the new node (its slot is kept).
 // - every value inside a pattern must be used only inside it (not elsewhere,
 //   not a trace output): keeping one alive would keep most of the chain's work
@@ -46,7 +48,7 @@ namespace nnvm::trace {
 
 struct RecogniseDecision {
   size_t node = 0;      // the pattern's last node, in the trace as it was before the pass
-  std::string pattern;  // "softmax", "log_softmax", "layer_norm", "gelu", "gelu_tanh", "silu"
+  std::string pattern;  // "softmax", "log_softmax", "layer_norm", "gelu", "gelu_tanh", "silu", "rms_norm"
   bool applied = false;
   std::string reason;   // why not, when not applied
 };

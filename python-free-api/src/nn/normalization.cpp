@@ -1,4 +1,4 @@
-// BatchNorm2d, LayerNorm, GroupNorm: affine parameters start at weight 1, bias 0.
+// BatchNorm2d, LayerNorm, GroupNorm, RMSNorm: affine parameters start at weight 1, bias 0.
 #include "nnvm/nn/normalization.h"
 
 #include "nnvm/core/autograd.h"
@@ -87,5 +87,16 @@ void GroupNormImpl::reset_parameters() {
 Tensor GroupNormImpl::forward(const Tensor& x) {
   return group_norm(x, options.num_groups(), weight, bias, options.eps());
 }
+
+RMSNormImpl::RMSNormImpl(const RMSNormOptions& options) : Module("RMSNorm"), options(options) {
+  if (options.elementwise_affine()) weight = register_parameter("weight", nnvm::empty(options.normalized_shape()));
+  reset_parameters();
+}
+
+void RMSNormImpl::reset_parameters() {
+  if (options.elementwise_affine()) init::ones_(weight);
+}
+
+Tensor RMSNormImpl::forward(const Tensor& x) { return rms_norm(x, options.normalized_shape(), weight, options.eps()); }
 
 }  // namespace nnvm::nn

@@ -1,6 +1,7 @@
-// BatchNorm2d, LayerNorm, GroupNorm.
+// BatchNorm2d, LayerNorm, GroupNorm, RMSNorm.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "nnvm/nn/module.h"
@@ -70,5 +71,25 @@ class GroupNormImpl : public Module {
   Tensor weight, bias;
 };
 NNVM_MODULE(GroupNorm);
+
+// torch.nn.RMSNorm: eps unset means the machine epsilon of the input's dtype.
+struct RMSNormOptions {
+  RMSNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  NNVM_ARG(std::vector<int64_t>, normalized_shape);
+  NNVM_ARG(std::optional<double>, eps) = std::nullopt;
+  NNVM_ARG(bool, elementwise_affine) = true;
+};
+
+class RMSNormImpl : public Module {
+ public:
+  RMSNormImpl(std::vector<int64_t> normalized_shape) : RMSNormImpl(RMSNormOptions(std::move(normalized_shape))) {}
+  explicit RMSNormImpl(const RMSNormOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& x);
+
+  RMSNormOptions options;
+  Tensor weight;
+};
+NNVM_MODULE(RMSNorm);
 
 }  // namespace nnvm::nn

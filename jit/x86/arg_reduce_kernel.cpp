@@ -1,0 +1,235 @@
+#include "nnvm/jit/x86/arg_reduce_kernel.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstddef>
+
+namespace nnvm::jit::x86 {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+
+namespace {
+
+const Reg64 kCall = rdi, kX = rbx, kOut = rbp, kP = rsi, kJ = r13, kN = rcx, kRow = r14, kR = rdx;
+const Opmask kTail = k1, kHigh = k3, kA = k4, kB = k5;
+// Vector registers: per unrolled vector u the best values (u) and their
+// indices (4 + u); the current index, the loaded vector, temporaries; on AVX2
+// the tail mask.
+constexpr int kUnroll = 4;
+constexpr int kBest = 0, kIndex = 4, kAt = 8, kXv = 9, kT0 = 10, kT1 = 11, kT2 = 12, kT3 = 13, kMaskReg = 15;
+constexpr uint32_t kNone = 0x7fffffffu;  // an index no element has
+
+#define AT(field) int32_t(offsetof(ReduceCall, field))
+
+}  // namespace
+
+ArgReduceKernel::ArgReduceKernel(bool max, ReduceAxis axis, Isa isa) : Generator(isa), max_(max) {
+  preamble(0);
+  mov(rcx, qword[kCall + AT(tail)]);
+  and_(ecx, lanes() - 1);
+  emit_tail_mask(kTail, kMaskReg);
+  if (avx512()) kshiftrw(kHigh, kTail, 8);
+  if (axis == ReduceAxis::kRows) generate_rows();
+  else generate_columns();
+  postamble();
+  finalize();
+}
+
+void ArgReduceKernel::update(int u, const Xmm& x, const Xmm& at) {
+  const Xmm best = vreg(kBest + u), index = vreg(kIndex + u);
+  const int better = max_ ? _CMP_GT_OQ : _CMP_LT_OQ;
+  if (avx512()) {
+    vcmpps(k2, x, best, better);
+    vcmpps(kA, x, x, _CMP_UNORD_Q);
+    vcmpps(kB, best, best, _CMP_ORD_Q);
+    kandw(kA, kA, kB);
+    korw(k2, k2, kA);
+    vmovaps(best | k2, x);
+    vmovdqa32(index | k2, at);
+  } else {
+    const Ymm m(kT0), nan(kT1), ord(kT2);
+    vcmpps(m, Ymm(x.getIdx()), Ymm(best.getIdx()), better);
+    vcmpps(nan, Ymm(x.getIdx()), Ymm(x.getIdx()), _CMP_UNORD_Q);
+    vcmpps(ord, Ymm(best.getIdx()), Ymm(best.getIdx()), _CMP_ORD_Q);
+    vandps(nan, nan, ord);
+    vorps(m, m, nan);
+    vblendvps(Ymm(best.getIdx()), Ymm(best.getIdx()), Ymm(x.getIdx()), m);
+    vblendvps(Ymm(index.getIdx()), Ymm(index.getIdx()), Ymm(at.getIdx()), m);
+  }
+}
+
+// The best value over the lanes (a NaN when any lane holds one) in every lane
+// of kT0, then the smallest index among the lanes holding it.
+void ArgReduceKernel::horizontal_index() {
+  const Xmm best = vreg(kBest), index = vreg(kIndex), h = vreg(kT0), t = vreg(kT1), m = vreg(kT2);
+  vmovaps(h, best);
+  auto extremum = [&] {  // h = best of (h, t), NaN wins
+    const VMask nan = mask(m);
+    if (max_) vmaxps(h, t, h);
+    else vminps(h, t, h);
+    compare(nan, t, t, _CMP_UNORD_Q);
+    blend(nan, h, t);
+  };
+  auto butterfly = [&](const Xmm& v, auto op) {
+    if (avx512()) {
+      vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0x4E);
+      op();
+      vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0xB1);
+      op();
+    } else {
+      vperm2f128(Ymm(t.getIdx()), Ymm(v.getIdx()), Ymm(v.getIdx()), 0x01);
+      op();
+    }
+    vpermilps(t, v, 0x4E);
+    op();
+    vpermilps(t, v, 0xB1);
+    op();
+  };
+  butterfly(h, extremum);
+  // candidates: lanes equal to the best, or NaN (only when the best is NaN)
+  const Xmm cand = vreg(kXv);
+  if (avx512()) {
+    vcmpps(k2, best, h, _CMP_EQ_OQ);
+    vcmpps(kA, best, best, _CMP_UNORD_Q);
+    korw(k2, k2, kA);
+    vmovups(h, vconst_bits(kNone));
+    vmovdqa32(h | k2, index);
+  } else {
+    vcmpps(Ymm(cand.getIdx()), Ymm(best.getIdx()), Ymm(h.getIdx()), _CMP_EQ_OQ);
+    vcmpps(Ymm(m.getIdx()), Ymm(best.getIdx()), Ymm(best.getIdx()), _CMP_UNORD_Q);
+    vorps(Ymm(cand.getIdx()), Ymm(cand.getIdx()), Ymm(m.getIdx()));
+    vmovups(h, vconst_bits(kNone));
+    vblendvps(Ymm(h.getIdx()), Ymm(h.getIdx()), Ymm(index.getIdx()), Ymm(cand.getIdx()));
+  }
+  butterfly(h, [&] { vpminsd(h, h, t); });
+  vmovd(eax, Xbyak::Xmm(h.getIdx()));
+  xor_(edx, edx);
+  cmp(eax, kNone);
+  cmove(eax, edx);
+}
+
+void ArgReduceKernel::generate_rows() {
+  const Xmm x = vreg(kXv), at = vreg(kAt);
+  const float identity = max_ ? -INFINITY : INFINITY;
+  mov(kX, qword[kCall + AT(ptr)]);
+  mov(kOut, qword[kCall + AT(ptr) + 8]);
+  xor_(kRow, kRow);
+  Label row, vec, tail, done;
+  L(row);
+  vmovups(vreg(kBest), vconst(identity));
+  vmovups(vreg(kIndex), vconst_bits(kNone));
+  vmovups(at, vconst_iota());
+  xor_(kJ, kJ);
+  mov(kN, qword[kCall + AT(reduced)]);
+  L(vec);
+  cmp(kN, lanes());
+  jb(tail, T_NEAR);
+  vmovups(x, ptr[kX + kJ]);
+  update(0, x, at);
+  vpaddd(at, at, vconst_bits(uint32_t(lanes())));
+  add(kJ, lanes() * 4);
+  sub(kN, lanes());
+  jmp(vec, T_NEAR);
+  L(tail);
+  test(kN, kN);
+  jz(done, T_NEAR);
+  vmovups(x, vconst(identity));
+  if (avx512()) {
+    vmovups(x | kTail, ptr[kX + kJ]);
+  } else {
+    vmaskmovps(Ymm(kT0), Ymm(kMaskReg), ptr[kX + kJ]);
+    vblendvps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kT0), Ymm(kMaskReg));
+  }
+  update(0, x, at);
+  L(done);
+  horizontal_index();
+  mov(qword[kOut], rax);  // eax's write zeroed the upper half: a non-negative index
+  add(kX, qword[kCall + AT(row_stride)]);
+  add(kOut, qword[kCall + AT(row_stride) + 8]);
+  inc(kRow);
+  cmp(kRow, qword[kCall + AT(rows)]);
+  jb(row, T_NEAR);
+}
+
+void ArgReduceKernel::store_indices(int u, bool tail) {
+  const Xmm index = vreg(kIndex + u);
+  const int32_t at = u * lanes() * 8;
+  if (avx512()) {
+    const Zmm lo(kT0), hi(kT1);
+    vpmovsxdq(lo, Ymm(index.getIdx()));
+    vextracti64x4(Ymm(kT1), Zmm(index.getIdx()), 1);
+    vpmovsxdq(hi, Ymm(kT1));
+    if (!tail) {
+      vmovdqu64(ptr[kOut + kJ * 2 + at], lo);
+      vmovdqu64(ptr[kOut + kJ * 2 + at + 64], hi);
+    } else {
+      vmovdqu64(ptr[kOut + kJ * 2] | kTail, lo);
+      vmovdqu64(ptr[kOut + kJ * 2 + 64] | kHigh, hi);
+    }
+    return;
+  }
+  const Ymm lo(kT0), hi(kT1), mlo(kT2), mhi(kT3);
+  vpmovsxdq(lo, Xbyak::Xmm(index.getIdx()));
+  vextracti128(Xbyak::Xmm(kT1), Ymm(index.getIdx()), 1);
+  vpmovsxdq(hi, Xbyak::Xmm(kT1));
+  if (!tail) {
+    vmovdqu(ptr[kOut + kJ * 2 + at], lo);
+    vmovdqu(ptr[kOut + kJ * 2 + at + 32], hi);
+    return;
+  }
+  vpmovsxdq(mlo, Xbyak::Xmm(kMaskReg));
+  vextracti128(Xbyak::Xmm(kT3), Ymm(kMaskReg), 1);
+  vpmovsxdq(mhi, Xbyak::Xmm(kT3));
+  vpmaskmovq(ptr[kOut + kJ * 2], mlo, lo);
+  vpmaskmovq(ptr[kOut + kJ * 2 + 32], mhi, hi);
+}
+
+// Up to four vectors of the inner dim's outputs at a time, each lane over
+// every reduced index in order.
+void ArgReduceKernel::generate_columns() {
+  const Xmm x = vreg(kXv), at = vreg(kAt);
+  mov(kOut, qword[kCall + AT(ptr) + 8]);
+  auto chunk = [&](int vectors, bool tail) {
+    for (int u = 0; u < vectors; ++u) {
+      vmovups(vreg(kBest + u), vconst(max_ ? -INFINITY : INFINITY));
+      vmovups(vreg(kIndex + u), vconst_bits(kNone));
+    }
+    vpxor(Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()));  // zeroes the whole register
+    mov(kP, qword[kCall + AT(ptr)]);
+    mov(kR, qword[kCall + AT(reduced)]);
+    Label r;
+    L(r);
+    for (int u = 0; u < vectors; ++u) {
+      const Address src = ptr[kP + kJ + u * lanes() * 4];
+      if (!tail) vmovups(x, src);
+      else if (avx512()) vmovups(x | kTail | T_z, src);
+      else vmaskmovps(Ymm(x.getIdx()), Ymm(kMaskReg), src);
+      update(u, x, at);
+    }
+    vpaddd(at, at, vconst_bits(1));
+    add(kP, qword[kCall + AT(red_stride)]);
+    dec(kR);
+    jnz(r, T_NEAR);
+    const Xmm none = vreg(kT0);  // lanes that saw nothing better than the identity: index 0
+    for (int u = 0; u < vectors; ++u) {
+      const Xmm index = vreg(kIndex + u);
+      if (avx512()) {
+        vpcmpeqd(k2, index, vconst_bits(kNone));
+        vpxord(none, none, none);
+        vmovdqa32(index | k2, none);
+      } else {
+        vpcmpeqd(Ymm(none.getIdx()), Ymm(index.getIdx()), vconst_bits(kNone));
+        vpandn(Ymm(index.getIdx()), Ymm(none.getIdx()), Ymm(index.getIdx()));
+      }
+      store_indices(u, tail);
+    }
+  };
+  mov(kN, qword[kCall + AT(inner)]);
+  float_loop(kJ, kN, kUnroll, chunk);
+}
+
+#undef AT
+
+}  // namespace nnvm::jit::x86

@@ -1,0 +1,111 @@
+// CPU kernels of rms_norm and rms_norm_backward (core/ops/rms_norm.cpp).
+//
+// Rows are the leading indices, each normalised over its trailing
+// normalized_shape elements; a row is reduced by one thread in order, and the
+// weight's gradient adds fixed blocks of rows in block order (as
+// layer_norm_backward), so results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "nnvm/core/op.h"
+#include "nnvm/kernels/cpu/floating.h"
+#include "nnvm/kernels/cpu/loops.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
+
+// 1 / sqrt(mean(x^2) + eps) of one row.
+template <class T, class S> T row_rstd(const S* x, int64_t cols, T eps) {
+  T squares = 0;
+  for (int64_t j = 0; j < cols; ++j) {
+    const T v = convert<T>(x[j]);
+    squares += v * v;
+  }
+  return T(1) / std::sqrt(squares / T(cols) + eps);
+}
+
+// attrs: normalized_shape, has_weight, eps
+void rms_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor x = in[0].contiguous();
+  const int64_t cols = numel_of(a.ints(0));
+  if (x.numel() == 0) return;
+  const int64_t rows = x.numel() / cols;
+  dispatch_floating(x.dtype(), "rms_norm", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const Tensor weight = a.b(1) ? contiguous_as<T>(in[1]) : Tensor();
+    const T* w = a.b(1) ? weight.data_ptr<T>() : nullptr;
+    const T eps = T(a.d(2));
+    const S* px = x.data_ptr<S>();
+    S* py = out[0].data_ptr<S>();
+    parallel_for(0, rows, row_grain(cols), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const S* xr = px + r * cols;
+        S* yr = py + r * cols;
+        const T rstd = row_rstd<T>(xr, cols, eps);
+        for (int64_t j = 0; j < cols; ++j) yr[j] = convert<S>(w ? convert<T>(xr[j]) * rstd * w[j] : convert<T>(xr[j]) * rstd);
+      }
+    });
+  });
+}
+
+// inputs: g, x, [weight]; attrs: rms_norm's. outputs: dx, [dweight]
+//   dx = rstd * (dxhat - xhat * mean(dxhat * xhat)), dxhat = g * weight, xhat = x * rstd.
+void rms_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor g = in[0].contiguous(), x = in[1].contiguous();
+  const bool has_weight = a.b(1);
+  const int64_t cols = numel_of(a.ints(0));
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  const int64_t block = row_grain(cols), blocks = (rows + block - 1) / block;
+  dispatch_floating(x.dtype(), "rms_norm_backward", [&](auto s) {
+    using S = decltype(s);
+    using T = compute_t<S>;
+    const Tensor weight = has_weight ? contiguous_as<T>(in[2]) : Tensor();
+    const T* w = has_weight ? weight.data_ptr<T>() : nullptr;
+    const T eps = T(a.d(2));
+    const S *px = x.data_ptr<S>(), *pg = g.data_ptr<S>();
+    S* pdx = out[0].data_ptr<S>();
+    std::vector<T> partial(has_weight ? size_t(blocks * cols) : 0, T(0));  // per block: sum of g * xhat
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        T* dw = has_weight ? partial.data() + b * cols : nullptr;
+        for (int64_t r = b * block, e = std::min(rows, r + block); r < e; ++r) {
+          const S *xr = px + r * cols, *gr = pg + r * cols;
+          const T rstd = row_rstd<T>(xr, cols, eps);
+          T dot = 0;  // sum of dxhat * xhat
+          for (int64_t j = 0; j < cols; ++j) {
+            const T gj = convert<T>(gr[j]), xhat = convert<T>(xr[j]) * rstd;
+            dot += (w ? gj * w[j] : gj) * xhat;
+            if (dw) dw[j] += gj * xhat;
+          }
+          const T mean_dot = dot / T(cols);
+          S* dxr = pdx + r * cols;
+          for (int64_t j = 0; j < cols; ++j) {
+            const T gj = convert<T>(gr[j]), xhat = convert<T>(xr[j]) * rstd;
+            dxr[j] = convert<S>(rstd * ((w ? gj * w[j] : gj) - xhat * mean_dot));
+          }
+        }
+      }
+    });
+    if (!has_weight) return;
+    std::vector<T> dweight(static_cast<size_t>(cols), T(0));
+    parallel_for(0, cols, std::max<int64_t>(1, kGrain / std::max<int64_t>(blocks, 1)), [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t b = 0; b < blocks; ++b) dweight[size_t(j)] += partial[size_t(b * cols + j)];
+    });
+    scatter<T>(dweight.data(), data_bytes(out[1]), int64_t(out[1].element_size()), cols, out[1].dtype());
+  });
+}
+
+}  // namespace
+
+NNVM_REGISTER(cpu_rms_norm_kernels) {
+  register_kernel("rms_norm", kCPU, rms_norm_kernel);
+  register_kernel("rms_norm_backward", kCPU, rms_norm_backward_kernel);
+}
+
+}  // namespace nnvm::cpu

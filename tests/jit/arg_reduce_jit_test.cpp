@@ -1,0 +1,163 @@
+// argmax and argmin through the x86 arg-reduction kernel (FusedPlan) on every
+// ISA this CPU has, equal to the reference kernel's indices: along the
+// innermost dim, outer dims and all dims, keepdim or not, empty, single, odd
+// and long extents, ties (the first index), NaN (the first NaN), infinities,
+// signed zeros, rows of -inf; strided rows and the layouts that fall back;
+// rows ending against a guard page; the API in traced mode equal to eager.
+#include <cmath>
+
+#include "nnvm/jit/reduce_jit.h"
+#include "nnvm/trace/executor.h"
+#include "nnvm/trace/interpreter.h"
+#include "guard_page.h"
+#include "isa_scope.h"
+#include "reference.h"
+
+namespace nnvm::jit {
+namespace {
+
+using trace::Trace;
+
+Trace arg_of(const char* name, const Tensor& x, DimVector dims, bool keepdim) {
+  Trace t;
+  t.mark_output(t.add_node1(find_op(name), {t.add_input(x)}, {dims, keepdim}));
+  return t;
+}
+
+std::vector<int64_t> indices(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+// Runs `t`'s plan under `isa` against the interpreter; `jit`: whether the
+// kernel must have run (false: it must have fallen back with a reason).
+void expect_matches(const Trace& t, const Tensor& x, Isa isa, bool jit = true) {
+  SCOPED_TRACE(isa_name(isa));
+  IsaGuard guard(isa);
+  EagerGuard eager;
+  const trace::FusedPlan plan(t);
+  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
+  const ReduceJit* reduce = plan.program(0).reduce();
+  ASSERT_NE(reduce, nullptr) << plan.to_string();
+  const std::vector<Tensor> expected = trace::interpret(t, {x}, {});
+  const int64_t runs = reduce_runs();
+  const std::vector<Tensor> actual = plan.run({x}, {});
+  if (jit) {
+    EXPECT_EQ(reduce->declined(), "");
+    EXPECT_EQ(reduce->last_fallback(), "");
+    EXPECT_EQ(reduce_runs(), runs + 1) << "the arg kernel did not run";
+  } else {
+    EXPECT_EQ(reduce_runs(), runs) << "the arg kernel ran";
+    EXPECT_TRUE(!reduce->declined().empty() || !reduce->last_fallback().empty()) << "a fallback without a reason";
+  }
+  ASSERT_EQ(actual.size(), 1u);
+  EXPECT_EQ(shape_str(actual[0].sizes()), shape_str(expected[0].sizes()));
+  EXPECT_EQ(indices(actual[0]), indices(expected[0]));
+}
+
+struct Case {
+  DimVector shape, dims;
+};
+
+// Values in a few levels: many ties.
+Tensor tied(IntArrayRef shape, uint64_t seed) { return testing::random(shape, kFloat32, seed, -3, 3).round(); }
+
+TEST(ArgReduceJit, EqualsTheReference) {
+  const Case cases[] = {
+      {{1}, {0}},        {{7}, {0}},        {{17}, {}},          {{1000}, {0}},     {{1025}, {0}},
+      {{3, 7}, {1}},     {{5, 17}, {0}},    {{4, 1025}, {0}},    {{64, 4096}, {1}}, {{300, 33}, {0}},
+      {{2, 3, 33}, {1}}, {{2, 3, 33}, {2}}, {{6, 5, 9}, {1, 2}}, {{40000}, {0}},    {{3, 20000}, {1}},
+      {{600, 3}, {0}},   {{9, 1, 1}, {1}},  {{6, 5, 9}, {}},     {{2, 300, 41}, {1}}, {{0, 4}, {1}},
+      {{2, 0, 5}, {2}},
+  };
+  for (Isa isa : jit_isas())
+    for (const Case& c : cases)
+      for (const char* name : {"argmax", "argmin"})
+        for (bool keepdim : {false, true})
+          for (bool ties : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << name << shape_str(c.shape) << " dims " << shape_str(c.dims)
+                                              << " keepdim " << keepdim << " ties " << ties);
+            int64_t extent = 1;
+            for (size_t d = 0; d < c.shape.size(); ++d)
+              if (c.dims.empty() || std::find(c.dims.begin(), c.dims.end(), int64_t(d)) != c.dims.end())
+                extent *= c.shape[d];
+            const Tensor x = ties ? tied(c.shape, 1) : testing::random(c.shape, kFloat32, 1);
+            const DimVector dims = c.dims.size() > 1 ? DimVector{} : c.dims;  // one dim, or all
+            const bool all = dims.empty();
+            expect_matches(arg_of(name, x, dims, keepdim && !all), x, isa,
+                           (extent > 1 || all) && numel_of(c.shape) > 0);
+          }
+}
+
+TEST(ArgReduceJit, NanInfinitiesAndSignedZeros) {
+  Tensor x = testing::random({8, 40}, kFloat32, 3);
+  float* p = x.data_ptr<float>();
+  p[0 * 40 + 17] = NAN;                                    // row 0: one NaN
+  p[1 * 40 + 31] = NAN;                                    // row 1: two NaN, the first wins
+  p[1 * 40 + 5] = NAN;
+  p[2 * 40 + 39] = INFINITY;                               // row 2: +inf last
+  p[2 * 40 + 1] = -INFINITY;
+  for (int j = 0; j < 40; ++j) p[3 * 40 + j] = -INFINITY;  // row 3: all -inf
+  for (int j = 0; j < 40; ++j) p[4 * 40 + j] = INFINITY;   // row 4: all +inf
+  for (int j = 0; j < 40; ++j) p[5 * 40 + j] = j % 2 ? 0.0f : -0.0f;  // row 5: signed zeros tie
+  p[6 * 40 + 0] = NAN;                                     // row 6: NaN first, then +inf
+  p[6 * 40 + 20] = INFINITY;
+  p[7 * 40 + 39] = NAN;                                    // row 7: NaN in the tail
+  for (Isa isa : jit_isas())
+    for (const char* name : {"argmax", "argmin"})
+      for (int64_t dim : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << name << " dim " << dim);
+        expect_matches(arg_of(name, x, {dim}, false), x, isa);
+      }
+}
+
+TEST(ArgReduceJit, StridedRowsRunAndOtherLayoutsFallBack) {
+  const Tensor rows = tied({12, 40}, 6).narrow(1, 3, 29);
+  const Tensor transposed = testing::random({29, 12}, kFloat32, 7).t();
+  const Tensor down = testing::random({1, 12}, kFloat32, 8).expand({50, 12});    // every index of dim 0 ties
+  const Tensor across = testing::random({12, 1}, kFloat32, 8).expand({12, 50});  // a broadcast row
+  for (Isa isa : jit_isas()) {
+    expect_matches(arg_of("argmax", rows, {1}, false), rows, isa);
+    expect_matches(arg_of("argmin", rows, {0}, true), rows, isa);
+    expect_matches(arg_of("argmax", transposed, {0}, false), transposed, isa, false);
+    expect_matches(arg_of("argmax", transposed, {1}, false), transposed, isa, false);
+    expect_matches(arg_of("argmax", down, {0}, false), down, isa);
+    expect_matches(arg_of("argmax", across, {1}, false), across, isa, false);
+    const Tensor x64 = testing::random({4, 9}, kFloat64, 9);
+    expect_matches(arg_of("argmax", x64, {1}, false), x64, isa, false);
+  }
+  expect_matches(arg_of("argmax", rows, {1}, false), rows, Isa::kPortable, false);
+}
+
+TEST(ArgReduceJit, ReadsAndWritesNothingPastTheData) {
+  for (const Case& c : {Case{{3, 17}, {1}}, Case{{5, 7}, {0}}, Case{{1025}, {0}}, Case{{9, 33}, {0}}}) {
+    const testing::GuardedTensor x(testing::random(c.shape, kFloat32, 12));
+    for (Isa isa : jit_isas())
+      for (const char* name : {"argmax", "argmin"}) expect_matches(arg_of(name, x.tensor(), c.dims, false), x.tensor(), isa);
+  }
+}
+
+TEST(ArgReduceJit, TracedApiEqualsEager) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  for (Isa isa : jit_isas()) {
+    IsaGuard guard(isa);
+    const int64_t runs = reduce_runs();
+    for (int64_t batch : {8, 16, 8})
+      for (int k = 0; k < 3; ++k) {
+        const Tensor x = tied({batch, 96}, uint64_t(batch + k));
+        std::vector<Tensor> expected;
+        {
+          EagerGuard eager;
+          expected = {x.argmax(1), x.argmin(0, true), x.argmax()};
+        }
+        EXPECT_EQ(indices(x.argmax(1)), indices(expected[0]));
+        EXPECT_EQ(indices(x.argmin(0, true)), indices(expected[1]));
+        EXPECT_EQ(indices(x.argmax()), indices(expected[2]));
+      }
+    EXPECT_GT(reduce_runs(), runs);
+  }
+}
+
+}  // namespace
+}  // namespace nnvm::jit
