@@ -19,20 +19,20 @@ void round_nearest(Generator& g, const Xmm& dst, const Xmm& src) {
   else g.vroundps(dst, src, 0);
 }
 
-// e^r 2^n for |r| <= ln2 / 2 in v and n (rounded, as float) in scratch[0]:
-// the polynomial and the two-factor scaling of emit_exp.
-void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
-  const Xmm &n = scratch[0], &y = scratch[1];
-  g.vmovups(y, g.vconst(1.9875691500e-4f));         // y = P(r), Horner
+// y = P(r) for r in v (Horner): Cephes' e^r = 1 + r + r^2 P(r).
+void exp_polynomial(Generator& g, const Xmm& y, const Xmm& v) {
+  g.vmovups(y, g.vconst(1.9875691500e-4f));
   g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
   g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
   g.vfmadd213ps(y, v, g.vconst(4.1665795894e-2f));
   g.vfmadd213ps(y, v, g.vconst(1.6666665459e-1f));
   g.vfmadd213ps(y, v, g.vconst(5.0000001201e-1f));
-  g.vmulps(y, y, v);                                // y = P(r) r^2 + r + 1
-  g.vfmadd213ps(y, v, v);
-  g.vaddps(y, y, g.vconst(1.0f));
-  g.vcvtps2dq(n, n);                                // 2^n = 2^a 2^b, a = n >> 1, b = n - a
+}
+
+// v = y 2^n for n (rounded, as float), applied as 2^a 2^b with a = n >> 1,
+// b = n - a, so each factor is a normal float for n in [-150, 128]; clobbers n.
+void scale_by_pow2(Generator& g, const Xmm& v, const Xmm& y, const Xmm& n) {
+  g.vcvtps2dq(n, n);
   g.vpsrad(v, n, 1);
   g.vpsubd(n, n, v);
   g.vpaddd(v, v, g.vconst_bits(127));
@@ -41,6 +41,17 @@ void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vpaddd(n, n, g.vconst_bits(127));
   g.vpslld(n, n, 23);
   g.vmulps(v, y, n);
+}
+
+// e^r 2^n for |r| <= ln2 / 2 in v and n (rounded, as float) in scratch[0]:
+// the polynomial and the two-factor scaling of emit_exp.
+void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &n = scratch[0], &y = scratch[1];
+  exp_polynomial(g, y, v);
+  g.vmulps(y, y, v);                                // y = P(r) r^2 + r + 1
+  g.vfmadd213ps(y, v, v);
+  g.vaddps(y, y, g.vconst(1.0f));
+  scale_by_pow2(g, v, y, n);
 }
 }  // namespace
 
@@ -189,24 +200,11 @@ void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vsubps(n, n, g.vconst(12582912.0f));
   g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
   g.vfmadd231ps(v, n, g.vconst(2.12194440e-4f));
-  g.vmovups(y, g.vconst(1.9875691500e-4f));
-  g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
-  g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
-  g.vfmadd213ps(y, v, g.vconst(4.1665795894e-2f));
-  g.vfmadd213ps(y, v, g.vconst(1.6666665459e-1f));
-  g.vfmadd213ps(y, v, g.vconst(5.0000001201e-1f));
-  g.vmulps(t, v, v);
+  exp_polynomial(g, y, v);
+  g.vmulps(t, v, v);  // y = P(r) (r * r) + r + 1, the reference's rounding
   g.vfmadd213ps(y, t, v);
   g.vaddps(y, y, g.vconst(1.0f));
-  g.vcvtps2dq(n, n);
-  g.vpsrad(v, n, 1);
-  g.vpsubd(n, n, v);
-  g.vpaddd(v, v, g.vconst_bits(127));
-  g.vpslld(v, v, 23);
-  g.vmulps(y, y, v);
-  g.vpaddd(n, n, g.vconst_bits(127));
-  g.vpslld(n, n, 23);
-  g.vmulps(v, y, n);
+  scale_by_pow2(g, v, y, n);
   const VMask m = g.mask(t);
   g.compare(m, x, g.vconst(-87.3365448f), _CMP_LT_OQ);
   g.blend(m, v, g.vconst(0.0f));
