@@ -19,6 +19,24 @@ void round_nearest(Generator& g, const Xmm& dst, const Xmm& src) {
   else g.vroundps(dst, src, 0);
 }
 
+// v = min(max(v, lo), hi), a NaN kept: the bound is the first operand of
+// min/max, which return the second when either is NaN. Clobbers t.
+void clamp(Generator& g, const Xmm& v, float lo, float hi, const Xmm& t) {
+  g.vmovups(t, g.vconst(hi));
+  g.vminps(v, t, v);
+  g.vmovups(t, g.vconst(lo));
+  g.vmaxps(v, t, v);
+}
+
+// x = n ln2 + r: n = round(x / ln2) as a float, r = x - n C1 - n C2 in v,
+// with ln2 = C1 + C2 split so that n C1 is exact.
+void reduce_ln2(Generator& g, const Xmm& v, const Xmm& n) {
+  g.vmulps(n, v, g.vconst(1.44269504088896341f));
+  round_nearest(g, n, n);
+  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
+  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));
+}
+
 // y = P(r) for r in v (Horner): Cephes' e^r = 1 + r + r^2 P(r).
 void exp_polynomial(Generator& g, const Xmm& y, const Xmm& v) {
   g.vmovups(y, g.vconst(1.9875691500e-4f));
@@ -65,14 +83,8 @@ void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
 // denormals to 0 with one rounding.
 void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm& n = scratch[0];
-  g.vmovups(n, g.vconst(89.0f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-104.0f));
-  g.vmaxps(v, n, v);
-  g.vmulps(n, v, g.vconst(1.44269504088896341f));  // n = round(x / ln2)
-  round_nearest(g, n, n);
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));     // r = x - n C1
-  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));  //   - n C2
+  clamp(g, v, -104.0f, 89.0f, n);
+  reduce_ln2(g, v, n);
   exp_tail(g, v, scratch);
 }
 
@@ -80,10 +92,7 @@ void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
 // ln2 in two floats; x clamped to [-150, 129] as emit_exp's range.
 void emit_exp2(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &y = scratch[1];
-  g.vmovups(n, g.vconst(129.0f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-150.0f));
-  g.vmaxps(v, n, v);
+  clamp(g, v, -150.0f, 129.0f, n);
   round_nearest(g, n, v);
   g.vsubps(v, v, n);
   g.vmulps(y, v, g.vconst(-1.9046542e-09f));       // the low part of ln2
@@ -191,10 +200,7 @@ void emit_sigmoid(Generator& g, const Xmm& v, const Xmm* scratch) {
 void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &y = scratch[1], &x = scratch[2], &t = scratch[3];
   g.vmovaps(x, v);
-  g.vmovups(n, g.vconst(88.7228394f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-87.3365448f));
-  g.vmaxps(v, n, v);
+  clamp(g, v, -87.3365448f, 88.7228394f, n);
   g.vmovups(n, g.vconst(12582912.0f));
   g.vfmadd231ps(n, v, g.vconst(1.44269504088896341f));
   g.vsubps(n, n, g.vconst(12582912.0f));
@@ -255,14 +261,8 @@ void emit_erf(Generator& g, const Xmm& v, const Xmm* scratch) {
 // P a degree-5 Chebyshev fit on |r| <= ln2 / 2.
 void emit_expm1(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &e = scratch[1];
-  g.vmovups(n, g.vconst(88.73f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-87.0f));
-  g.vmaxps(v, n, v);
-  g.vmulps(n, v, g.vconst(1.44269504088896341f));
-  round_nearest(g, n, n);
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
-  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));
+  clamp(g, v, -87.0f, 88.73f, n);
+  reduce_ln2(g, v, n);
   g.vmovups(e, g.vconst(1.989098091e-04f));
   for (float c : {1.393364160e-03f, 8.333310485e-03f, 4.166646674e-02f, 1.666666716e-01f, 0.5f})
     g.vfmadd213ps(e, v, g.vconst(c));

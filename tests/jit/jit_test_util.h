@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/jit/rowwise_jit.h"
+#include "nnvm/jit/x86/pointwise_kernel.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "isa_scope.h"
@@ -66,6 +68,16 @@ void expect_plan_matches(const trace::Trace& t, const std::vector<Tensor>& input
   }
   ASSERT_EQ(actual.size(), expected.size());
   compare(actual, expected);
+}
+
+// Every variant of `jit` that ran ("<isa>-<accesses>[-nt]") is machine code:
+// the kernel declines none of them.
+inline void expect_variants_compiled(const PointwiseJit& jit, Isa isa) {
+  for (const std::string& v : jit.variant_names()) {
+    const size_t dash = v.find('-');
+    EXPECT_EQ(x86::PointwiseKernel::declines(jit.ir(), v.substr(dash + 1, v.find('-', dash + 1) - dash - 1), isa), "")
+        << v;
+  }
 }
 
 // A compare for expect_plan_matches: every output close to the interpreter's.
