@@ -157,34 +157,38 @@ class Builder {
 };
 
 // One node's primitives: its input expressions in, its result out.
-using LowerFn = std::function<int32_t(Builder&, const trace::Node&, int32_t step, absl::Span<const int32_t> in)>;
+using Inputs = absl::Span<const int32_t>;
+using LowerFn = std::function<int32_t(Builder&, const trace::Node&, int32_t step, Inputs in)>;
 
 const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
   static const auto* table = [] {
     auto* m = new absl::flat_hash_map<std::string, LowerFn>();
     auto unary = [m](const char* name, Prim p) {
-      (*m)[name] = [p](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-        return b.op(p, in[0]);
-      };
+      (*m)[name] = [p](Builder& b, const trace::Node&, int32_t, Inputs in) { return b.op(p, in[0]); };
     };
-    auto binary = [m](const char* name, Prim p) {
-      (*m)[name] = [p](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-        return b.op(p, in[0], in[1]);
-      };
-      (*m)[absl::StrCat(name, ".Scalar")] = [p](Builder& b, const trace::Node& n, int32_t step,
-                                                absl::Span<const int32_t> in) {
+    // p(x, the node's first Scalar attribute)
+    auto with_scalar = [m](const std::string& name, Prim p) {
+      (*m)[name] = [p](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
         return b.op(p, in[0], b.scalar(n, step, 0));
       };
+    };
+    auto binary = [m, with_scalar](const char* name, Prim p) {
+      (*m)[name] = [p](Builder& b, const trace::Node&, int32_t, Inputs in) { return b.op(p, in[0], in[1]); };
+      with_scalar(absl::StrCat(name, ".Scalar"), p);
+    };
+    // A lowering that reads only the node's inputs.
+    auto inputs_only = [m](const char* name, int32_t (*lower)(Builder&, Inputs)) {
+      (*m)[name] = [lower](Builder& b, const trace::Node&, int32_t, Inputs in) { return lower(b, in); };
     };
     binary("mul", Prim::kMul);
     binary("div", Prim::kDiv);
     binary("maximum", Prim::kMax);
     binary("minimum", Prim::kMin);
     // add(x, y; alpha) = x + alpha * y; add.Scalar(x; other, alpha) = x + other * alpha
-    (*m)["add"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["add"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       return b.op(Prim::kAdd, in[0], b.op(Prim::kMul, b.scalar(n, step, 0), in[1]));
     };
-    (*m)["add.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["add.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       return b.op(Prim::kAdd, in[0], b.op(Prim::kMul, b.scalar(n, step, 0), b.scalar(n, step, 1)));
     };
     unary("neg", Prim::kNeg);
@@ -196,25 +200,21 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     unary("log", Prim::kLog);
     unary("tanh", Prim::kTanh);
     unary("sigmoid", Prim::kSigmoid);
-    (*m)["square"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-      return b.op(Prim::kMul, in[0], in[0]);
-    };
-    (*m)["rsqrt"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    inputs_only("square", [](Builder& b, Inputs in) { return b.op(Prim::kMul, in[0], in[0]); });
+    inputs_only("rsqrt", [](Builder& b, Inputs in) {
       return b.op(Prim::kDiv, b.constant(1), b.op(Prim::kSqrt, in[0]));
-    };
-    (*m)["silu"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-      return b.op(Prim::kMul, in[0], b.op(Prim::kSigmoid, in[0]));
-    };
+    });
+    inputs_only("silu", [](Builder& b, Inputs in) { return b.op(Prim::kMul, in[0], b.op(Prim::kSigmoid, in[0])); });
     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the reference's order of operations
-    (*m)["gelu_tanh"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    inputs_only("gelu_tanh", [](Builder& b, Inputs in) {
       const int32_t x = in[0];
       const int32_t cube = b.op(Prim::kMul, b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.044715f), x), x), x);
       const int32_t inner = b.op(Prim::kMul, b.constant(0.79788456080286535588f), b.op(Prim::kAdd, x, cube));
       const int32_t half_x = b.op(Prim::kMul, b.constant(0.5f), x);
       return b.op(Prim::kMul, half_x, b.op(Prim::kAdd, b.constant(1), b.op(Prim::kTanh, inner)));
-    };
+    });
     // clamp(x; has_min, min, has_max, max)
-    (*m)["clamp"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["clamp"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       int32_t x = in[0];
       if (n.attrs.b(0)) x = b.op(Prim::kClampMin, x, b.scalar(n, step, 1));
       if (n.attrs.b(2)) x = b.op(Prim::kClampMax, x, b.scalar(n, step, 3));
@@ -222,7 +222,7 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     };
     // copy(x; dtype): a float dtype keeps the value (a 16-bit one rounds on
     // store only), bool is x != 0, an integer truncates and wraps
-    (*m)["copy"] = [](Builder& b, const trace::Node& n, int32_t, absl::Span<const int32_t> in) {
+    (*m)["copy"] = [](Builder& b, const trace::Node& n, int32_t, Inputs in) {
       const DType to = b.dtype(n.outputs[0]);
       if (is_floating(to)) return in[0];
       if (to == kBool) return b.nonzero(in[0]);
@@ -234,32 +234,26 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     binary("le", Prim::kLe);
     binary("gt", Prim::kGt);
     binary("ge", Prim::kGe);
-    (*m)["logical_not"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-      return b.op(Prim::kEq, in[0], b.constant(0));
-    };
-    (*m)["logical_and"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    inputs_only("logical_not", [](Builder& b, Inputs in) { return b.op(Prim::kEq, in[0], b.constant(0)); });
+    inputs_only("logical_and", [](Builder& b, Inputs in) {
       return b.op(Prim::kMul, b.nonzero(in[0]), b.nonzero(in[1]));
-    };
-    (*m)["logical_or"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    });
+    inputs_only("logical_or", [](Builder& b, Inputs in) {
       return b.op(Prim::kMax, b.nonzero(in[0]), b.nonzero(in[1]));
-    };
-    (*m)["logical_xor"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    });
+    inputs_only("logical_xor", [](Builder& b, Inputs in) {
       return b.op(Prim::kNe, b.nonzero(in[0]), b.nonzero(in[1]));
-    };
-    (*m)["isnan"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-      return b.op(Prim::kNe, in[0], in[0]);
-    };
-    (*m)["isinf"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    });
+    inputs_only("isnan", [](Builder& b, Inputs in) { return b.op(Prim::kNe, in[0], in[0]); });
+    inputs_only("isinf", [](Builder& b, Inputs in) {
       return b.op(Prim::kEq, b.op(Prim::kAbs, in[0]), b.constant(INFINITY));
-    };
-    (*m)["isfinite"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    });
+    inputs_only("isfinite", [](Builder& b, Inputs in) {
       return b.op(Prim::kLt, b.op(Prim::kAbs, in[0]), b.constant(INFINITY));
-    };
-    (*m)["where"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
-      return b.op(Prim::kSelect, in[0], in[1], in[2]);
-    };
+    });
+    inputs_only("where", [](Builder& b, Inputs in) { return b.op(Prim::kSelect, in[0], in[1], in[2]); });
     // masked_fill(x, mask; value): the value is read as x's dtype (bool: value != 0)
-    (*m)["masked_fill"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["masked_fill"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       int32_t value = b.scalar(n, step, 0);
       if (b.dtype(n.inputs[0]) == kBool) value = b.nonzero(value);
       return b.op(Prim::kSelect, in[1], value, in[0]);
@@ -268,18 +262,18 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     unary("expm1", Prim::kExpm1);
     unary("log1p", Prim::kLog1p);
     // 0.5 x (1 + erf(x / sqrt(2))), in the reference's order of operations
-    (*m)["gelu"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    inputs_only("gelu", [](Builder& b, Inputs in) {
       const int32_t x = in[0];
       const int32_t erf = b.op(Prim::kErf, b.op(Prim::kMul, x, b.constant(0.70710678118654752440f)));
       return b.op(Prim::kMul, b.op(Prim::kMul, b.constant(0.5f), x), b.op(Prim::kAdd, b.constant(1), erf));
-    };
+    });
     // pow(x, y) and base ** x in general; x ** y for a compile-time exponent
     // of 0, ±1, ±2 or 3 as products, within an ulp or so of std::pow (x ** -2
     // as (1 / x)^2: it overflows where the result does). Not for a pinned
     // run-time one: the group key, which finds a compiled kernel, leaves its
     // value out.
     binary("pow", Prim::kPow);
-    (*m)["pow.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["pow.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       const int32_t x = in[0];
       if (std::none_of(n.slots.begin(), n.slots.end(), [](const trace::ScalarSlot& s) { return s.attr == 0; })) {
         const float y = float(n.attrs.d(0));
@@ -292,7 +286,7 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
       }
       return b.op(Prim::kPow, x, b.scalar(n, step, 0));
     };
-    (*m)["pow.ScalarBase"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["pow.ScalarBase"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       return b.op(Prim::kPow, b.scalar(n, step, 0), in[0]);
     };
     unary("exp2", Prim::kExp2);
@@ -302,17 +296,13 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     unary("ceil", Prim::kCeil);
     unary("trunc", Prim::kTrunc);
     // log2 x = log x * log2(e): two roundings past log's
-    (*m)["log2"] = [](Builder& b, const trace::Node&, int32_t, absl::Span<const int32_t> in) {
+    inputs_only("log2", [](Builder& b, Inputs in) {
       return b.op(Prim::kMul, b.op(Prim::kLog, in[0]), b.constant(1.44269504088896340736f));
-    };
-    (*m)["elu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
-      return b.op(Prim::kElu, in[0], b.scalar(n, step, 0));
-    };
-    (*m)["leaky_relu"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
-      return b.op(Prim::kLeakyRelu, in[0], b.scalar(n, step, 0));
-    };
+    });
+    with_scalar("elu", Prim::kElu);
+    with_scalar("leaky_relu", Prim::kLeakyRelu);
     // softplus(x; beta, threshold)
-    (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, absl::Span<const int32_t> in) {
+    (*m)["softplus"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
       return b.op(Prim::kSoftplus, in[0], b.scalar(n, step, 0), b.scalar(n, step, 1));
     };
     return m;

@@ -15,27 +15,13 @@ namespace nnvm {
 
 namespace {
 
-// A weight, bias or running statistic: floating, of exactly `expected` shape.
-void check_param(const Tensor& p, IntArrayRef expected, std::string_view op, std::string_view what,
-                 const Tensor& x) {
-  check_floating(p, op, what);
-  NNVM_CHECK(p.sizes() == expected, op, what, " of shape ", shape_str(p.sizes()), " does not fit input of shape ",
-             shape_str(x.sizes()), " (expected shape ", shape_str(expected), ")");
-}
-
 // attrs: normalized_shape, has_weight, has_bias, eps
 OutputSpecs infer_layer_norm(absl::Span<const Tensor> in, const Attrs& a) {
   const Tensor& x = in[0];
   const IntArrayRef norm = a.ints(0);
   const bool has_weight = a.b(1), has_bias = a.b(2);
   check_input_count(in, 1 + has_weight + has_bias, "layer_norm");
-  check_floating(x, "layer_norm", "input");
-  NNVM_CHECK(!norm.empty(), "layer_norm", "normalized_shape must have at least one dim (input of shape ",
-             shape_str(x.sizes()), ")");
-  const int64_t lead = x.dim() - int64_t(norm.size());
-  NNVM_CHECK(lead >= 0 && x.sizes().subspan(size_t(lead)) == norm, "layer_norm", "normalized_shape ",
-             shape_str(norm), " does not match the trailing dims of input of shape ", shape_str(x.sizes()),
-             " (expected input of shape [*, ", shape_str(norm).substr(1), ")");
+  check_normalized_shape(x, norm, "layer_norm");
   if (has_weight) check_param(in[1], norm, "layer_norm", "weight", x);
   if (has_bias) check_param(in[1 + has_weight], norm, "layer_norm", "bias", x);
   return {{dims(x.sizes()), x.dtype()}};

@@ -20,18 +20,8 @@ OutputSpecs infer_rms_norm(absl::Span<const Tensor> in, const Attrs& a) {
   const IntArrayRef norm = a.ints(0);
   const bool has_weight = a.b(1);
   check_input_count(in, 1 + has_weight, "rms_norm");
-  check_floating(x, "rms_norm", "input");
-  NNVM_CHECK(!norm.empty(), "rms_norm", "normalized_shape must have at least one dim (input of shape ",
-             shape_str(x.sizes()), ")");
-  const int64_t lead = x.dim() - int64_t(norm.size());
-  NNVM_CHECK(lead >= 0 && x.sizes().subspan(size_t(lead)) == norm, "rms_norm", "normalized_shape ",
-             shape_str(norm), " does not match the trailing dims of input of shape ", shape_str(x.sizes()),
-             " (expected input of shape [*, ", shape_str(norm).substr(1), ")");
-  if (has_weight) {
-    check_floating(in[1], "rms_norm", "weight");
-    NNVM_CHECK(in[1].sizes() == norm, "rms_norm", "weight of shape ", shape_str(in[1].sizes()),
-               " does not fit input of shape ", shape_str(x.sizes()), " (expected shape ", shape_str(norm), ")");
-  }
+  check_normalized_shape(x, norm, "rms_norm");
+  if (has_weight) check_param(in[1], norm, "rms_norm", "weight", x);
   return {{dims(x.sizes()), x.dtype()}};
 }
 

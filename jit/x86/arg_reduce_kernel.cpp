@@ -72,22 +72,7 @@ void ArgReduceKernel::horizontal_index() {
     compare(nan, t, t, _CMP_UNORD_Q);
     blend(nan, h, t);
   };
-  auto butterfly = [&](const Xmm& v, auto op) {
-    if (avx512()) {
-      vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0x4E);
-      op();
-      vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0xB1);
-      op();
-    } else {
-      vperm2f128(Ymm(t.getIdx()), Ymm(v.getIdx()), Ymm(v.getIdx()), 0x01);
-      op();
-    }
-    vpermilps(t, v, 0x4E);
-    op();
-    vpermilps(t, v, 0xB1);
-    op();
-  };
-  butterfly(h, extremum);
+  butterfly(h, t, extremum);
   // candidates: lanes equal to the best, or NaN (only when the best is NaN)
   const Xmm cand = vreg(kXv);
   if (avx512()) {
@@ -103,7 +88,7 @@ void ArgReduceKernel::horizontal_index() {
     vmovups(h, vconst_bits(kNone));
     vblendvps(Ymm(h.getIdx()), Ymm(h.getIdx()), Ymm(index.getIdx()), Ymm(cand.getIdx()));
   }
-  butterfly(h, [&] { vpminsd(h, h, t); });
+  butterfly(h, t, [&] { vpminsd(h, h, t); });
   vmovd(eax, Xbyak::Xmm(h.getIdx()));
   xor_(edx, edx);
   cmp(eax, kNone);

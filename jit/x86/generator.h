@@ -83,6 +83,26 @@ class Generator : public Xbyak::CodeGenerator {
     }
   }
 
+  // Combines the lanes of `v` in a butterfly (halves, quarters, pairs,
+  // neighbours): before each `op()`, `t` holds v's lanes swapped at that
+  // distance, and op folds t into v. Every lane ends with the same value from
+  // the same order of operations.
+  template <class Op> void butterfly(const Xbyak::Xmm& v, const Xbyak::Xmm& t, Op op) {
+    if (avx512()) {
+      vshuff32x4(Xbyak::Zmm(t.getIdx()), Xbyak::Zmm(v.getIdx()), Xbyak::Zmm(v.getIdx()), 0x4E);
+      op();
+      vshuff32x4(Xbyak::Zmm(t.getIdx()), Xbyak::Zmm(v.getIdx()), Xbyak::Zmm(v.getIdx()), 0xB1);
+      op();
+    } else {
+      vperm2f128(Xbyak::Ymm(t.getIdx()), Xbyak::Ymm(v.getIdx()), Xbyak::Ymm(v.getIdx()), 0x01);
+      op();
+    }
+    vpermilps(t, v, 0x4E);
+    op();
+    vpermilps(t, v, 0xB1);
+    op();
+  }
+
   // Emits a loop over the `n` float32 elements of a row (n in a register,
   // counted down to 0; `j` the byte offset, from 0): `unroll` vectors a step
   // while that many remain, then one at a time, then one masked tail.

@@ -343,25 +343,9 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
     vbroadcastss(dst, low);
     return;
   }
-  const int32_t at = vector_ * lanes() * 2;
-  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;  // past the spill and hoisted slots
-  Address src = avx512() ? yword[p + at] : xword[p + at];
-  const bool strided = accesses_[size_t(k)] == 's';
-  if (strided) {
-    emit_stage_strided(k, tail);
-    src = avx512() ? yword[rsp + stage] : xword[rsp + stage];
-  } else if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
-    Label done;
-    for (int j = 0; j < lanes() - 1; ++j) {
-      cmp(kCols, j);
-      jbe(done, T_NEAR);
-      movzx(eax, word[p + 2 * j]);
-      mov(word[rsp + stage + 2 * j], ax);
-    }
-    L(done);
-    src = xword[rsp + stage];
-  }
-  const bool masked = tail && avx512() && !strided;  // EVEX masking suppresses faults on the lanes it leaves out
+  const Address src = narrow_source(k, tail);
+  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
   if (half) {
     if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
     else vcvtph2ps(dst, src);
@@ -375,7 +359,6 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
 void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
   const Reg64& p = kOperandRegs[k];
   const int32_t at = vector_ * lanes() * 2;
-  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
   const Xmm t = temp();
   const Xbyak::Xmm t128(t.getIdx());
   if (ir_.dtype(size_t(k)) == kFloat16) {  // imm 0: round to nearest even
@@ -405,15 +388,8 @@ void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
     if (!tail) {
       vmovdqu(xword[p + at], t128);
     } else {  // the staging slot, then the cols < 8 elements one by one
-      vmovdqu(xword[rsp + stage], t128);
-      Label done;
-      for (int j = 0; j < lanes() - 1; ++j) {
-        cmp(kCols, j);
-        jbe(done, T_NEAR);
-        movzx(eax, word[rsp + stage + 2 * j]);
-        mov(word[p + 2 * j], ax);
-      }
-      L(done);
+      vmovdqu(xword[staging()], t128);
+      emit_copy_tail(p, staging(), 2);
     }
   }
   free_reg(t.getIdx());
@@ -431,25 +407,9 @@ void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
     vcvtdq2ps(dst, dst);
     return;
   }
-  const int32_t at = vector_ * lanes();
-  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
-  Address src = avx512() ? xword[p + at] : qword[p + at];
-  const bool strided = accesses_[size_t(k)] == 's';
-  if (strided) {
-    emit_stage_strided(k, tail);
-    src = avx512() ? xword[rsp + stage] : qword[rsp + stage];
-  } else if (tail && !avx512()) {  // copy the cols < 8 bytes to the staging slot, then load it whole
-    Label done;
-    for (int j = 0; j < lanes() - 1; ++j) {
-      cmp(kCols, j);
-      jbe(done, T_NEAR);
-      movzx(eax, byte[p + j]);
-      mov(byte[rsp + stage + j], al);
-    }
-    L(done);
-    src = qword[rsp + stage];
-  }
-  const bool masked = tail && avx512() && !strided;  // EVEX masking suppresses faults on the lanes it leaves out
+  const Address src = narrow_source(k, tail);
+  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
   if (sign) {
     if (masked) vpmovsxbd(dst | kTailMask | T_z, src);
     else vpmovsxbd(dst, src);
@@ -460,12 +420,26 @@ void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
   vcvtdq2ps(dst, dst);
 }
 
+Address PointwiseKernel::narrow_source(int k, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int bytes = elem_bytes(k);
+  const AddressFrame& frame = lanes() * bytes == 32 ? yword : lanes() * bytes == 16 ? xword : qword;
+  if (accesses_[size_t(k)] == 's') {
+    emit_stage_strided(k, tail);
+    return frame[staging()];
+  }
+  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
+    emit_copy_tail(staging(), p, bytes);
+    return frame[staging()];
+  }
+  return frame[p + vector_ * lanes() * bytes];
+}
+
 // A strided 8- or 16-bit input (no gather instruction reads those) element by
 // element into the staging slot: a vector's lanes, or the tail's cols.
 void PointwiseKernel::emit_stage_strided(int k, bool tail) {
   const Reg64& p = kOperandRegs[k];
-  const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
-  const bool bytes = elem_bytes(k) == 1;
+  const int bytes = elem_bytes(k);
   Label done;
   for (int j = 0; j < lanes(); ++j) {
     if (tail && j > 0) {
@@ -478,13 +452,29 @@ void PointwiseKernel::emit_stage_strided(int k, bool tail) {
       imul(rax, rax, j);
       at = p + rax;
     }
-    if (bytes) {
-      movzx(eax, byte[at]);
-      mov(byte[rsp + stage + j], al);
-    } else {
-      movzx(eax, word[at]);
-      mov(word[rsp + stage + 2 * j], ax);
-    }
+    emit_copy_element(staging() + bytes * j, at, bytes);
+  }
+  L(done);
+}
+
+RegExp PointwiseKernel::staging() const { return rsp + int32_t(2 * ir_.exprs.size()) * kSlotBytes; }
+
+void PointwiseKernel::emit_copy_element(const RegExp& dst, const RegExp& src, int bytes) {
+  if (bytes == 1) {
+    movzx(eax, byte[src]);
+    mov(byte[dst], al);
+  } else {
+    movzx(eax, word[src]);
+    mov(word[dst], ax);
+  }
+}
+
+void PointwiseKernel::emit_copy_tail(const RegExp& dst, const RegExp& src, int bytes) {
+  Label done;
+  for (int j = 0; j < lanes() - 1; ++j) {
+    cmp(kCols, j);
+    jbe(done, T_NEAR);
+    emit_copy_element(dst + bytes * j, src + bytes * j, bytes);
   }
   L(done);
 }
@@ -517,16 +507,8 @@ void PointwiseKernel::emit_store_integer(int k, const Xmm& v, bool tail) {
   if (!tail) {
     vmovq(qword[p + at], t128);
   } else {  // the staging slot, then the cols < 8 bytes one by one
-    const int32_t stage = int32_t(2 * ir_.exprs.size()) * kSlotBytes;
-    vmovq(qword[rsp + stage], t128);
-    Label done;
-    for (int j = 0; j < lanes() - 1; ++j) {
-      cmp(kCols, j);
-      jbe(done, T_NEAR);
-      movzx(eax, byte[rsp + stage + j]);
-      mov(byte[p + j], al);
-    }
-    L(done);
+    vmovq(qword[staging()], t128);
+    emit_copy_tail(p, staging(), 1);
   }
   free_reg(t.getIdx());
 }

@@ -94,6 +94,16 @@ class PointwiseKernel final : public Generator {
   void emit_store_half(int k, const Xbyak::Xmm& v, bool tail);
   void emit_load_byte(int k, const Xbyak::Xmm& dst, bool tail);
   void emit_stage_strided(int k, bool tail);
+  // What a vector (or the tail) of operand k's 8- or 16-bit lanes loads from:
+  // the operand, or the staging slot once its lanes are copied there.
+  Xbyak::Address narrow_source(int k, bool tail);
+  // The staging slot past the spill and hoisted slots: 8- and 16-bit lanes that
+  // no vector load or store may touch directly (strided, or an AVX2 tail).
+  Xbyak::RegExp staging() const;
+  // One element of `bytes` (1 or 2) bytes from src to dst, through eax.
+  void emit_copy_element(const Xbyak::RegExp& dst, const Xbyak::RegExp& src, int bytes);
+  // The tail's cols (< lanes) elements, one by one: AVX2 has no masked 8- or 16-bit move.
+  void emit_copy_tail(const Xbyak::RegExp& dst, const Xbyak::RegExp& src, int bytes);
   void emit_store_integer(int k, const Xbyak::Xmm& v, bool tail);  // int32, or a byte type
   void emit_compare(int32_t i, int pred);
   void emit_select(int32_t i);

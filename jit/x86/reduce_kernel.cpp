@@ -250,24 +250,6 @@ void ReduceKernel::accumulate_double(const Xmm& lo, const Xmm& hi, const Xmm& v,
   op(hi);
 }
 
-// Lanes meet in a butterfly (halves, quarters, pairs, neighbours): every lane
-// ends with the same value from the same order of operations.
-void ReduceKernel::horizontal(const Xmm& v, const Xmm& t, const Xmm& temp) {
-  if (avx512()) {
-    vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0x4E);
-    combine(v, t, temp);
-    vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0xB1);
-    combine(v, t, temp);
-  } else {
-    vperm2f128(Ymm(t.getIdx()), Ymm(v.getIdx()), Ymm(v.getIdx()), 0x01);
-    combine(v, t, temp);
-  }
-  vpermilps(t, v, 0x4E);
-  combine(v, t, temp);
-  vpermilps(t, v, 0xB1);
-  combine(v, t, temp);
-}
-
 void ReduceKernel::finish_double_scalar(const Address& out) {
   const Xbyak::Xmm x0(0);
   if (ir_.reduce == ReduceOp::kMean) vdivsd(x0, x0, qword[kCall + AT(count)]);
@@ -288,7 +270,7 @@ void ReduceKernel::float_row_pass(const Xmm& temp) {
   combine(vreg(0), vreg(1), temp);
   combine(vreg(2), vreg(3), temp);
   combine(vreg(0), vreg(2), temp);
-  horizontal(vreg(0), vreg(1), temp);
+  butterfly(vreg(0), vreg(1), [&] { combine(vreg(0), vreg(1), temp); });
 }
 
 void ReduceKernel::finite_shift(const Xmm& m, const Xmm& temp) {

@@ -95,7 +95,6 @@ class ReduceKernel final : public Generator {
   void accumulate(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, bool tail, const Xbyak::Xmm& temp);
   void combine(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);  // acc = acc op v
   void extremum(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
-  void horizontal(const Xbyak::Xmm& v, const Xbyak::Xmm& t, const Xbyak::Xmm& temp);
   // xmm0's double: the mean's division, then to float in xmm0, stored at `out`.
   void finish_double_scalar(const Xbyak::Address& out);
   float identity() const;

@@ -109,28 +109,6 @@ void RowwiseKernel::init_accumulators(int first, float value) {
   }
 }
 
-// Lanes meet in a butterfly (halves, quarters, pairs, neighbours), so every
-// lane ends with the same value from the same order of operations.
-void RowwiseKernel::horizontal(const Xmm& v, const Xmm& t, bool max) {
-  auto op = [&] {
-    if (max) vmaxps(v, v, t);
-    else vaddps(v, v, t);
-  };
-  if (avx512()) {
-    vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0x4E);
-    op();
-    vshuff32x4(Zmm(t.getIdx()), Zmm(v.getIdx()), Zmm(v.getIdx()), 0xB1);
-    op();
-  } else {
-    vperm2f128(Ymm(t.getIdx()), Ymm(v.getIdx()), Ymm(v.getIdx()), 0x01);
-    op();
-  }
-  vpermilps(t, v, 0x4E);
-  op();
-  vpermilps(t, v, 0xB1);
-  op();
-}
-
 void RowwiseKernel::combine(int first, bool max) {
   const Xmm a0 = vreg(first), a1 = vreg(first + 1), a2 = vreg(first + 2), a3 = vreg(first + 3);
   if (max) {
@@ -142,7 +120,11 @@ void RowwiseKernel::combine(int first, bool max) {
     vaddps(a2, a2, a3);
     vaddps(a0, a0, a2);
   }
-  horizontal(a0, vreg(kT0), max);
+  const Xmm t = vreg(kT0);
+  butterfly(a0, t, [&] {
+    if (max) vmaxps(a0, a0, t);
+    else vaddps(a0, a0, t);
+  });
 }
 
 void RowwiseKernel::emit_max(int dst) {
@@ -192,11 +174,7 @@ void RowwiseKernel::emit_moments() {
   });
   combine(0, false);
   vdivps(rstd, vreg(0), count);
-  vbroadcastss(vreg(kT0), dword[kCall + AT(eps)]);
-  vaddps(rstd, rstd, vreg(kT0));
-  vsqrtps(rstd, rstd);
-  vmovups(vreg(kT0), vconst(1.0f));
-  vdivps(rstd, vreg(kT0), rstd);
+  emit_rstd(rstd);
 }
 
 // One pass: the sum of squares (lanes past the row load as zero).
@@ -210,11 +188,28 @@ void RowwiseKernel::emit_rms() {
   combine(0, false);
   vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
   vdivps(rstd, vreg(0), vreg(kT0));
+  emit_rstd(rstd);
+}
+
+void RowwiseKernel::emit_rstd(const Xmm& rstd) {
   vbroadcastss(vreg(kT0), dword[kCall + AT(eps)]);
   vaddps(rstd, rstd, vreg(kT0));
   vsqrtps(rstd, rstd);
   vmovups(vreg(kT0), vconst(1.0f));
   vdivps(rstd, vreg(kT0), rstd);
+}
+
+void RowwiseKernel::load_xhat_and_d(int u, bool tail, bool centred, const Xmm& xhat, const Xmm& g, const Xmm& d) {
+  load(xhat, kX, u, tail);
+  if (centred) vsubps(xhat, xhat, vreg(8));
+  vmulps(xhat, xhat, vreg(9));
+  load(g, kG, u, tail);
+  if (spec_.weight) {
+    load(d, kW, u, tail);
+    vmulps(d, d, g);
+  } else {
+    vmovaps(d, g);
+  }
 }
 
 void RowwiseKernel::emit_log(int v) {
@@ -262,12 +257,15 @@ void RowwiseKernel::generate() {
       }
       break;
     }
-    case RowOp::kLayerNorm: {
-      emit_moments();
+    case RowOp::kLayerNorm: case RowOp::kRmsNorm: {
+      // y = (x [- mean]) * rstd [* weight] [+ bias]
+      const bool centred = op == RowOp::kLayerNorm;
+      if (centred) emit_moments();
+      else emit_rms();
       pass([&](int u, bool tail) {
         const Xmm t = vreg(kT0);
         load(t, kX, u, tail);
-        vsubps(t, t, vreg(8));
+        if (centred) vsubps(t, t, vreg(8));
         vmulps(t, t, vreg(9));
         if (spec_.weight) {
           load(vreg(kT1), kW, u, tail);
@@ -281,26 +279,17 @@ void RowwiseKernel::generate() {
       });
       break;
     }
-    case RowOp::kLayerNormBackward: {
-      // d = g * weight, xhat = (x - mean) * rstd; sums of d and d * xhat per row
-      emit_moments();
+    case RowOp::kLayerNormBackward: case RowOp::kRmsNormBackward: {
+      // d = g [* weight], xhat = (x [- mean]) * rstd; sums of d * xhat (and of
+      // d, layer_norm) per row; dx = rstd * ((d [- mean(d)]) - xhat * mean(d * xhat))
+      const bool centred = op == RowOp::kLayerNormBackward;
+      if (centred) emit_moments();
+      else emit_rms();
       init_accumulators(0, 0);
-      init_accumulators(4, 0);
-      auto xhat_and_d = [&](int u, bool tail, const Xmm& xhat, const Xmm& g, const Xmm& d) {
-        load(xhat, kX, u, tail);
-        vsubps(xhat, xhat, vreg(8));
-        vmulps(xhat, xhat, vreg(9));
-        load(g, kG, u, tail);
-        if (spec_.weight) {
-          load(d, kW, u, tail);
-          vmulps(d, d, g);
-        } else {
-          vmovaps(d, g);
-        }
-      };
+      if (centred) init_accumulators(4, 0);
       pass([&](int u, bool tail) {
         const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2), t = vreg(10);
-        xhat_and_d(u, tail, xhat, g, d);
+        load_xhat_and_d(u, tail, centred, xhat, g, d);
         if (spec_.weight) {  // dweight += g * xhat
           load(t, kDw, u, tail);
           vfmadd231ps(t, g, xhat);
@@ -311,20 +300,22 @@ void RowwiseKernel::generate() {
           vaddps(t, t, g);
           store(kDb, u, tail, t);
         }
-        accumulate_product(vreg(4 + u), d, xhat, tail);
-        accumulate(vreg(u), d, tail);
+        accumulate_product(vreg(u), d, xhat, tail);
+        if (centred) accumulate(vreg(4 + u), d, tail);
       });
       combine(0, false);
-      vmovaps(vreg(10), vreg(0));
-      combine(4, false);
-      vmovaps(vreg(11), vreg(4));
+      vmovaps(vreg(11), vreg(0));
+      if (centred) {
+        combine(4, false);
+        vmovaps(vreg(10), vreg(4));
+      }
       vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
-      vdivps(vreg(10), vreg(10), vreg(kT0));  // mean(d)
       vdivps(vreg(11), vreg(11), vreg(kT0));  // mean(d * xhat)
-      pass([&](int u, bool tail) {  // dx = rstd * ((d - mean(d)) - xhat * mean(d * xhat))
+      if (centred) vdivps(vreg(10), vreg(10), vreg(kT0));  // mean(d)
+      pass([&](int u, bool tail) {
         const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2);
-        xhat_and_d(u, tail, xhat, g, d);
-        vsubps(d, d, vreg(10));
+        load_xhat_and_d(u, tail, centred, xhat, g, d);
+        if (centred) vsubps(d, d, vreg(10));
         vmulps(xhat, xhat, vreg(11));
         vsubps(d, d, xhat);
         vmulps(d, d, vreg(9));
@@ -371,58 +362,6 @@ void RowwiseKernel::generate() {
           vsubps(t, t, vreg(11));
         }
         store(kY, u, tail, t);
-      });
-      break;
-    }
-    case RowOp::kRmsNorm: {
-      emit_rms();
-      pass([&](int u, bool tail) {
-        const Xmm t = vreg(kT0);
-        load(t, kX, u, tail);
-        vmulps(t, t, vreg(9));
-        if (spec_.weight) {
-          load(vreg(kT1), kW, u, tail);
-          vmulps(t, t, vreg(kT1));
-        }
-        store(kY, u, tail, t);
-      });
-      break;
-    }
-    case RowOp::kRmsNormBackward: {
-      // d = g * weight, xhat = x * rstd; dx = rstd * (d - xhat * mean(d * xhat))
-      emit_rms();
-      init_accumulators(0, 0);
-      auto xhat_and_d = [&](int u, bool tail, const Xmm& xhat, const Xmm& g, const Xmm& d) {
-        load(xhat, kX, u, tail);
-        vmulps(xhat, xhat, vreg(9));
-        load(g, kG, u, tail);
-        if (spec_.weight) {
-          load(d, kW, u, tail);
-          vmulps(d, d, g);
-        } else {
-          vmovaps(d, g);
-        }
-      };
-      pass([&](int u, bool tail) {
-        const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2), t = vreg(10);
-        xhat_and_d(u, tail, xhat, g, d);
-        if (spec_.weight) {  // dweight += g * xhat
-          load(t, kDw, u, tail);
-          vfmadd231ps(t, g, xhat);
-          store(kDw, u, tail, t);
-        }
-        accumulate_product(vreg(u), d, xhat, tail);
-      });
-      combine(0, false);
-      vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
-      vdivps(vreg(11), vreg(0), vreg(kT0));  // mean(d * xhat)
-      pass([&](int u, bool tail) {
-        const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2);
-        xhat_and_d(u, tail, xhat, g, d);
-        vmulps(xhat, xhat, vreg(11));
-        vsubps(d, d, xhat);
-        vmulps(d, d, vreg(9));
-        store(kY, u, tail, d);
       });
       break;
     }

@@ -92,13 +92,16 @@ class RowwiseKernel final : public Generator {
   void init_accumulators(int first, float value);
   // Combines accumulators first..first+3 into every lane of `first`.
   void combine(int first, bool max);
-  void horizontal(const Xbyak::Xmm& v, const Xbyak::Xmm& temp, bool max);
 
   // Passes shared by the ops.
   void emit_max(int dst);                        // v[dst] = the row's max
   void emit_exp_sum(int shift, int dst, bool store_exp);  // v[dst] = sum exp(x - v[shift])
   void emit_moments();                           // v8 = mean, v9 = 1 / sqrt(var + eps)
   void emit_rms();                               // v9 = 1 / sqrt(mean(x^2) + eps)
+  void emit_rstd(const Xbyak::Xmm& rstd);        // rstd = 1 / sqrt(rstd + eps)
+  // The norms' backward: xhat = (x [- v8]) * v9 and d = g [* weight] for vector u.
+  void load_xhat_and_d(int u, bool tail, bool centred, const Xbyak::Xmm& xhat, const Xbyak::Xmm& g,
+                       const Xbyak::Xmm& d);
   void emit_log(int v);
 
   RowwiseSpec spec_;

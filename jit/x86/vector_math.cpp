@@ -19,20 +19,38 @@ void round_nearest(Generator& g, const Xmm& dst, const Xmm& src) {
   else g.vroundps(dst, src, 0);
 }
 
-// e^r 2^n for |r| <= ln2 / 2 in v and n (rounded, as float) in scratch[0]:
-// the polynomial and the two-factor scaling of emit_exp.
-void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
-  const Xmm &n = scratch[0], &y = scratch[1];
-  g.vmovups(y, g.vconst(1.9875691500e-4f));         // y = P(r), Horner
+// v = min(max(v, lo), hi), a NaN kept: the bound is the first operand of
+// min/max, which return the second when either is NaN. Clobbers t.
+void clamp(Generator& g, const Xmm& v, float lo, float hi, const Xmm& t) {
+  g.vmovups(t, g.vconst(hi));
+  g.vminps(v, t, v);
+  g.vmovups(t, g.vconst(lo));
+  g.vmaxps(v, t, v);
+}
+
+// x = n ln2 + r: n = round(x / ln2) as a float, r = x - n C1 - n C2 in v,
+// with ln2 = C1 + C2 split so that n C1 is exact.
+void reduce_ln2(Generator& g, const Xmm& v, const Xmm& n) {
+  g.vmulps(n, v, g.vconst(1.44269504088896341f));
+  round_nearest(g, n, n);
+  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
+  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));
+}
+
+// y = P(r) for r in v (Horner): Cephes' e^r = 1 + r + r^2 P(r).
+void exp_polynomial(Generator& g, const Xmm& y, const Xmm& v) {
+  g.vmovups(y, g.vconst(1.9875691500e-4f));
   g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
   g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
   g.vfmadd213ps(y, v, g.vconst(4.1665795894e-2f));
   g.vfmadd213ps(y, v, g.vconst(1.6666665459e-1f));
   g.vfmadd213ps(y, v, g.vconst(5.0000001201e-1f));
-  g.vmulps(y, y, v);                                // y = P(r) r^2 + r + 1
-  g.vfmadd213ps(y, v, v);
-  g.vaddps(y, y, g.vconst(1.0f));
-  g.vcvtps2dq(n, n);                                // 2^n = 2^a 2^b, a = n >> 1, b = n - a
+}
+
+// v = y 2^n for n (rounded, as float), applied as 2^a 2^b with a = n >> 1,
+// b = n - a, so each factor is a normal float for n in [-150, 128]; clobbers n.
+void scale_by_pow2(Generator& g, const Xmm& v, const Xmm& y, const Xmm& n) {
+  g.vcvtps2dq(n, n);
   g.vpsrad(v, n, 1);
   g.vpsubd(n, n, v);
   g.vpaddd(v, v, g.vconst_bits(127));
@@ -41,6 +59,17 @@ void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vpaddd(n, n, g.vconst_bits(127));
   g.vpslld(n, n, 23);
   g.vmulps(v, y, n);
+}
+
+// e^r 2^n for |r| <= ln2 / 2 in v and n (rounded, as float) in scratch[0]:
+// the polynomial and the two-factor scaling of emit_exp.
+void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &n = scratch[0], &y = scratch[1];
+  exp_polynomial(g, y, v);
+  g.vmulps(y, y, v);                                // y = P(r) r^2 + r + 1
+  g.vfmadd213ps(y, v, v);
+  g.vaddps(y, y, g.vconst(1.0f));
+  scale_by_pow2(g, v, y, n);
 }
 }  // namespace
 
@@ -54,14 +83,8 @@ void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
 // denormals to 0 with one rounding.
 void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm& n = scratch[0];
-  g.vmovups(n, g.vconst(89.0f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-104.0f));
-  g.vmaxps(v, n, v);
-  g.vmulps(n, v, g.vconst(1.44269504088896341f));  // n = round(x / ln2)
-  round_nearest(g, n, n);
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));     // r = x - n C1
-  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));  //   - n C2
+  clamp(g, v, -104.0f, 89.0f, n);
+  reduce_ln2(g, v, n);
   exp_tail(g, v, scratch);
 }
 
@@ -69,10 +92,7 @@ void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
 // ln2 in two floats; x clamped to [-150, 129] as emit_exp's range.
 void emit_exp2(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &y = scratch[1];
-  g.vmovups(n, g.vconst(129.0f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-150.0f));
-  g.vmaxps(v, n, v);
+  clamp(g, v, -150.0f, 129.0f, n);
   round_nearest(g, n, v);
   g.vsubps(v, v, n);
   g.vmulps(y, v, g.vconst(-1.9046542e-09f));       // the low part of ln2
@@ -180,33 +200,17 @@ void emit_sigmoid(Generator& g, const Xmm& v, const Xmm* scratch) {
 void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &y = scratch[1], &x = scratch[2], &t = scratch[3];
   g.vmovaps(x, v);
-  g.vmovups(n, g.vconst(88.7228394f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-87.3365448f));
-  g.vmaxps(v, n, v);
+  clamp(g, v, -87.3365448f, 88.7228394f, n);
   g.vmovups(n, g.vconst(12582912.0f));
   g.vfmadd231ps(n, v, g.vconst(1.44269504088896341f));
   g.vsubps(n, n, g.vconst(12582912.0f));
   g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
   g.vfmadd231ps(v, n, g.vconst(2.12194440e-4f));
-  g.vmovups(y, g.vconst(1.9875691500e-4f));
-  g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
-  g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
-  g.vfmadd213ps(y, v, g.vconst(4.1665795894e-2f));
-  g.vfmadd213ps(y, v, g.vconst(1.6666665459e-1f));
-  g.vfmadd213ps(y, v, g.vconst(5.0000001201e-1f));
-  g.vmulps(t, v, v);
+  exp_polynomial(g, y, v);
+  g.vmulps(t, v, v);  // y = P(r) (r * r) + r + 1, the reference's rounding
   g.vfmadd213ps(y, t, v);
   g.vaddps(y, y, g.vconst(1.0f));
-  g.vcvtps2dq(n, n);
-  g.vpsrad(v, n, 1);
-  g.vpsubd(n, n, v);
-  g.vpaddd(v, v, g.vconst_bits(127));
-  g.vpslld(v, v, 23);
-  g.vmulps(y, y, v);
-  g.vpaddd(n, n, g.vconst_bits(127));
-  g.vpslld(n, n, 23);
-  g.vmulps(v, y, n);
+  scale_by_pow2(g, v, y, n);
   const VMask m = g.mask(t);
   g.compare(m, x, g.vconst(-87.3365448f), _CMP_LT_OQ);
   g.blend(m, v, g.vconst(0.0f));
@@ -257,14 +261,8 @@ void emit_erf(Generator& g, const Xmm& v, const Xmm* scratch) {
 // P a degree-5 Chebyshev fit on |r| <= ln2 / 2.
 void emit_expm1(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &n = scratch[0], &e = scratch[1];
-  g.vmovups(n, g.vconst(88.73f));
-  g.vminps(v, n, v);
-  g.vmovups(n, g.vconst(-87.0f));
-  g.vmaxps(v, n, v);
-  g.vmulps(n, v, g.vconst(1.44269504088896341f));
-  round_nearest(g, n, n);
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
-  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));
+  clamp(g, v, -87.0f, 88.73f, n);
+  reduce_ln2(g, v, n);
   g.vmovups(e, g.vconst(1.989098091e-04f));
   for (float c : {1.393364160e-03f, 8.333310485e-03f, 4.166646674e-02f, 1.666666716e-01f, 0.5f})
     g.vfmadd213ps(e, v, g.vconst(c));

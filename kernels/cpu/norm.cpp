@@ -13,13 +13,11 @@
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/floating.h"
 #include "nnvm/kernels/cpu/loops.h"
+#include "nnvm/kernels/cpu/norm.h"
 
 namespace nnvm::cpu {
 
 namespace {
-
-// Rows of `len` elements per parallel task.
-int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
 
 // Mean and biased variance of `blocks` runs of `len` elements, `stride` apart.
 // Two passes (the mean first) keep the variance accurate when the mean is large.
@@ -80,18 +78,14 @@ void layer_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out
     const T eps = T(a.d(3));
     const S* px = x.data_ptr<S>();
     S* py = out[0].data_ptr<S>();
-    parallel_for(0, rows, row_grain(cols), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const S* xr = px + r * cols;
-        S* yr = py + r * cols;
-        const auto [mean, var] = moments<T>(xr, 1, cols, 0);
-        const T rstd = T(1) / std::sqrt(var + eps);
-        for (int64_t j = 0; j < cols; ++j) {
-          T v = (convert<T>(xr[j]) - mean) * rstd;
-          if (affine.w) v *= affine.w[j];
-          if (affine.b) v += affine.b[j];
-          yr[j] = convert<S>(v);
-        }
+    for_each_row(px, py, rows, cols, [&](const S* xr, S* yr) {
+      const auto [mean, var] = moments<T>(xr, 1, cols, 0);
+      const T rstd = T(1) / std::sqrt(var + eps);
+      for (int64_t j = 0; j < cols; ++j) {
+        T v = (convert<T>(xr[j]) - mean) * rstd;
+        if (affine.w) v *= affine.w[j];
+        if (affine.b) v += affine.b[j];
+        yr[j] = convert<S>(v);
       }
     });
   });
@@ -124,11 +118,6 @@ void group_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out
       }
     });
   });
-}
-
-// Writes `values` (compute type T) into a contiguous tensor of any floating dtype.
-template <class T> void store(const Tensor& dst, const std::vector<T>& values) {
-  scatter<T>(values.data(), data_bytes(dst), int64_t(dst.element_size()), int64_t(values.size()), dst.dtype());
 }
 
 // inputs: x, [running_mean, running_var], [weight], [bias]
@@ -235,20 +224,9 @@ void layer_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Te
         }
       }
     });
-    if (!params) return;
-    std::vector<T> dweight(static_cast<size_t>(cols), T(0)), dbias(static_cast<size_t>(cols), T(0));
-    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(blocks, 1));
-    parallel_for(0, cols, grain, [&](int64_t j0, int64_t j1) {
-      for (int64_t j = j0; j < j1; ++j) {
-        for (int64_t b = 0; b < blocks; ++b) {
-          dweight[size_t(j)] += partial[size_t(b * 2 * cols + j)];
-          dbias[size_t(j)] += partial[size_t(b * 2 * cols + cols + j)];
-        }
-      }
-    });
     size_t k = 1;
-    if (has_weight) store(out[k++], dweight);
-    if (has_bias) store(out[k], dbias);
+    if (has_weight) store(out[k++], sum_blocks(partial.data(), blocks, 2 * cols, cols));
+    if (has_bias) store(out[k], sum_blocks(partial.data() + cols, blocks, 2 * cols, cols));
   });
 }
 

@@ -11,12 +11,11 @@
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/floating.h"
 #include "nnvm/kernels/cpu/loops.h"
+#include "nnvm/kernels/cpu/norm.h"
 
 namespace nnvm::cpu {
 
 namespace {
-
-int64_t row_grain(int64_t len) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)); }
 
 // 1 / sqrt(mean(x^2) + eps) of one row.
 template <class T, class S> T row_rstd(const S* x, int64_t cols, T eps) {
@@ -42,13 +41,9 @@ void rms_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, 
     const T eps = T(a.d(2));
     const S* px = x.data_ptr<S>();
     S* py = out[0].data_ptr<S>();
-    parallel_for(0, rows, row_grain(cols), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const S* xr = px + r * cols;
-        S* yr = py + r * cols;
-        const T rstd = row_rstd<T>(xr, cols, eps);
-        for (int64_t j = 0; j < cols; ++j) yr[j] = convert<S>(w ? convert<T>(xr[j]) * rstd * w[j] : convert<T>(xr[j]) * rstd);
-      }
+    for_each_row(px, py, rows, cols, [&](const S* xr, S* yr) {
+      const T rstd = row_rstd<T>(xr, cols, eps);
+      for (int64_t j = 0; j < cols; ++j) yr[j] = convert<S>(w ? convert<T>(xr[j]) * rstd * w[j] : convert<T>(xr[j]) * rstd);
     });
   });
 }
@@ -91,13 +86,7 @@ void rms_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
         }
       }
     });
-    if (!has_weight) return;
-    std::vector<T> dweight(static_cast<size_t>(cols), T(0));
-    parallel_for(0, cols, std::max<int64_t>(1, kGrain / std::max<int64_t>(blocks, 1)), [&](int64_t j0, int64_t j1) {
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t b = 0; b < blocks; ++b) dweight[size_t(j)] += partial[size_t(b * cols + j)];
-    });
-    scatter<T>(dweight.data(), data_bytes(out[1]), int64_t(out[1].element_size()), cols, out[1].dtype());
+    if (has_weight) store(out[1], sum_blocks(partial.data(), blocks, cols, cols));
   });
 }
 

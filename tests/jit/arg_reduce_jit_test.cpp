@@ -6,11 +6,8 @@
 // rows ending against a guard page; the API in traced mode equal to eager.
 #include <cmath>
 
-#include "nnvm/jit/reduce_jit.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
 #include "guard_page.h"
-#include "isa_scope.h"
+#include "jit_test_util.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -32,27 +29,11 @@ std::vector<int64_t> indices(const Tensor& t) {
 // Runs `t`'s plan under `isa` against the interpreter; `jit`: whether the
 // kernel must have run (false: it must have fallen back with a reason).
 void expect_matches(const Trace& t, const Tensor& x, Isa isa, bool jit = true) {
-  SCOPED_TRACE(isa_name(isa));
-  IsaGuard guard(isa);
-  EagerGuard eager;
-  const trace::FusedPlan plan(t);
-  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const ReduceJit* reduce = plan.program(0).reduce();
-  ASSERT_NE(reduce, nullptr) << plan.to_string();
-  const std::vector<Tensor> expected = trace::interpret(t, {x}, {});
-  const int64_t runs = reduce_runs();
-  const std::vector<Tensor> actual = plan.run({x}, {});
-  if (jit) {
-    EXPECT_EQ(reduce->declined(), "");
-    EXPECT_EQ(reduce->last_fallback(), "");
-    EXPECT_EQ(reduce_runs(), runs + 1) << "the arg kernel did not run";
-  } else {
-    EXPECT_EQ(reduce_runs(), runs) << "the arg kernel ran";
-    EXPECT_TRUE(!reduce->declined().empty() || !reduce->last_fallback().empty()) << "a fallback without a reason";
-  }
-  ASSERT_EQ(actual.size(), 1u);
-  EXPECT_EQ(shape_str(actual[0].sizes()), shape_str(expected[0].sizes()));
-  EXPECT_EQ(indices(actual[0]), indices(expected[0]));
+  expect_plan_matches<ReduceKernel>(t, {x}, isa, jit, [&](const auto& actual, const auto& expected) {
+    ASSERT_EQ(actual.size(), 1u);
+    EXPECT_EQ(shape_str(actual[0].sizes()), shape_str(expected[0].sizes()));
+    EXPECT_EQ(indices(actual[0]), indices(expected[0]));
+  });
 }
 
 struct Case {

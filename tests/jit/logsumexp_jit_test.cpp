@@ -9,11 +9,8 @@
 #include <cstring>
 #include <optional>
 
-#include "nnvm/jit/reduce_jit.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
 #include "guard_page.h"
-#include "isa_scope.h"
+#include "jit_test_util.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -43,26 +40,10 @@ void expect_bitwise(const Tensor& actual, const Tensor& expected) {
 // Runs `t`'s plan under `isa` against the interpreter; `jit`: whether the
 // kernel must have run (false: it must have fallen back with a reason).
 void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true) {
-  SCOPED_TRACE(isa_name(isa));
-  IsaGuard guard(isa);
-  EagerGuard eager;
-  const trace::FusedPlan plan(t);
-  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const ReduceJit* reduce = plan.program(0).reduce();
-  ASSERT_NE(reduce, nullptr) << plan.to_string();
-  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
-  const int64_t runs = reduce_runs();
-  const std::vector<Tensor> actual = plan.run(inputs, {});
-  if (jit) {
-    EXPECT_EQ(reduce->declined(), "");
-    EXPECT_EQ(reduce->last_fallback(), "");
-    EXPECT_EQ(reduce_runs(), runs + 1) << "the reduction kernel did not run\n" << reduce->ir().to_string();
-  } else {
-    EXPECT_EQ(reduce_runs(), runs) << "the reduction kernel ran";
-    EXPECT_TRUE(!reduce->declined().empty() || !reduce->last_fallback().empty()) << "a fallback without a reason";
-  }
-  ASSERT_EQ(actual.size(), 1u);
-  expect_bitwise(actual[0], expected[0]);
+  expect_plan_matches<ReduceKernel>(t, inputs, isa, jit, [&](const auto& actual, const auto& expected) {
+    ASSERT_EQ(actual.size(), 1u);
+    expect_bitwise(actual[0], expected[0]);
+  });
 }
 
 struct Case {

@@ -5,11 +5,7 @@
 // group signature and access pattern; no memory both writable and executable.
 #include <fstream>
 
-#include "nnvm/jit/pointwise_jit.h"
-#include "nnvm/jit/x86/pointwise_kernel.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
-#include "isa_scope.h"
+#include "jit_test_util.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -34,16 +30,9 @@ void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, 
   ASSERT_EQ(jit->declined(), "") << jit->ir().to_string();
   const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
   const std::vector<Tensor> actual = plan.run(inputs, {});
-  for (const std::string& v : jit->variant_names()) {  // "<isa>-<accesses>[-nt]": each one machine code
-    const size_t dash = v.find('-');
-    EXPECT_EQ(x86::PointwiseKernel::declines(jit->ir(), v.substr(dash + 1, v.find('-', dash + 1) - dash - 1), isa), "")
-        << v;
-  }
+  expect_variants_compiled(*jit, isa);
   ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
-    testing::expect_tensors_close(actual[i], expected[i], rtol, atol);
-  }
+  outputs_close(rtol, atol)(actual, expected);
 }
 
 // Every primitive: a chain reading a full tensor x, a row, a column and a scalar.

@@ -6,11 +6,8 @@
 // prologue (exp(x - c), square, a run-time Scalar); NaN and inf; strided rows
 // and the layouts that fall back, with their reasons; one compile across
 // batch sizes; the reduction axis in LoopIR's listing.
-#include "nnvm/jit/reduce_jit.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
 #include "guard_page.h"
-#include "isa_scope.h"
+#include "jit_test_util.h"
 #include "reference.h"
 
 namespace nnvm::jit {
@@ -36,26 +33,9 @@ Trace reduction(const char* name, const Tensor& x, DimVector dims, bool keepdim)
 // reduction kernel must have run (else it must have fallen back with a reason).
 void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true, double rtol = 0,
                     double atol = 0) {
-  SCOPED_TRACE(isa_name(isa));
-  IsaGuard guard(isa);
-  EagerGuard eager;
-  const trace::FusedPlan plan(t);
-  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const ReduceJit* reduce = plan.program(0).reduce();
-  ASSERT_NE(reduce, nullptr) << plan.to_string();
-  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
-  const int64_t runs = reduce_runs();
-  const std::vector<Tensor> actual = plan.run(inputs, {});
-  if (jit) {
-    EXPECT_EQ(reduce->declined(), "");
-    EXPECT_EQ(reduce->last_fallback(), "");
-    EXPECT_EQ(reduce_runs(), runs + 1) << "the reduction kernel did not run\n" << reduce->ir().to_string();
-  } else {
-    EXPECT_EQ(reduce_runs(), runs) << "the reduction kernel ran";
-    EXPECT_TRUE(!reduce->declined().empty() || !reduce->last_fallback().empty()) << "a fallback without a reason";
-  }
-  ASSERT_EQ(actual.size(), expected.size());
-  testing::expect_tensors_close(actual[0], expected[0], rtol, atol);
+  expect_plan_matches<ReduceKernel>(t, inputs, isa, jit, [&](const auto& actual, const auto& expected) {
+    testing::expect_tensors_close(actual[0], expected[0], rtol, atol);
+  });
 }
 
 struct Case {

@@ -3,60 +3,23 @@
 // single and odd row lengths, two trailing dims, strided rows, rows that end
 // against a guard page; one compile per (ISA, op) across sizes and eps; the
 // API's decomposed RMS norm and the op's gradient reaching the kernels, hot == cold.
-#include "nnvm/jit/rowwise_jit.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
 #include "guard_page.h"
-#include "isa_scope.h"
+#include "jit_test_util.h"
 #include "reference.h"
 
 namespace nnvm::jit {
 namespace {
 
 using trace::Trace;
-using trace::ValueId;
-
-Trace single(const char* name, const std::vector<Tensor>& inputs, Attrs attrs) {
-  Trace t;
-  std::vector<ValueId> in;
-  for (const Tensor& x : inputs) in.push_back(t.add_input(x));
-  for (ValueId out : t.add_node(find_op(name), in, std::move(attrs))) t.mark_output(out);
-  return t;
-}
 
 // Runs `t`'s plan under `isa` against the interpreter; `jit`: whether the row kernel must have run.
 void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true, double tol = 5e-5) {
-  SCOPED_TRACE(isa_name(isa));
-  IsaGuard guard(isa);
-  EagerGuard eager;
-  const trace::FusedPlan plan(t);
-  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const RowwiseJit* rows = plan.program(0).rowwise();
-  ASSERT_NE(rows, nullptr) << plan.to_string();
-  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
-  const int64_t runs = rowwise_runs();
-  const std::vector<Tensor> actual = plan.run(inputs, {});
-  if (jit) {
-    EXPECT_EQ(rows->declined(), "");
-    EXPECT_EQ(rows->last_fallback(), "");
-    EXPECT_EQ(rowwise_runs(), runs + 1) << "the row kernel did not run";
-  } else {
-    EXPECT_EQ(rowwise_runs(), runs) << "the row kernel ran";
-    EXPECT_TRUE(!rows->declined().empty() || !rows->last_fallback().empty()) << "a fallback without a reason";
-  }
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
-    testing::expect_tensors_close(actual[i], expected[i], tol, tol);
-  }
+  expect_plan_matches<RowKernel>(t, inputs, isa, jit, outputs_close(tol, tol));
 }
-
-const std::vector<DimVector> kShapes = {{0, 7}, {1, 1}, {3, 7}, {5, 17}, {2, 1000}, {4, 1025}, {2, 3, 33},
-                                        {64, 4096}, {300, 129}, {16}};
 
 TEST(RmsNormJit, ForwardWithAndWithoutWeight) {
   for (Isa isa : jit_isas())
-    for (const DimVector& shape : kShapes)
+    for (const DimVector& shape : kRowShapes)
       for (bool w : {false, true}) {
         SCOPED_TRACE(::testing::Message() << shape_str(shape) << " weight " << w);
         std::vector<Tensor> in = {testing::random(shape, kFloat32, 3, -3, 5)};
@@ -67,7 +30,7 @@ TEST(RmsNormJit, ForwardWithAndWithoutWeight) {
 
 TEST(RmsNormJit, Backward) {
   for (Isa isa : jit_isas())
-    for (const DimVector& shape : kShapes)
+    for (const DimVector& shape : kRowShapes)
       for (bool w : {false, true}) {
         SCOPED_TRACE(::testing::Message() << shape_str(shape) << " weight " << w);
         std::vector<Tensor> in = {testing::random(shape, kFloat32, 7), testing::random(shape, kFloat32, 8, -3, 5)};

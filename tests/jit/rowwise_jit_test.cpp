@@ -5,63 +5,25 @@
 // fallbacks (transposed input, dim not last, float64, portable) with their
 // reasons; one compile per (ISA, op) across batch sizes and row lengths; the
 // decomposed softmax and the layer_norm op of the public API reaching the kernel.
-#include "nnvm/jit/rowwise_jit.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
 #include "guard_page.h"
-#include "isa_scope.h"
+#include "jit_test_util.h"
 #include "reference.h"
 
 namespace nnvm::jit {
 namespace {
 
 using trace::Trace;
-using trace::ValueId;
-
-// A trace of one node `name` over `inputs` with `attrs`, every output marked.
-Trace single(const char* name, const std::vector<Tensor>& inputs, Attrs attrs) {
-  Trace t;
-  std::vector<ValueId> in;
-  for (const Tensor& x : inputs) in.push_back(t.add_input(x));
-  for (ValueId out : t.add_node(find_op(name), in, std::move(attrs))) t.mark_output(out);
-  return t;
-}
 
 // Runs `t`'s plan under `isa` against the interpreter. `jit`: whether the row
 // kernel must have run (else it must have fallen back, with a reason).
 void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true, double rtol = 2e-5,
                     double atol = 2e-6) {
-  SCOPED_TRACE(isa_name(isa));
-  IsaGuard guard(isa);
-  EagerGuard eager;
-  const trace::FusedPlan plan(t);
-  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const RowwiseJit* rows = plan.program(0).rowwise();
-  ASSERT_NE(rows, nullptr) << plan.to_string();
-  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
-  const int64_t runs = rowwise_runs();
-  const std::vector<Tensor> actual = plan.run(inputs, {});
-  if (jit) {
-    EXPECT_EQ(rows->declined(), "");
-    EXPECT_EQ(rows->last_fallback(), "");
-    EXPECT_EQ(rowwise_runs(), runs + 1) << "the row kernel did not run";
-  } else {
-    EXPECT_EQ(rowwise_runs(), runs) << "the row kernel ran";
-    EXPECT_TRUE(!rows->declined().empty() || !rows->last_fallback().empty()) << "a fallback without a reason";
-  }
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
-    testing::expect_tensors_close(actual[i], expected[i], rtol, atol);
-  }
+  expect_plan_matches<RowKernel>(t, inputs, isa, jit, outputs_close(rtol, atol));
 }
-
-const std::vector<DimVector> kShapes = {{0, 7}, {1, 1}, {3, 7}, {5, 17}, {2, 1000}, {4, 1025}, {2, 3, 33},
-                                        {64, 4096}, {300, 129}, {16}};
 
 TEST(RowwiseJit, SoftmaxAndLogSoftmax) {
   for (Isa isa : jit_isas())
-    for (const DimVector& shape : kShapes)
+    for (const DimVector& shape : kRowShapes)
       for (const char* name : {"softmax", "log_softmax"}) {
         SCOPED_TRACE(::testing::Message() << name << shape_str(shape));
         const Tensor x = testing::random(shape, kFloat32, 1, -8, 8);
@@ -86,7 +48,7 @@ TEST(RowwiseJit, SoftmaxWithNanAndInfinities) {
 
 TEST(RowwiseJit, LayerNormWithAndWithoutAffine) {
   for (Isa isa : jit_isas())
-    for (const DimVector& shape : kShapes)
+    for (const DimVector& shape : kRowShapes)
       for (int affine = 0; affine < 4; ++affine) {
         const bool w = affine & 1, b = affine & 2;
         SCOPED_TRACE(::testing::Message() << shape_str(shape) << " weight " << w << " bias " << b);
@@ -107,7 +69,7 @@ TEST(RowwiseJit, LayerNormOverTwoTrailingDims) {
 
 TEST(RowwiseJit, LayerNormBackward) {
   for (Isa isa : jit_isas())
-    for (const DimVector& shape : kShapes)
+    for (const DimVector& shape : kRowShapes)
       for (int affine = 0; affine < 4; ++affine) {
         const bool w = affine & 1, b = affine & 2;
         SCOPED_TRACE(::testing::Message() << shape_str(shape) << " weight " << w << " bias " << b);

@@ -2,9 +2,7 @@
 // with the chain's results (interpret before == after), eps keeps its slot,
 // and near misses stay as they are with a reason.
 #include "nnvm/nnvm.h"
-#include "nnvm/trace/interpreter.h"
-#include "nnvm/trace/pass_manager.h"
-#include "nnvm/trace/passes/recognise.h"
+#include "recognise_util.h"
 #include "reference.h"
 
 namespace nnvm::trace {
@@ -34,34 +32,6 @@ struct Chain {
     return y;
   }
 };
-
-std::string ops(const Trace& t) {
-  std::string s;
-  for (const Node& n : t.nodes()) s += (s.empty() ? "" : " ") + n.op->name;
-  return s;
-}
-
-double rtol(DType dtype) { return dtype == kFloat64 ? 1e-12 : 2e-5; }
-
-RecogniseReport recognise_and_compare(Trace& t, const std::vector<Tensor>& inputs) {
-  const std::vector<Tensor> before = interpret(t, inputs);
-  RecogniseReport report;
-  recognise(t, &report);
-  verify(t);
-  const std::vector<Tensor> after = interpret(t, inputs);
-  EXPECT_EQ(after.size(), before.size());
-  for (size_t i = 0; i < before.size() && i < after.size(); ++i)
-    expect_tensors_close(after[i], before[i], rtol(before[i].dtype()), rtol(before[i].dtype()));
-  return report;
-}
-
-void expect_declined(Trace t, const std::string& why) {
-  const std::string before = t.to_string();
-  RecogniseReport report;
-  EXPECT_EQ(recognise(t, &report), 0) << report.to_string();
-  EXPECT_EQ(t.to_string(), before);
-  EXPECT_NE(report.to_string().find("rms_norm declined: " + why), std::string::npos) << report.to_string();
-}
 
 TEST(RecogniseRmsNorm, EveryForm) {
   uint64_t seed = 10;
@@ -116,13 +86,13 @@ TEST(RecogniseRmsNorm, NearMisses) {
     Chain c;
     const ValueId x = c.t.add_input(kFloat32, {4, 6, 5}, contiguous_strides({4, 6, 5}));
     c.t.mark_output(c.rms_norm(x, {1}, Square::kMul, false, 1e-5));
-    expect_declined(c.t, "rms_norm normalises trailing dims; the mean reduces dims [1] of a rank-3");
+    expect_declined(c.t, "rms_norm", "rms_norm normalises trailing dims; the mean reduces dims [1] of a rank-3");
   }
   {
     Chain c;
     const ValueId x = c.t.add_input(kFloat32, {6}, contiguous_strides({6}));
     c.t.mark_output(c.rms_norm(x, {0}, Square::kMul, true, 1e-5, -1, false));
-    expect_declined(c.t, "the mean square drops the reduced dims");
+    expect_declined(c.t, "rms_norm", "the mean square drops the reduced dims");
   }
   {
     Chain c;
@@ -130,20 +100,20 @@ TEST(RecogniseRmsNorm, NearMisses) {
     const ValueId sq = c.node("pow.Scalar", {x}, {Scalar(int64_t(3))});
     const ValueId ms = c.node("mean", {sq}, {DimVector{1}, true, kFloat32});
     c.t.mark_output(c.node("mul", {x, c.node("rsqrt", {c.node("add.Scalar", {ms}, {Scalar(1e-5), Scalar(int64_t(1))})})}));
-    expect_declined(c.t, "the exponent of a square in node 0 (pow.Scalar) is 3, not 2");
+    expect_declined(c.t, "rms_norm", "the exponent of a square in node 0 (pow.Scalar) is 3, not 2");
   }
   {  // the mean square is an output too
     Chain c;
     const ValueId x = c.t.add_input(kFloat64, {4, 6}, contiguous_strides({4, 6}));
     c.t.mark_output(c.rms_norm(x, {1}, Square::kSquare, true, 1e-5));
     c.t.mark_output(ValueId(c.t.nodes()[1].outputs[0]));
-    expect_declined(c.t, "node 1 (mean) is also used outside the pattern");
+    expect_declined(c.t, "rms_norm", "node 1 (mean) is also used outside the pattern");
   }
   {  // a half-precision input: the chain rounds per op
     Chain c;
     const ValueId x = c.t.add_input(kFloat16, {4, 6}, contiguous_strides({4, 6}));
     c.t.mark_output(c.rms_norm(x, {1}, Square::kSquare, true, 1e-5));
-    expect_declined(c.t, "x is float16");
+    expect_declined(c.t, "rms_norm", "x is float16");
   }
 }
 

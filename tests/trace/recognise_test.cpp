@@ -5,10 +5,8 @@
 #include <cmath>
 
 #include "nnvm/nnvm.h"
-#include "nnvm/trace/interpreter.h"
-#include "nnvm/trace/pass_manager.h"
-#include "nnvm/trace/passes/recognise.h"
 #include "nnvm/trace/recorder.h"
+#include "recognise_util.h"
 #include "reference.h"
 
 namespace nnvm::trace {
@@ -42,37 +40,6 @@ struct Builder {
   ValueId exp(ValueId a) { return node("exp", {a}); }
 };
 
-std::string ops(const Trace& t) {
-  std::string s;
-  for (const Node& n : t.nodes()) s += (s.empty() ? "" : " ") + n.op->name;
-  return s;
-}
-
-double rtol(DType dtype) { return dtype == kFloat64 ? 1e-12 : 2e-5; }
-
-// Runs the pass and checks its results against the chain's on `inputs`.
-RecogniseReport recognise_and_compare(Trace& t, const std::vector<Tensor>& inputs) {
-  const std::vector<Tensor> before = interpret(t, inputs);
-  RecogniseReport report;
-  recognise(t, &report);
-  verify(t);
-  const std::vector<Tensor> after = interpret(t, inputs);
-  EXPECT_EQ(after.size(), before.size());
-  for (size_t i = 0; i < before.size() && i < after.size(); ++i) {
-    EXPECT_EQ(after[i].dtype(), before[i].dtype());
-    expect_tensors_close(after[i], before[i], rtol(before[i].dtype()), rtol(before[i].dtype()));
-  }
-  return report;
-}
-
-// Checks the pass leaves `t` alone and gives `why` for its `pattern`.
-void expect_declined(Trace t, const std::string& pattern, const std::string& why) {
-  const std::string before = t.to_string();
-  RecogniseReport report;
-  EXPECT_EQ(recognise(t, &report), 0) << report.to_string();
-  EXPECT_EQ(t.to_string(), before);
-  EXPECT_NE(report.to_string().find(pattern + " declined: " + why), std::string::npos) << report.to_string();
-}
 
 constexpr DType kDtypes[] = {kFloat32, kFloat64};
 

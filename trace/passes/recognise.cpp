@@ -238,18 +238,7 @@ class Recogniser {
 
   // xc = x - x.mean(D, true); xc / sqrt(v + eps) or xc * rsqrt(v + eps)
   std::optional<Match> layer_norm_core(const Node& root) {
-    ValueId xc = -1;
-    const Node* root_fn = nullptr;
-    if (root.op->name == "div") {
-      xc = root.inputs[0];
-      root_fn = as(root.inputs[1], "sqrt");
-    } else if (root.op->name == "mul") {
-      for (int k : {0, 1})
-        if (const Node* r = as(root.inputs[size_t(1 - k)], "rsqrt"); r && !root_fn) {
-          root_fn = r;
-          xc = root.inputs[size_t(k)];
-        }
-    }
+    const auto [xc, root_fn] = over_root(root);
     const Node* plus_eps = root_fn ? as(root_fn->inputs[0], "add.Scalar") : nullptr;
     const Node* centre = plus_eps ? as(xc, "add") : nullptr;
     const Node* mean = centre ? as(centre->inputs[1], "mean") : nullptr;
@@ -277,17 +266,33 @@ class Recogniser {
     if (*d != *vdims)
       return m.decline(absl::StrCat("the variance reduces dims ", shape_str(*vdims), " but the mean ", shape_str(*d)));
     const DimVector& shape = t_.value(m.x).shape;
-    const int64_t rank = int64_t(shape.size()), k = int64_t(d->size());
-    for (int64_t i = 0; i < k; ++i)
-      if ((*d)[size_t(i)] != rank - k + i)
-        return m.decline(absl::StrCat("layer_norm normalises trailing dims; the mean reduces dims ", shape_str(*d),
-                                      " of a rank-", rank, " input"));
-    if (k == 0) return m.decline("the mean reduces no dims");
+    const int64_t k = int64_t(d->size());
+    if (std::string why = not_trailing("layer_norm", *d, int64_t(shape.size())); !why.empty()) return m.decline(why);
     // eps keeps its slot: it is an argument of the new node, not a value a rule reads
     replace_by(m, "layer_norm", {m.x}, {DimVector(shape.end() - k, shape.end()), false, false, plus_eps->attrs.s(0)});
     for (const ScalarSlot& s : plus_eps->slots)
       if (s.attr == 0) m.slots.push_back({3, s.slot});
     return m;
+  }
+  // root = a / sqrt(s) or a * rsqrt(s), either side: a and the sqrt or rsqrt
+  // node (null when root is neither).
+  std::pair<ValueId, const Node*> over_root(const Node& root) const {
+    if (root.op->name == "div") return {root.inputs[0], as(root.inputs[1], "sqrt")};
+    if (root.op->name == "mul")
+      for (int k : {0, 1})
+        if (const Node* r = as(root.inputs[size_t(1 - k)], "rsqrt")) return {root.inputs[size_t(k)], r};
+    return {-1, nullptr};
+  }
+  // Why a norm's reduced dims `d` of a rank-`rank` input are not its trailing
+  // dims (at least one); empty when they are.
+  static std::string not_trailing(const char* op, const DimVector& d, int64_t rank) {
+    const int64_t k = int64_t(d.size());
+    for (int64_t i = 0; i < k; ++i)
+      if (d[size_t(i)] != rank - k + i)
+        return absl::StrCat(op, " normalises trailing dims; the mean reduces dims ", shape_str(d), " of a rank-", rank,
+                            " input");
+    if (k == 0) return "the mean reduces no dims";
+    return {};
   }
   // Whether `sq` is xc * xc, xc.square() or xc.pow(2); takes its node.
   bool square_of(Match& m, ValueId sq, ValueId xc) const {
@@ -313,18 +318,7 @@ class Recogniser {
   }
   // x / sqrt(ms + eps) or x * rsqrt(ms + eps), ms = (x * x).mean(D, true), x.square() or x.pow(2)
   std::optional<Match> rms_norm_core(const Node& root) {
-    ValueId x = -1;
-    const Node* root_fn = nullptr;
-    if (root.op->name == "div") {
-      x = root.inputs[0];
-      root_fn = as(root.inputs[1], "sqrt");
-    } else if (root.op->name == "mul") {
-      for (int k : {0, 1})
-        if (const Node* r = as(root.inputs[size_t(1 - k)], "rsqrt"); r && !root_fn) {
-          root_fn = r;
-          x = root.inputs[size_t(k)];
-        }
-    }
+    const auto [x, root_fn] = over_root(root);
     const Node* plus_eps = root_fn ? as(root_fn->inputs[0], "add.Scalar") : nullptr;
     const Node* mean = plus_eps ? as(plus_eps->inputs[0], "mean") : nullptr;
     const Node* sq = mean ? producer(mean->inputs[0]) : nullptr;
@@ -336,12 +330,8 @@ class Recogniser {
     const std::optional<DimVector> d = kept_dims(*mean);
     if (!d) return m.decline("the mean square drops the reduced dims (keepdim false)");
     const DimVector& shape = t_.value(x).shape;
-    const int64_t rank = int64_t(shape.size()), k = int64_t(d->size());
-    for (int64_t i = 0; i < k; ++i)
-      if ((*d)[size_t(i)] != rank - k + i)
-        return m.decline(absl::StrCat("rms_norm normalises trailing dims; the mean reduces dims ", shape_str(*d),
-                                      " of a rank-", rank, " input"));
-    if (k == 0) return m.decline("the mean reduces no dims");
+    const int64_t k = int64_t(d->size());
+    if (std::string why = not_trailing("rms_norm", *d, int64_t(shape.size())); !why.empty()) return m.decline(why);
     // eps keeps its slot, as layer_norm's
     replace_by(m, "rms_norm", {x}, {DimVector(shape.end() - k, shape.end()), false, plus_eps->attrs.s(0)});
     for (const ScalarSlot& slot : plus_eps->slots)
