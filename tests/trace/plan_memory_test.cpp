@@ -74,6 +74,26 @@ TEST(PlanMemory, InPlaceOnlyOverAnInputThatDiesWithTheSameSize) {
   expect_no_overlap(t, p);
 }
 
+// A bool mask of 15 elements and a float result of 15 take the same aligned
+// bytes, but writing float i over the mask clobbers mask bytes 4i..4i+3 not
+// yet read: the result never goes over the mask.
+TEST(PlanMemory, NotInPlaceOverAnInputWithAnotherElementSize) {
+  Trace t;
+  const ValueId x = t.add_input(kFloat32, {3, 5}, {5, 1});
+  const ValueId y = t.add_input(kFloat32, {3, 5}, {5, 1});
+  const ValueId mask = t.add_node1(op("logical_not"), {t.add_node1(op("gt"), {x, y})});
+  const ValueId z = t.add_node1(op("exp"), {x});
+  const ValueId out = t.add_node1(op("masked_fill"), {z, mask}, {Scalar(0)});
+  t.mark_output(t.add_node1(op("mul"), {out, z}));  // z is read later: the mask is the only candidate
+  const MemoryPlan p = plan_memory(t);
+  ASSERT_EQ(p.bytes[size_t(mask)], p.bytes[size_t(out)]);
+  EXPECT_FALSE(is_in_place_pair(p, mask, out)) << p.to_string(t);
+  bool said = false;
+  for (const MemoryPlan::Decline& d : p.not_in_place) said = said || d.reason.find("element size") != std::string::npos;
+  EXPECT_TRUE(said) << p.to_string(t);
+  expect_no_overlap(t, p);
+}
+
 TEST(PlanMemory, ViewsKeepTheirBaseAliveAndNothingOverlaps) {
   Trace t;
   const ValueId x = t.add_input(kFloat32, {32, 48}, {48, 1});

@@ -52,6 +52,9 @@ std::string why_not_in_place(const Trace& t, const MemoryPlan& p, const Steps& s
   if (p.live[size_t(in)].last != step || last_node[size_t(in)] != n) return absl::StrFormat("%%%d is read later", in);
   if (p.bytes[size_t(in)] != p.bytes[size_t(out)] || t.value(in).shape != t.value(out).shape)
     return absl::StrFormat("%%%d has another size", in);
+  // element i written over a narrower input would clobber elements not yet read
+  if (itemsize(t.value(in).dtype) != itemsize(t.value(out).dtype))
+    return absl::StrFormat("%%%d has another element size", in);
   // a view of `in` read in the step would see overwritten elements
   for (int32_t m : steps.nodes[size_t(step)])
     for (ValueId other : t.nodes()[size_t(m)].inputs)
