@@ -15,12 +15,14 @@
 // the portable tile program: every decision is a recorded reason.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
 #include "nnvm/jit/x86/isa.h"
 
@@ -68,12 +70,21 @@ class PointwiseJit {
            absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
 
  private:
+  // A run's loop space, variant and block geometry, reused by every later
+  // run with the same key (operand layouts, ISA, stream decision).
+  struct Launch;
+
   std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses, bool stream) const;
+  // The launch for `key`; null when the variant declines or an operand's stride is too large.
+  std::shared_ptr<const Launch> plan_launch(LaunchKey key, Isa isa, absl::Span<const trace::ValueId> ids,
+                                            const std::vector<Tensor>& env, IntArrayRef loop) const;
 
   Lowering lowering_;
   std::string key_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
+  // The last launch: plans replay on several threads at once, so it is swapped whole.
+  mutable std::atomic<std::shared_ptr<const Launch>> last_;
 };
 
 // x86 kernels compiled by this process (a test counts re-JITs with it).
