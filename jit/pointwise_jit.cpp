@@ -165,22 +165,20 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   if (numel_of(loop) == 0) return true;
   // sized by the group: a kernel declines more operands than it has registers for
   absl::InlinedVector<const char*, x86::kMaxOperands> base(operands);
-  LaunchKey key;
-  key.push_back(int64_t(isa));
-  append_ints(key, loop);
-  for (size_t k = 0; k < operands; ++k) {
-    const Tensor& x = env[size_t(ids[k])];
-    append_layout(key, x);
-    base[k] = static_cast<const char*>(x.data_ptr());
-  }
+  for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
   // the stream decision also reads the knob and the outputs' alignment
   const bool may_stream = numel_of(loop) * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
-  key.push_back(may_stream);
-  for (size_t k = size_t(ir.inputs); k < operands && may_stream; ++k)
-    key.push_back(reinterpret_cast<uintptr_t>(base[k]) % 64 == 0);
+  auto describe = [&](auto& key) {
+    key.value(int64_t(isa));
+    key_ints(key, loop);
+    for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
+    key.value(may_stream);
+    for (size_t k = size_t(ir.inputs); k < operands && may_stream; ++k)
+      key.value(reinterpret_cast<uintptr_t>(base[k]) % 64 == 0);
+  };
   std::shared_ptr<const Launch> launch = last_.load();
-  if (!launch || launch->key != key) {
-    launch = plan_launch(std::move(key), isa, ids, env, loop);
+  if (!launch || !key_matches(launch->key, describe)) {
+    launch = plan_launch(key_of(describe), isa, ids, env, loop);
     if (!launch) return false;
     last_.store(launch);
   }

@@ -238,20 +238,18 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const size_t operands = size_t(ir.inputs) + 1;
   // sized by the group: a kernel declines more operands than it has registers for
   absl::InlinedVector<const char*, x86::kMaxReduceOperands> base(operands);
-  LaunchKey key;
-  key.push_back(int64_t(isa));
-  append_ints(key, loop);
-  append_ints(key, red.ints(0));
-  key.push_back(red.b(1));
-  for (size_t k = 0; k < operands; ++k) {
-    const Tensor& x = env[size_t(ids[k])];
-    append_layout(key, x);
-    base[k] = static_cast<const char*>(x.data_ptr());
-  }
+  for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
+  auto describe = [&](auto& key) {
+    key.value(int64_t(isa));
+    key_ints(key, loop);
+    key_ints(key, red.ints(0));
+    key.value(red.b(1));
+    for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
+  };
   std::shared_ptr<const Launch> launch = last_.load();
-  if (!launch || launch->key != key) {
+  if (!launch || !key_matches(launch->key, describe)) {
     const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
-    launch = plan_launch(std::move(key), isa, ids, env, loop, dims, red.b(1));
+    launch = plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
     if (!launch) return false;
     last_.store(launch);
   }
