@@ -1,8 +1,10 @@
 // The JIT path of a pointwise group program (DESIGN §3.8). A group is lowered
-// to LoopIR once, when its program is built; each run computes the run's
-// LoopSpace and takes the kernel for (ISA, access pattern) from the
-// KernelCache under "x86-<isa>-<accesses>:<group key>": a new batch size
-// reuses the kernel, a new layout class of an operand compiles a variant.
+// to LoopIR once, when its program is built; a run whose operand layouts
+// differ from the last run's computes its LoopSpace and takes the kernel for
+// (ISA, access pattern) from the KernelCache under
+// "x86-<isa>-<accesses>:<group key>": a new batch size reuses the kernel, a
+// new layout class of an operand compiles a variant. A run with the last
+// run's layouts (a hot plan's) reuses its launch whole (launch_key.h).
 // The run splits the space into blocks of rows and columns across the thread
 // pool (each thread takes one contiguous range of blocks); each block is one
 // call of the kernel. A run writing at least stream_store_bytes() to 64-byte

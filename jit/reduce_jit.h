@@ -5,9 +5,11 @@
 // ReduceSpace (the loop with merged dims, the reduced block and the dims
 // around it) and takes the kernel for (ISA, axis, accesses) from the
 // KernelCache under "x86-<isa>-reduce-<rows|cols>-<accesses>:<group key>": a
-// new batch size reuses it. Rows (kept dims) split over the thread pool in
-// blocks; one output is always reduced by one call in a fixed order, so
-// results do not depend on the thread count.
+// new batch size reuses it; a run with the last run's operand layouts reuses
+// that run's space and kernel without recomputing them (launch_key.h). Rows
+// (kept dims) split over the thread pool in blocks; one output is always
+// reduced by one call in a fixed order, so results do not depend on the
+// thread count.
 //
 // What runs the portable program or the reference kernel instead, each a
 // recorded reason: another dtype (float64 stays portable), reduced dims that
