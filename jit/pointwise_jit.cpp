@@ -90,80 +90,129 @@ std::vector<std::string> PointwiseJit::variant_names() const {
   return names;
 }
 
+struct PointwiseJit::Launch {
+  LaunchKey key;
+  LoopSpace space;
+  std::shared_ptr<const CompiledPointwise> compiled;
+  // Blocks: `col_block` elements of the inner dim by `row_block` rows of the
+  // next, for every index of the dims before.
+  int64_t inner = 0, rows = 0, col_block = 0, row_block = 0, col_blocks = 0, row_blocks = 0, blocks = 0;
+  bool parallel = false;
+  // per operand: element size, and the call's strides in bytes
+  int64_t bytes[x86::kMaxOperands] = {};
+  int64_t row_stride[x86::kMaxOperands] = {};
+  int64_t vec_step[x86::kMaxOperands] = {};
+  int32_t lane_stride[x86::kMaxOperands] = {};
+};
+
+std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey key, Isa isa,
+                                                                      absl::Span<const trace::ValueId> ids,
+                                                                      const std::vector<Tensor>& env,
+                                                                      IntArrayRef loop) const {
+  const LoopIR& ir = lowering_.ir;
+  const size_t operands = size_t(ir.inputs) + ir.stores.size();
+  std::vector<IntArrayRef> shapes, strides;
+  for (size_t k = 0; k < operands; ++k) {
+    const Tensor& x = env[size_t(ids[k])];
+    shapes.push_back(x.sizes());
+    strides.push_back(x.strides());
+  }
+  auto launch = std::make_shared<Launch>();
+  launch->key = std::move(key);
+  launch->space = loop_space(loop, shapes, strides);
+  const LoopSpace& space = launch->space;
+  const int64_t numel = space.numel();
+  for (const DimVector& s : space.strides)  // gather offsets are int32 bytes
+    if (std::abs(s.back()) * 4 * 16 > INT32_MAX) return nullptr;
+  const size_t rank = space.sizes.size();
+  launch->inner = space.sizes.back();
+  launch->rows = rank >= 2 ? space.sizes[rank - 2] : 1;
+  launch->col_block = std::min(launch->inner, kBlockElements);
+  // streaming needs every full vector an output stores 64-byte aligned: its
+  // base, each block's first column and each row's start
+  // (float32 outputs only: another dtype is converted on its way to memory)
+  bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
+  for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
+    const auto* base = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
+    stream = ir.dtype(k) == kFloat32 && reinterpret_cast<uintptr_t>(base) % 64 == 0 &&
+             (launch->col_block == launch->inner || launch->col_block % 16 == 0);
+    for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
+  }
+  launch->compiled = variant(isa, space.accesses(), stream);
+  if (!launch->compiled->declined().empty()) return nullptr;
+  launch->row_block = std::max<int64_t>(1, kBlockElements / launch->col_block);
+  launch->col_blocks = (launch->inner + launch->col_block - 1) / launch->col_block;
+  launch->row_blocks = (launch->rows + launch->row_block - 1) / launch->row_block;
+  launch->blocks = numel / (launch->inner * launch->rows) * launch->row_blocks * launch->col_blocks;
+  launch->parallel = numel >= kParallelElements;
+  const int lanes = isa == Isa::kAvx512 ? 16 : 8;
+  for (size_t k = 0; k < operands; ++k) {
+    launch->bytes[k] = int64_t(itemsize(ir.dtype(k)));
+    const int64_t step = space.strides[k].back() * launch->bytes[k];
+    launch->row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * launch->bytes[k] : 0;
+    launch->vec_step[k] = step * lanes;
+    launch->lane_stride[k] = int32_t(step);
+  }
+  return launch;
+}
+
 bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
                        absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
   const Isa isa = active_isa();
   if (!lowering_.ok() || isa == Isa::kPortable) return false;
   const LoopIR& ir = lowering_.ir;
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
-  std::vector<IntArrayRef> shapes, strides;
-  std::vector<char*> base;
-  std::vector<int64_t> bytes;  // per operand: element size
-  for (size_t k = 0; k < operands; ++k) {
-    bytes.push_back(int64_t(itemsize(ir.dtype(k))));
-    const Tensor& x = env[size_t(ids[k])];
-    shapes.push_back(x.sizes());
-    strides.push_back(x.strides());
-    base.push_back(static_cast<char*>(x.data_ptr()));
+  if (numel_of(loop) == 0) return true;
+  // sized by the group: a kernel declines more operands than it has registers for
+  absl::InlinedVector<const char*, x86::kMaxOperands> base(operands);
+  for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
+  // the stream decision also reads the knob and the outputs' alignment
+  const bool may_stream = numel_of(loop) * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
+  auto describe = [&](auto& key) {
+    key.value(int64_t(isa));
+    key_ints(key, loop);
+    for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
+    key.value(may_stream);
+    for (size_t k = size_t(ir.inputs); k < operands && may_stream; ++k)
+      key.value(reinterpret_cast<uintptr_t>(base[k]) % 64 == 0);
+  };
+  std::shared_ptr<const Launch> launch = last_.load();
+  if (!launch || !key_matches(launch->key, describe)) {
+    launch = plan_launch(key_of(describe), isa, ids, env, loop);
+    if (!launch) return false;
+    last_.store(launch);
   }
-  const LoopSpace space = loop_space(loop, shapes, strides);
-  const int64_t numel = space.numel();
-  if (numel == 0) return true;
-  const int64_t inner = space.sizes.back();
-  for (const DimVector& s : space.strides)  // gather offsets are int32 bytes
-    if (std::abs(s.back()) * 4 * 16 > INT32_MAX) return false;
-
-  // Blocks: `col_block` elements of the inner dim by `row_block` rows of the
-  // next, for every index of the dims before.
+  const Launch& l = *launch;
+  const LoopSpace& space = l.space;
   const size_t rank = space.sizes.size();
-  const int64_t rows = rank >= 2 ? space.sizes[rank - 2] : 1;
-  const int64_t col_block = std::min(inner, kBlockElements);
-  // streaming needs every full vector an output stores 64-byte aligned: its
-  // base, each block's first column and each row's start
-  // (float32 outputs only: another dtype is converted on its way to memory)
-  bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
-  for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
-    stream = ir.dtype(k) == kFloat32 && reinterpret_cast<uintptr_t>(base[k]) % 64 == 0 && (col_block == inner || col_block % 16 == 0);
-    for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
-  }
-  const std::shared_ptr<const CompiledPointwise> compiled = variant(isa, space.accesses(), stream);
-  if (!compiled->declined().empty()) return false;
-  const x86::PointwiseKernel& kernel = compiled->kernel();
-  const int64_t row_block = std::max<int64_t>(1, kBlockElements / col_block);
-  const int64_t col_blocks = (inner + col_block - 1) / col_block, row_blocks = (rows + row_block - 1) / row_block;
-  const int64_t outer = numel / (inner * rows);
-  const int lanes = isa == Isa::kAvx512 ? 16 : 8;
+  const x86::PointwiseKernel& kernel = l.compiled->kernel();
 
   auto run_blocks = [&](int64_t begin, int64_t end) {
     x86::PointwiseCall call;
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
-    for (size_t k = 0; k < operands; ++k) {
-      const int64_t step = space.strides[k].back() * bytes[k];
-      call.row_stride[k] = rank >= 2 ? space.strides[k][rank - 2] * bytes[k] : 0;
-      call.vec_step[k] = step * lanes;
-      call.lane_stride[k] = int32_t(step);
-    }
+    std::copy_n(l.row_stride, operands, call.row_stride);
+    std::copy_n(l.vec_step, operands, call.vec_step);
+    std::copy_n(l.lane_stride, operands, call.lane_stride);
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t c = b % col_blocks, r = (b / col_blocks) % row_blocks;
-      int64_t o = b / (col_blocks * row_blocks);
+      const int64_t c = b % l.col_blocks, r = (b / l.col_blocks) % l.row_blocks;
+      int64_t o = b / (l.col_blocks * l.row_blocks);
       for (size_t k = 0; k < operands; ++k) {
-        int64_t offset = c * col_block * space.strides[k].back();
-        if (rank >= 2) offset += r * row_block * space.strides[k][rank - 2];
+        int64_t offset = c * l.col_block * space.strides[k].back();
+        if (rank >= 2) offset += r * l.row_block * space.strides[k][rank - 2];
         for (int64_t d = int64_t(rank) - 3, rest = o; d >= 0; --d) {
           offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
           rest /= space.sizes[size_t(d)];
         }
-        call.ptr[k] = base[k] + offset * bytes[k];
+        call.ptr[k] = base[k] + offset * l.bytes[k];
       }
-      call.cols = std::min(col_block, inner - c * col_block);
-      call.rows = std::min(row_block, rows - r * row_block);
+      call.cols = std::min(l.col_block, l.inner - c * l.col_block);
+      call.rows = std::min(l.row_block, l.rows - r * l.row_block);
       kernel(&call);
     }
   };
-  const int64_t blocks = outer * row_blocks * col_blocks;
-  if (numel < kParallelElements) run_blocks(0, blocks);
-  else parallel_for(0, blocks, 1, run_blocks);
+  if (l.parallel) parallel_for(0, l.blocks, 1, run_blocks);
+  else run_blocks(0, l.blocks);
   return true;
 }
 

@@ -1,8 +1,10 @@
 // The JIT path of a pointwise group program (DESIGN §3.8). A group is lowered
-// to LoopIR once, when its program is built; each run computes the run's
-// LoopSpace and takes the kernel for (ISA, access pattern) from the
-// KernelCache under "x86-<isa>-<accesses>:<group key>": a new batch size
-// reuses the kernel, a new layout class of an operand compiles a variant.
+// to LoopIR once, when its program is built; a run whose operand layouts
+// differ from the last run's computes its LoopSpace and takes the kernel for
+// (ISA, access pattern) from the KernelCache under
+// "x86-<isa>-<accesses>:<group key>": a new batch size reuses the kernel, a
+// new layout class of an operand compiles a variant. A run with the last
+// run's layouts (a hot plan's) reuses its launch whole (launch_key.h).
 // The run splits the space into blocks of rows and columns across the thread
 // pool (each thread takes one contiguous range of blocks); each block is one
 // call of the kernel. A run writing at least stream_store_bytes() to 64-byte
@@ -15,12 +17,14 @@
 // the portable tile program: every decision is a recorded reason.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
 #include "nnvm/jit/x86/isa.h"
 
@@ -68,12 +72,21 @@ class PointwiseJit {
            absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
 
  private:
+  // A run's loop space, variant and block geometry, reused by every later
+  // run with the same key (operand layouts, ISA, stream decision).
+  struct Launch;
+
   std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses, bool stream) const;
+  // The launch for `key`; null when the variant declines or an operand's stride is too large.
+  std::shared_ptr<const Launch> plan_launch(LaunchKey key, Isa isa, absl::Span<const trace::ValueId> ids,
+                                            const std::vector<Tensor>& env, IntArrayRef loop) const;
 
   Lowering lowering_;
   std::string key_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
+  // The last launch: plans replay on several threads at once, so it is swapped whole.
+  mutable std::atomic<std::shared_ptr<const Launch>> last_;
 };
 
 // x86 kernels compiled by this process (a test counts re-JITs with it).

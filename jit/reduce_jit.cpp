@@ -121,6 +121,7 @@ std::string ReduceJit::last_fallback() const {
 bool ReduceJit::fall_back(std::string why) const {
   std::lock_guard<std::mutex> lock(mutex_);
   last_fallback_ = std::move(why);
+  fell_back_.store(true);
   return false;
 }
 
@@ -143,6 +144,89 @@ std::shared_ptr<const CompiledReduce> ReduceJit::variant(Isa isa, x86::ReduceAxi
   return kernel;
 }
 
+struct ReduceJit::Launch {
+  LaunchKey key;
+  ReduceSpace space;
+  std::shared_ptr<const CompiledReduce> compiled;
+  size_t rank = 0, axis = 0;
+  bool rows = false;
+  int64_t reduced = 0;
+  // dims [0, outer_dims) are walked here; the kernel takes rows (kRows: the
+  // dim before the axis, `split`) or the inner dim (kColumns) in blocks.
+  size_t split = 0, outer_dims = 0;
+  bool has_rows = false;
+  int64_t across = 0, block = 0, blocks = 0, tasks = 0;
+  bool parallel = false;
+};
+
+std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, Isa isa,
+                                                                absl::Span<const trace::ValueId> ids,
+                                                                const std::vector<Tensor>& env, IntArrayRef loop,
+                                                                IntArrayRef dims, bool keepdim) const {
+  const LoopIR& ir = lowering_.ir;
+  const size_t operands = size_t(ir.inputs) + 1;
+  std::vector<IntArrayRef> shapes, strides;
+  for (size_t k = 0; k < operands; ++k) {
+    const Tensor& x = env[size_t(ids[k])];
+    shapes.push_back(x.sizes());
+    strides.push_back(x.strides());
+  }
+  auto launch = std::make_shared<Launch>();
+  launch->key = std::move(key);
+  launch->space = reduce_space(loop, dims, keepdim, shapes, strides);
+  const ReduceSpace& space = launch->space;
+  if (space.axis < 0) {
+    fall_back(absl::StrCat("the reduced dims are not one block: ", space.to_string()));
+    return nullptr;
+  }
+  const size_t rank = space.sizes.size(), axis = size_t(space.axis);
+  const bool rows = axis == rank - 1;
+  if (!rows && axis != rank - 2) {
+    fall_back(absl::StrCat("kept dims inside the reduced one do not merge: ", space.to_string()));
+    return nullptr;
+  }
+  const size_t vec_dim = rows ? axis : rank - 1;  // the dim vectors run along
+  std::string accesses;
+  for (int32_t k = 0; k < ir.inputs; ++k) {
+    const int64_t s = space.strides[size_t(k)][vec_dim];
+    if (s != 0 && s != 1) {
+      fall_back(absl::StrCat("input ", k, " is strided along the vector axis: ", space.to_string()));
+      return nullptr;
+    }
+    accesses += s == 1 ? 'c' : 'b';
+  }
+  if (!rows && space.strides[operands - 1][vec_dim] != 1) {
+    fall_back(absl::StrCat("the output is not unit-stride: ", space.to_string()));
+    return nullptr;
+  }
+  launch->compiled = variant(isa, rows ? x86::ReduceAxis::kRows : x86::ReduceAxis::kColumns, accesses);
+  if (!launch->compiled->declined().empty()) {
+    fall_back(launch->compiled->declined());
+    return nullptr;
+  }
+  const int64_t reduced = space.sizes[axis];
+  if (is_arg(ir.reduce) && reduced > kMaxArgExtent) {
+    fall_back(absl::StrCat(reduced, " elements per output: the arg kernel's indices cover ", kMaxArgExtent));
+    return nullptr;
+  }
+  Launch& l = *launch;
+  l.rank = rank;
+  l.axis = axis;
+  l.rows = rows;
+  l.reduced = reduced;
+  l.split = rows ? (axis > 0 ? axis - 1 : 0) : rank - 1;
+  l.has_rows = rows && axis > 0;
+  l.outer_dims = rows ? l.split : axis;
+  int64_t outer = 1;
+  for (size_t d = 0; d < l.outer_dims; ++d) outer *= space.sizes[d];
+  l.across = rows ? (l.has_rows ? space.sizes[l.split] : 1) : space.sizes[rank - 1];
+  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : kInnerBlock;
+  l.blocks = (l.across + l.block - 1) / l.block;
+  l.tasks = outer * l.blocks;
+  l.parallel = outer * l.across * reduced >= 2 * kTaskElements;
+  return launch;
+}
+
 bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
                     absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
   const Isa isa = active_isa();
@@ -151,51 +235,33 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const LoopIR& ir = lowering_.ir;
   if (numel_of(loop) == 0 || loop.empty()) return fall_back("an empty or rank-0 reduction");
   const Attrs& red = *attrs.back();
-  const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
   const size_t operands = size_t(ir.inputs) + 1;
-  std::vector<IntArrayRef> shapes, strides;
-  std::vector<char*> base;
-  for (size_t k = 0; k < operands; ++k) {
-    const Tensor& x = env[size_t(ids[k])];
-    shapes.push_back(x.sizes());
-    strides.push_back(x.strides());
-    base.push_back(static_cast<char*>(x.data_ptr()));
+  // sized by the group: a kernel declines more operands than it has registers for
+  absl::InlinedVector<const char*, x86::kMaxReduceOperands> base(operands);
+  for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
+  auto describe = [&](auto& key) {
+    key.value(int64_t(isa));
+    key_ints(key, loop);
+    key_ints(key, red.ints(0));
+    key.value(red.b(1));
+    for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
+  };
+  std::shared_ptr<const Launch> launch = last_.load();
+  if (!launch || !key_matches(launch->key, describe)) {
+    const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
+    launch = plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
+    if (!launch) return false;
+    last_.store(launch);
   }
-  const ReduceSpace space = reduce_space(loop, dims, red.b(1), shapes, strides);
-  if (space.axis < 0) return fall_back(absl::StrCat("the reduced dims are not one block: ", space.to_string()));
-  const size_t rank = space.sizes.size(), axis = size_t(space.axis);
-  const bool rows = axis == rank - 1;
-  if (!rows && axis != rank - 2)
-    return fall_back(absl::StrCat("kept dims inside the reduced one do not merge: ", space.to_string()));
-  const size_t vec_dim = rows ? axis : rank - 1;  // the dim vectors run along
-  std::string accesses;
-  for (int32_t k = 0; k < ir.inputs; ++k) {
-    const int64_t s = space.strides[size_t(k)][vec_dim];
-    if (s != 0 && s != 1) return fall_back(absl::StrCat("input ", k, " is strided along the vector axis: ", space.to_string()));
-    accesses += s == 1 ? 'c' : 'b';
-  }
-  if (!rows && space.strides[operands - 1][vec_dim] != 1)
-    return fall_back(absl::StrCat("the output is not unit-stride: ", space.to_string()));
-  const x86::ReduceAxis kind = rows ? x86::ReduceAxis::kRows : x86::ReduceAxis::kColumns;
-  const std::shared_ptr<const CompiledReduce> compiled = variant(isa, kind, accesses);
-  if (!compiled->declined().empty()) return fall_back(compiled->declined());
-  const CompiledReduce& kernel = *compiled;
+  const Launch& l = *launch;
+  const ReduceSpace& space = l.space;
+  const CompiledReduce& kernel = *l.compiled;
+  const size_t rank = l.rank, axis = l.axis, split = l.split, outer_dims = l.outer_dims;
+  const bool rows = l.rows, has_rows = l.has_rows;
+  const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks;
 
-  const int64_t reduced = space.sizes[axis];
-  if (is_arg(ir.reduce) && reduced > kMaxArgExtent)
-    return fall_back(absl::StrCat(reduced, " elements per output: the arg kernel's indices cover ", kMaxArgExtent));
   // bytes per element of each operand: an arg reduction's output is int64
   auto bytes = [&](size_t k) -> int64_t { return is_arg(ir.reduce) && k + 1 == operands ? 8 : 4; };
-  // dims [0, outer_dims) are walked here; the kernel takes rows (kRows: the
-  // dim before the axis) or the inner dim (kColumns) in blocks.
-  const size_t split = rows ? (axis > 0 ? axis - 1 : 0) : rank - 1;
-  const bool has_rows = rows && axis > 0;
-  const size_t outer_dims = rows ? split : axis;
-  int64_t outer = 1;
-  for (size_t d = 0; d < outer_dims; ++d) outer *= space.sizes[d];
-  const int64_t across = rows ? (has_rows ? space.sizes[split] : 1) : space.sizes[rank - 1];
-  const int64_t block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : kInnerBlock;
-  const int64_t blocks = (across + block - 1) / block;
 
   // A row longer than the reference's block: each block's double result,
   // then the blocks in order (cpu::reduce), then the finish.
@@ -270,12 +336,14 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       if (lse) finish_lse(call, count, rows ? call.row_stride[operands - 1] : 4);
     }
   };
-  const int64_t tasks = outer * blocks;
-  if (outer * across * reduced < 2 * kTaskElements) run_tasks(0, tasks);
-  else parallel_for(0, tasks, 1, run_tasks);
+  if (l.parallel) parallel_for(0, l.tasks, 1, run_tasks);
+  else run_tasks(0, l.tasks);
   runs.fetch_add(1);
-  std::lock_guard<std::mutex> lock(mutex_);
-  last_fallback_.clear();
+  if (fell_back_.load()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_fallback_.clear();
+    fell_back_.store(false);
+  }
   return true;
 }
 

@@ -5,9 +5,11 @@
 // ReduceSpace (the loop with merged dims, the reduced block and the dims
 // around it) and takes the kernel for (ISA, axis, accesses) from the
 // KernelCache under "x86-<isa>-reduce-<rows|cols>-<accesses>:<group key>": a
-// new batch size reuses it. Rows (kept dims) split over the thread pool in
-// blocks; one output is always reduced by one call in a fixed order, so
-// results do not depend on the thread count.
+// new batch size reuses it; a run with the last run's operand layouts reuses
+// that run's space and kernel without recomputing them (launch_key.h). Rows
+// (kept dims) split over the thread pool in blocks; one output is always
+// reduced by one call in a fixed order, so results do not depend on the
+// thread count.
 //
 // What runs the portable program or the reference kernel instead, each a
 // recorded reason: another dtype (float64 stays portable), reduced dims that
@@ -17,12 +19,14 @@
 // too large for the register file, or the ISA forced to portable.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
 #include "nnvm/jit/x86/arg_reduce_kernel.h"
 #include "nnvm/jit/x86/isa.h"
@@ -83,14 +87,25 @@ class ReduceJit {
            absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
 
  private:
+  // A run's reduce space, variant and task geometry, reused by every later
+  // run with the same key (operand layouts, reduced dims, ISA).
+  struct Launch;
+
   std::shared_ptr<const CompiledReduce> variant(Isa isa, x86::ReduceAxis axis, const std::string& accesses) const;
   bool fall_back(std::string why) const;
+  // The launch for `key`; null (the reason recorded) when the reference kernel runs instead.
+  std::shared_ptr<const Launch> plan_launch(LaunchKey key, Isa isa, absl::Span<const trace::ValueId> ids,
+                                            const std::vector<Tensor>& env, IntArrayRef loop, IntArrayRef dims,
+                                            bool keepdim) const;
 
   Lowering lowering_;
   std::string key_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledReduce>>> variants_;
   mutable std::string last_fallback_;
+  mutable std::atomic<bool> fell_back_{false};  // last_fallback_ is not empty: a run clears it
+  // The last launch: plans replay on several threads at once, so it is swapped whole.
+  mutable std::atomic<std::shared_ptr<const Launch>> last_;
 };
 
 // Reduction kernels compiled, and runs that used one, in this process.

@@ -1,0 +1,132 @@
+// A JIT program reuses its last launch (loop space, variant, blocks) while
+// its operands' layouts repeat: a run with other data pointers (a view at
+// another offset), other strides or another batch size on the same program
+// must compute what the interpreter computes, and so must two threads
+// running one plan at once with different layouts.
+#include <thread>
+
+#include "jit_test_util.h"
+#include "reference.h"
+
+namespace nnvm::jit {
+namespace {
+
+using trace::Trace;
+using trace::ValueId;
+
+Trace pointwise_chain(const Tensor& x, const Tensor& row) {
+  Trace t;
+  const ValueId xv = t.add_input(x), rv = t.add_input(row);
+  const ValueId v = t.add_node1(find_op("mul"), {t.add_node1(find_op("add"), {xv, rv}, {Scalar(0.5)}), xv});
+  t.mark_output(t.add_node1(find_op("tanh"), {v}));
+  return t;
+}
+
+Trace row_sum(const Tensor& x) {
+  Trace t;
+  const ValueId v = t.add_node1(find_op("exp"), {t.add_input(x)});
+  t.mark_output(t.add_node1(find_op("sum"), {v}, {DimVector{1}, false, kFloat32}));
+  return t;
+}
+
+// Inputs of one program in turn: contiguous, the same layout at other
+// offsets (rows of a larger tensor), other strides (a column window, a
+// transpose), then the first layout again.
+std::vector<Tensor> layouts(int64_t cols, uint64_t seed) {
+  const Tensor wide = testing::random({9, cols + 7}, kFloat32, seed);
+  const Tensor tall = testing::random({12, cols}, kFloat32, seed + 1);
+  return {testing::random({4, cols}, kFloat32, seed + 2),
+          tall.narrow(0, 1, 4),
+          tall.narrow(0, 5, 4),
+          wide.narrow(1, 3, cols).narrow(0, 2, 4),
+          testing::random({cols, 4}, kFloat32, seed + 3).t(),
+          wide.narrow(1, 2, cols).narrow(0, 5, 4),
+          testing::random({4, cols}, kFloat32, seed + 4)};
+}
+
+void expect_runs_match(const trace::FusedPlan& plan, const Trace& t, const std::vector<Tensor>& inputs) {
+  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
+  const std::vector<Tensor> actual = plan.run(inputs, {});
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) testing::expect_tensors_close(actual[i], expected[i], 1e-5, 1e-6);
+}
+
+TEST(LaunchMemo, PointwiseRecomputesForEveryNewLayout) {
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    const Tensor row = testing::random({33}, kFloat32, 5);
+    const Trace t = pointwise_chain(testing::random({4, 33}, kFloat32, 1), row);
+    const trace::FusedPlan plan(t);
+    ASSERT_NE(plan.program(0).jit(), nullptr) << plan.to_string();
+    for (const Tensor& x : layouts(33, 10)) expect_runs_match(plan, t, {x, row});
+    const Tensor other_row = testing::random({40}, kFloat32, 6).narrow(0, 7, 33);  // the row at an offset
+    for (const Tensor& x : layouts(33, 20)) expect_runs_match(plan, t, {x, other_row});
+  }
+}
+
+TEST(LaunchMemo, ReductionRecomputesForEveryNewLayout) {
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    const Trace t = row_sum(testing::random({4, 45}, kFloat32, 1));
+    const trace::FusedPlan plan(t);
+    ASSERT_NE(plan.program(0).reduce(), nullptr) << plan.to_string();
+    const int64_t runs = reduce_runs();
+    for (const Tensor& x : layouts(45, 30)) expect_runs_match(plan, t, {x});
+    EXPECT_GT(reduce_runs(), runs);
+  }
+}
+
+// Traced: one recorded function over batch sizes and views that come and go.
+TEST(LaunchMemo, ANewBatchSizeOrViewOffsetRecomputes) {
+  if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  IsaGuard guard(jit_isas()[0]);
+  auto f = [](const Tensor& x) {
+    const Tensor y = ((x * 1.25 - 0.5).tanh() * x).abs();
+    return std::pair{y, (y * 0.5).exp().sum({1})};
+  };
+  const Tensor big = testing::random({40, 96}, kFloat32, 3);
+  for (int64_t batch : {8, 16, 8, 24, 8})
+    for (int64_t start : {0, 3, 11}) {
+      const Tensor x = big.narrow(0, start, batch);
+      std::pair<Tensor, Tensor> expected;
+      {
+        EagerGuard eager;
+        expected = f(x);
+      }
+      const auto [y, s] = f(x);
+      testing::expect_tensors_close(y, expected.first, 1e-5, 1e-6);
+      testing::expect_tensors_close(s, expected.second, 1e-5, 1e-5);
+    }
+}
+
+TEST(LaunchMemo, TwoThreadsRunOnePlanWithDifferentLayouts) {
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    const Tensor row = testing::random({33}, kFloat32, 5);
+    const Trace pt = pointwise_chain(testing::random({4, 33}, kFloat32, 1), row);
+    const Trace rt = row_sum(testing::random({4, 33}, kFloat32, 2));
+    const trace::FusedPlan pointwise(pt), reduce(rt);
+    auto many = [&](uint64_t seed) {
+      IsaGuard here(isa);
+      EagerGuard eager_here;
+      for (uint64_t i = 0; i < 30; ++i)
+        for (const Tensor& x : layouts(33, seed + i)) {
+          expect_runs_match(pointwise, pt, {x, row});
+          expect_runs_match(reduce, rt, {x});
+        }
+    };
+    std::thread other(many, 1000);
+    many(2000);
+    other.join();
+  }
+}
+
+}  // namespace
+}  // namespace nnvm::jit
