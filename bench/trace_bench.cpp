@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "bench_math.h"
 #include "nnvm/nnvm.h"
 
 namespace {
@@ -121,27 +122,6 @@ void BM_RnnDynamicEager(benchmark::State& state) { rnn_bench(state, Mode::Eager)
 BENCHMARK(BM_RnnDynamicTraced)->Name("BM_RnnDynamic/traced")->UseRealTime();
 BENCHMARK(BM_RnnDynamicEager)->Name("BM_RnnDynamic/eager")->UseRealTime();
 
-// tanh as a clamped rational function (Eigen's float approximation, a few
-// ulp): plain arithmetic the compiler vectorises, where std::tanh is a libm
-// call per element.
-inline float fast_tanh(float x) {
-  constexpr float kClamp = 7.90531110763549805f;
-  x = std::min(std::max(x, -kClamp), kClamp);
-  const float x2 = x * x;
-  float p = -2.76076847742355e-16f;
-  p = p * x2 + 2.00018790482477e-13f;
-  p = p * x2 - 8.60467152213735e-11f;
-  p = p * x2 + 5.12229709037114e-08f;
-  p = p * x2 + 1.48572235717979e-05f;
-  p = p * x2 + 6.37261928875436e-04f;
-  p = p * x2 + 4.89352455891786e-03f;
-  float q = 1.19825839466702e-06f;
-  q = q * x2 + 1.18534705686654e-04f;
-  q = q * x2 + 2.26843463243900e-03f;
-  q = q * x2 + 4.89352518554385e-03f;
-  return x * p / q;
-}
-
 // The same cell as plain loops over floats: the GEMMs and the tanh vectorise
 // over j; the norm is a plain sum.
 void BM_RnnDynamicHandwritten(benchmark::State& state) {
@@ -157,7 +137,7 @@ void BM_RnnDynamicHandwritten(benchmark::State& state) {
       for (int64_t j = 0; j < kHidden; ++j) next[j] = b[j];
       for (int64_t k = 0; k < kHidden; ++k)
         for (int64_t j = 0; j < kHidden; ++j) next[j] += x[k] * w[k * kHidden + j] + h[k] * u[k * kHidden + j];
-      for (int64_t j = 0; j < kHidden; ++j) h[j] = fast_tanh(next[j]);
+      for (int64_t j = 0; j < kHidden; ++j) h[j] = bench::tanh_vec(next[j]);
       float norm = 0;
       for (int64_t j = 0; j < kHidden; ++j) norm += h[j] * h[j];
       ++t;
