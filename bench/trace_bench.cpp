@@ -20,12 +20,14 @@ benchmark::Counter per_item(double items) {
   return benchmark::Counter(items, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-// ns per recorded op, recording only: N tiny ops recorded (dispatch, shape
-// inference, the recorder, making the lazy outputs and dropping the dead
-// ones); the flush that runs them is outside the timed region. Pausing the
+// ns per recorded op: N tiny ops recorded (dispatch, shape inference, the
+// recorder, making the lazy outputs and dropping the dead ones), then one
+// flush of the N-op trace (signature, lookup, plan replay, binding).
+// BM_RecordOverhead leaves the flush outside the timed region: pausing the
 // timer reads the clocks (a thread-CPU-time read is a system call), so N is
-// large enough to spread that over many ops.
-void BM_RecordOverhead(benchmark::State& state) {
+// large enough to spread that over many ops. BM_RecordAndFlush times it,
+// spread over the N ops as in a real program.
+void record_bench(benchmark::State& state, bool time_flush) {
   set_mode(Mode::Traced);
   const int64_t n = state.range(0);
   const Tensor a = randn({16}), b = randn({16});
@@ -33,33 +35,17 @@ void BM_RecordOverhead(benchmark::State& state) {
   for (auto _ : state) {
     Tensor x = a;
     for (int64_t i = 0; i < n; ++i) x = x * b + a;  // 2 ops per trip
-    state.PauseTiming();
+    if (!time_flush) state.PauseTiming();
     mark_step();
-    state.ResumeTiming();
+    if (!time_flush) state.ResumeTiming();
     benchmark::DoNotOptimize(x.impl());
   }
   state.SetItemsProcessed(state.iterations() * 2 * n);
   state.counters["ns/op"] = per_item(double(state.iterations() * 2 * n) * 1e-9);
 }
+void BM_RecordOverhead(benchmark::State& state) { record_bench(state, false); }
+void BM_RecordAndFlush(benchmark::State& state) { record_bench(state, true); }
 BENCHMARK(BM_RecordOverhead)->Arg(64)->Arg(512)->UseRealTime();
-
-// The same, with the flush timed: recording, then one flush of the N-op
-// trace (signature, lookup, plan replay, binding), spread over the N ops as
-// in a real program.
-void BM_RecordAndFlush(benchmark::State& state) {
-  set_mode(Mode::Traced);
-  const int64_t n = state.range(0);
-  const Tensor a = randn({16}), b = randn({16});
-  mark_step();
-  for (auto _ : state) {
-    Tensor x = a;
-    for (int64_t i = 0; i < n; ++i) x = x * b + a;
-    mark_step();
-    benchmark::DoNotOptimize(x.impl());
-  }
-  state.SetItemsProcessed(state.iterations() * 2 * n);
-  state.counters["ns/op"] = per_item(double(state.iterations() * 2 * n) * 1e-9);
-}
 BENCHMARK(BM_RecordAndFlush)->Arg(8)->Arg(64)->UseRealTime();
 
 // A 6-op trace of tiny tensors, hot: record + signature + cache lookup +

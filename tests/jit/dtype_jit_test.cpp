@@ -191,44 +191,6 @@ TEST(DtypeJit, NonContiguousIntegerOperands) {
       }
 }
 
-// A matmul's epilogue (bias, relu, a mask stored as bool) as one kernel after
-// the matmul; a forced portable ISA runs it node by node. Both exact.
-TEST(DtypeJit, MatmulEpilogueRunsAsOneKernel) {
-  const std::vector<Tensor> in = {testing::random({33, 20}, kFloat32, 40), testing::random({20, 45}, kFloat32, 41),
-                                  testing::random({45}, kFloat32, 42)};
-  Trace t;
-  const ValueId a = t.add_input(in[0]), b = t.add_input(in[1]), bias = t.add_input(in[2]);
-  const ValueId y = t.add_node1(op("add"), {t.add_node1(op("matmul"), {a, b}), bias}, {Scalar(1)});
-  t.mark_output(t.add_node1(op("relu"), {y}));
-  t.mark_output(t.add_node1(op("le.Scalar"), {y}, {Scalar(0)}));
-  std::vector<Isa> isas = jit_isas();
-  isas.push_back(Isa::kPortable);
-  for (Isa isa : isas) {
-    SCOPED_TRACE(isa_name(isa));
-    IsaGuard guard(isa);
-    EagerGuard eager;
-    const trace::FusedPlan plan(t);
-    ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-    ASSERT_EQ(plan.fusion().groups[0].kind, trace::GroupKind::kMatmulEpilogue);
-    ASSERT_NE(plan.program(0).epilogue(), nullptr);
-    const std::vector<Tensor> expected = trace::interpret(t, in, {});
-    // plans of one group signature share its program, so variants accumulate over the ISAs
-    const size_t before = plan.program(0).epilogue()->variant_names().size();
-    const std::vector<Tensor> actual = plan.run(in, {});
-    for (size_t i = 0; i < expected.size(); ++i) {
-      EXPECT_EQ(actual[i].dtype(), expected[i].dtype());
-      testing::expect_tensors_close(actual[i], expected[i], 0, 0);
-    }
-    const std::vector<std::string> variants = plan.program(0).epilogue()->variant_names();
-    if (isa == Isa::kPortable) {
-      EXPECT_EQ(variants.size(), before);
-    } else {
-      EXPECT_NE(std::find(variants.begin(), variants.end(), std::string(isa_name(isa)) + "-cccc"), variants.end())
-          << ::testing::PrintToString(variants);
-    }
-  }
-}
-
 Lowering lower_only_group(const Trace& t) {
   const trace::FusionPlan f = trace::fuse(t);
   EXPECT_EQ(f.groups.size(), 1u) << f.to_string(t);

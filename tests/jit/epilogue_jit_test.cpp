@@ -3,6 +3,8 @@
 // reference kernels; an epilogue value also read outside the group, run-time
 // Scalars, batched operands with a broadcast bias, and dtypes the JIT does
 // not take (the epilogue then runs node by node).
+#include <algorithm>
+
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
@@ -26,10 +28,12 @@ const trace::GroupProgram& epilogue_group(const trace::FusedPlan& plan) {
 }
 
 // Runs t's plan under every JIT ISA and portable, with `scalars` (empty: the
-// recorded ones), against the interpreter. `jitted`: whether the epilogue
-// must have a machine-code path.
+// recorded ones), against the interpreter, dtypes included. `jitted`: whether
+// the epilogue must have a machine-code path, and then that it ran as one on
+// each JIT ISA (plans of one group signature share its program, so variants
+// accumulate over the ISAs) and not on the portable one.
 void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, bool jitted,
-                    const std::vector<Scalar>& scalars = {}) {
+                    const std::vector<Scalar>& scalars = {}, double rtol = 2e-5, double atol = 1e-5) {
   std::vector<Isa> isas = jit_isas();
   isas.push_back(Isa::kPortable);
   for (Isa isa : isas) {
@@ -37,13 +41,25 @@ void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, bool jitt
     IsaGuard guard(isa);
     EagerGuard eager;
     const trace::FusedPlan plan(t);
-    EXPECT_EQ(epilogue_group(plan).epilogue() != nullptr, jitted) << plan.to_string();
+    const PointwiseJit* epilogue = epilogue_group(plan).epilogue();
+    EXPECT_EQ(epilogue != nullptr, jitted) << plan.to_string();
+    const size_t before = epilogue ? epilogue->variant_names().size() : 0;
     const std::vector<Tensor> expected = trace::interpret(t, inputs, scalars);
     const std::vector<Tensor> actual = plan.run(inputs, scalars);
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
       SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
-      testing::expect_tensors_close(actual[i], expected[i], 2e-5, 1e-5);
+      EXPECT_EQ(actual[i].dtype(), expected[i].dtype());
+      testing::expect_tensors_close(actual[i], expected[i], rtol, atol);
+    }
+    if (!epilogue) continue;
+    const std::vector<std::string> variants = epilogue->variant_names();
+    if (isa == Isa::kPortable) {
+      EXPECT_EQ(variants.size(), before);
+    } else {
+      const std::string prefix = std::string(isa_name(isa)) + "-";
+      EXPECT_TRUE(std::any_of(variants.begin(), variants.end(), [&](const std::string& v) { return v.rfind(prefix, 0) == 0; }))
+          << ::testing::PrintToString(variants);
     }
   }
 }
@@ -70,6 +86,18 @@ TEST(EpilogueJit, MatchesTheInterpreterOnEveryIsa) {
     expect_matches(t, in, true);
     expect_matches(t, in, true, {Scalar(-3.0)});  // the Scalar is a run-time argument
   }
+}
+
+// bias, relu and a mask stored as bool: exact on every ISA.
+TEST(EpilogueJit, AMaskOutputIsExact) {
+  const std::vector<Tensor> in = {testing::random({33, 20}, kFloat32, 40), testing::random({20, 45}, kFloat32, 41),
+                                  testing::random({45}, kFloat32, 42)};
+  Trace t;
+  const ValueId a = t.add_input(in[0]), b = t.add_input(in[1]), bias = t.add_input(in[2]);
+  const ValueId y = t.add_node1(op("add"), {t.add_node1(op("matmul"), {a, b}), bias}, {Scalar(1)});
+  t.mark_output(t.add_node1(op("relu"), {y}));
+  t.mark_output(t.add_node1(op("le.Scalar"), {y}, {Scalar(0)}));
+  expect_matches(t, in, true, {}, 0, 0);
 }
 
 TEST(EpilogueJit, BatchedMatmulWithABroadcastBias) {

@@ -156,6 +156,10 @@ TEST(RowwiseJit, ReadsNothingPastTheLastRow) {
       expect_matches(single("cross_entropy", ce, attrs), ce, isa, true, 5e-5, 1e-5);
       const std::vector<Tensor> ce_back = {testing::random({}, kFloat32, 33), ce[0], ce[1], ce[2]};
       expect_matches(single("cross_entropy_backward", ce_back, attrs), ce_back, isa, true, 5e-5, 1e-6);
+      const std::vector<Tensor> rms = {x.tensor(), w.tensor()};
+      expect_matches(single("rms_norm", rms, {DimVector{cols}, true, Scalar(1e-5)}), rms, isa, true, 5e-5, 5e-5);
+      expect_matches(single("rms_norm_backward", back, {DimVector{cols}, true, Scalar(1e-5)}), back, isa, true, 2e-4,
+                     2e-4);
     }
   }
 }
