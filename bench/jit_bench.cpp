@@ -1,11 +1,13 @@
-// The x86 JIT on a memory-bound chain: gelu_tanh(x * a + b) written as 11
-// separate ops over 16M floats. fused = traced mode after warm-up (one
-// pointwise group, JIT code); fused_streaming_stores = the same with
-// non-temporal stores (its 64 MiB output is twice the last-level cache);
-// fused_portable = the same plan with NNVM_ISA
+// The x86 JIT on two chains over 16M floats: gelu_tanh(x * a + b) written as
+// 11 separate ops (compute-bound on Zen 4: ~26 vector instructions an output
+// vector), and x * a + b (memory-bound). fused = traced mode after warm-up
+// (one pointwise group, JIT code; the default store policy streams the
+// scale-shift's 64 MiB output, twice the last-level cache, and not the gelu
+// chain's); fused_streaming_stores / fused_regular_stores = the same with
+// non-temporal stores forced on / off; fused_portable = the same plan with NNVM_ISA
 // forced to portable (the tile program); eager = one kernel per op;
 // handwritten = one C++ loop computing the same math as the JIT (the same
-// rational tanh, branch-free), which GCC vectorises at -O3 -march=native, on
+// rational tanh, branch-free; ordinary stores), which GCC vectorises at -O3 -march=native, on
 // the same thread pool split. Bytes
 // counted are the minimal traffic (read x, write the result).
 // BM_StreamTriad (a = b + s c over raw arrays, vectorised) is the machine's
@@ -30,7 +32,14 @@ namespace {
 
 using namespace nnvm;
 
-enum class Variant { kFused, kFusedStreamingStores, kFusedPortable, kEager, kHandwritten };
+enum class Variant { kFused, kFusedStreamingStores, kFusedRegularStores, kFusedPortable, kEager, kHandwritten };
+
+// A pointwise program over one input, as separate ops, and the plain loop
+// that computes it.
+struct Chain {
+  Tensor (*program)(const Tensor& x, double a, double b);
+  void (*loop)(const float* __restrict x, float* __restrict out, int64_t n, float a, float b);
+};
 
 Tensor gelu_chain(const Tensor& x, double a, double b) {
   const Tensor y = x * a + b;
@@ -45,12 +54,18 @@ void gelu_loop(const float* __restrict x, float* __restrict out, int64_t n, floa
   }
 }
 
-void BM_GeluChain(benchmark::State& state, Variant variant) {
+Tensor scale_shift(const Tensor& x, double a, double b) { return x * a + b; }
+
+void scale_shift_loop(const float* __restrict x, float* __restrict out, int64_t n, float a, float b) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * a + b;
+}
+
+void chain_bench(benchmark::State& state, const Chain& chain, Variant variant) {
   const int64_t n = state.range(0);
   const jit::Isa saved = jit::active_isa();
-  const int64_t saved_stream = jit::stream_store_bytes();
   if (variant == Variant::kFusedPortable) jit::set_isa(jit::Isa::kPortable);
-  if (variant == Variant::kFusedStreamingStores) jit::set_stream_store_bytes(32 << 20);
+  if (variant == Variant::kFusedStreamingStores) jit::set_stream_stores(jit::StreamStores::kAlways);
+  if (variant == Variant::kFusedRegularStores) jit::set_stream_stores(jit::StreamStores::kNever);
   set_mode(variant == Variant::kEager ? Mode::Eager : Mode::Traced);
   const Tensor x = randn({n});
   mark_step();
@@ -60,21 +75,23 @@ void BM_GeluChain(benchmark::State& state, Variant variant) {
     const float* px = x.data_ptr<float>();
     float* po = out.data_ptr<float>();
     for (auto _ : state) {
-      parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) { gelu_loop(px + begin, po + begin, end - begin, a, b); });
+      parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) { chain.loop(px + begin, po + begin, end - begin, a, b); });
       benchmark::DoNotOptimize(po);
     }
   } else {
-    for (int warm = 0; warm < 3; ++warm) gelu_chain(x, a, b).data_ptr();  // hot: compiled, kernels cached
+    for (int warm = 0; warm < 3; ++warm) chain.program(x, a, b).data_ptr();  // hot: compiled, kernels cached
     for (auto _ : state) {
-      Tensor y = gelu_chain(x, a, b);
+      Tensor y = chain.program(x, a, b);
       benchmark::DoNotOptimize(y.data_ptr());
     }
   }
   set_mode(Mode::Traced);
   jit::set_isa(saved);
-  jit::set_stream_store_bytes(saved_stream);
+  jit::set_stream_stores(jit::StreamStores::kAuto);
   state.SetBytesProcessed(state.iterations() * n * 2 * int64_t(sizeof(float)));
 }
+
+void BM_GeluChain(benchmark::State& state, Variant variant) { chain_bench(state, {gelu_chain, gelu_loop}, variant); }
 BENCHMARK_CAPTURE(BM_GeluChain, fused, Variant::kFused)
     ->Arg(16 << 20)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GeluChain, fused_streaming_stores, Variant::kFusedStreamingStores)
@@ -84,6 +101,16 @@ BENCHMARK_CAPTURE(BM_GeluChain, fused_portable, Variant::kFusedPortable)
 BENCHMARK_CAPTURE(BM_GeluChain, eager, Variant::kEager)->Arg(16 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GeluChain, handwritten, Variant::kHandwritten)
     ->Arg(16 << 20)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_ScaleShift(benchmark::State& state, Variant variant) {
+  chain_bench(state, {scale_shift, scale_shift_loop}, variant);
+}
+BENCHMARK_CAPTURE(BM_ScaleShift, fused, Variant::kFused)->Arg(16 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ScaleShift, fused_regular_stores, Variant::kFusedRegularStores)
+    ->Arg(16 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ScaleShift, eager, Variant::kEager)->Arg(16 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ScaleShift, handwritten, Variant::kHandwritten)
+    ->Arg(16 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void triad(float* __restrict a, const float* __restrict b, const float* __restrict c, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];

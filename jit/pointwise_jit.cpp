@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/thread_pool.h"
@@ -24,15 +26,64 @@ constexpr int64_t kParallelElements = 65536;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
-// Off by default: on the 2-core Zen 4 streaming stores measured no faster
-// for the gelu chain's 64 MiB output (docs/BENCHMARKS.md, JIT section).
-std::atomic<int64_t> stream_bytes{INT64_MAX};
+std::atomic<StreamStores> stream_policy{StreamStores::kAuto};
+
+// The last-level cache's size from sysfs (sysconf reports the host's in
+// some VMs); 32 MiB when unknown.
+int64_t last_level_cache_bytes() {
+  int64_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
+    const int64_t scale = size.back() == 'K' ? 1024 : size.back() == 'M' ? 1024 * 1024 : 1;
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(scale == 1 ? size : size.substr(0, size.size() - 1), &value)) continue;
+    if (level >= 2) best = std::max(best, value * scale);
+  }
+  return best > 0 ? best : int64_t(32) << 20;
+}
+
+// Vector instructions per output vector a primitive costs, roughly (a
+// division is ~5 of them on Zen 4; the injectors' counts for the rest).
+int prim_cost(Prim p) {
+  switch (p) {
+    case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
+    case Prim::kDiv: case Prim::kSqrt: case Prim::kRecip: return 5;
+    case Prim::kExp: case Prim::kExp2: case Prim::kExpm1: return 12;
+    case Prim::kLog: case Prim::kLog1p: case Prim::kElu: return 15;
+    case Prim::kTanh: case Prim::kSigmoid: return 18;
+    case Prim::kErf: return 20;
+    case Prim::kSoftplus: case Prim::kPow: return 30;
+    default: return 1;
+  }
+}
+
+// Whether the kernel waits on memory rather than on arithmetic: its
+// estimated work per vector against 8 instructions per float32-sized operand
+// stream. Measured on the 2-core Zen 4 (docs/BENCHMARKS.md, JIT section):
+// non-temporal stores run a load-compute-store loop at ~46 GB/s against
+// ~34 GB/s up to ~15 instructions a vector, and ~6% slower at 20 (the gelu
+// chain's ~26), where the stores no longer wait.
+bool memory_bound(const LoopIR& ir) {
+  int cost = 0;
+  for (const Expr& e : ir.exprs) cost += prim_cost(e.prim);
+  double streams = 0;
+  for (size_t k = 0; k < size_t(ir.inputs) + ir.stores.size(); ++k) streams += double(itemsize(ir.dtype(k))) / 4;
+  return cost <= 8 * streams;
+}
 
 }  // namespace
 
 int64_t pointwise_compiles() { return compiles.load(); }
-void set_stream_store_bytes(int64_t bytes) { stream_bytes.store(bytes); }
-int64_t stream_store_bytes() { return stream_bytes.load(); }
+void set_stream_stores(StreamStores policy) { stream_policy.store(policy); }
+StreamStores stream_stores() { return stream_policy.load(); }
+int64_t stream_store_bytes() {
+  static const int64_t bytes = last_level_cache_bytes();
+  return bytes;
+}
 
 CompiledPointwise::CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key,
                                      bool stream)
@@ -60,7 +111,7 @@ std::string CompiledPointwise::describe() const {
 
 PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
                            std::string key)
-    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)) {
+    : lowering_(lower_pointwise(t, g, values)), key_(std::move(key)), memory_bound_(memory_bound(lowering_.ir)) {
   // once per group signature, like a compile: why the group runs its portable program
   if (!lowering_.ok() && log_enabled("jit"))
     std::fprintf(stderr, "jit pointwise declined: %s: %.80s\n", lowering_.declined.c_str(), key_.c_str());
@@ -131,7 +182,7 @@ std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey 
   // streaming needs every full vector an output stores 64-byte aligned: its
   // base, each block's first column and each row's start
   // (float32 outputs only: another dtype is converted on its way to memory)
-  bool stream = numel * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
+  bool stream = wants_stream(numel);
   for (size_t k = size_t(ir.inputs); k < operands && stream; ++k) {
     const auto* base = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
     stream = ir.dtype(k) == kFloat32 && reinterpret_cast<uintptr_t>(base) % 64 == 0 &&
@@ -156,6 +207,15 @@ std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey 
   return launch;
 }
 
+bool PointwiseJit::wants_stream(int64_t numel) const {
+  switch (stream_stores()) {
+    case StreamStores::kNever: return false;
+    case StreamStores::kAlways: return true;
+    case StreamStores::kAuto: break;
+  }
+  return memory_bound_ && numel * 4 * int64_t(lowering_.ir.stores.size()) >= stream_store_bytes();
+}
+
 bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
                        absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
   const Isa isa = active_isa();
@@ -167,7 +227,7 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   absl::InlinedVector<const char*, x86::kMaxOperands> base(operands);
   for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
   // the stream decision also reads the knob and the outputs' alignment
-  const bool may_stream = numel_of(loop) * 4 * int64_t(ir.stores.size()) >= stream_store_bytes();
+  const bool may_stream = wants_stream(numel_of(loop));
   auto describe = [&](auto& key) {
     key.value(int64_t(isa));
     key_ints(key, loop);

@@ -7,10 +7,12 @@
 // run's layouts (a hot plan's) reuses its launch whole (launch_key.h).
 // The run splits the space into blocks of rows and columns across the thread
 // pool (each thread takes one contiguous range of blocks); each block is one
-// call of the kernel. A run writing at least stream_store_bytes() to 64-byte
-// aligned float32 outputs takes the streaming variant (non-temporal stores:
-// no read for ownership, no cache pollution); off by default, since it
-// measured no faster here (docs/BENCHMARKS.md).
+// call of the kernel. A memory-bound kernel (little arithmetic per element)
+// writing at least the last-level cache's size to 64-byte aligned float32
+// outputs takes the streaming variant (non-temporal stores: no read for
+// ownership, and no cache lines of a result too big to stay cached evicting
+// ones that would); a compute-bound one keeps ordinary stores, which measured
+// faster there (docs/BENCHMARKS.md).
 //
 // A group that does not lower, an ISA forced to portable, or a variant the
 // kernel declines (too many strided operands, a lane stride past int32) runs
@@ -81,8 +83,12 @@ class PointwiseJit {
   std::shared_ptr<const Launch> plan_launch(LaunchKey key, Isa isa, absl::Span<const trace::ValueId> ids,
                                             const std::vector<Tensor>& env, IntArrayRef loop) const;
 
+  // The streaming decision for a run over `numel` elements (before alignment).
+  bool wants_stream(int64_t numel) const;
+
   Lowering lowering_;
   std::string key_;
+  bool memory_bound_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
   // The last launch: plans replay on several threads at once, so it is swapped whole.
@@ -92,8 +98,12 @@ class PointwiseJit {
 // x86 kernels compiled by this process (a test counts re-JITs with it).
 int64_t pointwise_compiles();
 
-// Output bytes from which a run streams its stores (default: never).
-void set_stream_store_bytes(int64_t bytes);
+// Non-temporal stores: kAuto as above; kAlways streams every run whose
+// outputs are aligned; kNever never streams.
+enum class StreamStores { kAuto, kAlways, kNever };
+void set_stream_stores(StreamStores policy);
+StreamStores stream_stores();
+// Output bytes from which kAuto streams: the last-level cache's size.
 int64_t stream_store_bytes();
 
 }  // namespace nnvm::jit

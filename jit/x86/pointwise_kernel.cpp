@@ -601,12 +601,19 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
       else vminps(d, bound, x.op());
       return;
     }
-    case Prim::kFma: {
+    case Prim::kFma: {  // into the register of an operand that dies here: a, else c, else a copy of a
       const Xmm x = reg_of(a), y = reg_of(b);
       const Source z = operand_of(e.c);
-      const Xmm d = dest_for(i, -1);
-      vmovaps(d, x);
-      vfmadd213ps(d, y, z.op());
+      const bool into_c = live_after(a, i) && !z.mem && !live_after(e.c, i);
+      const Xmm d = dest_for(i, into_c ? e.c : a);
+      if (d.getIdx() == x.getIdx()) {
+        vfmadd213ps(d, y, z.op());
+      } else if (into_c && d.getIdx() == z.reg.getIdx()) {
+        vfmadd231ps(d, x, y);
+      } else {
+        vmovaps(d, x);
+        vfmadd213ps(d, y, z.op());
+      }
       return;
     }
     case Prim::kNeg: case Prim::kAbs: {  // flip or clear the sign bit

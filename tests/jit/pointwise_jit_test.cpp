@@ -171,12 +171,11 @@ TEST(PointwiseJit, NoMappingIsWritableAndExecutable) {
 namespace nnvm::jit {
 namespace {
 
-// Streaming (non-temporal) stores: forced on by a zero threshold, a variant
+// Streaming (non-temporal) stores: forced on (kAlways), a variant
 // of its own, taken only where every output vector is 64-byte aligned (in
 // guard mode a block is aligned as far as its byte size allows).
 TEST(PointwiseJit, StreamingStoresMatchAndNeedAlignedOutputs) {
-  const int64_t saved = stream_store_bytes();
-  set_stream_store_bytes(0);
+  set_stream_stores(StreamStores::kAlways);
   for (Isa isa : jit_isas()) {
     IsaGuard guard(isa);
     for (const DimVector& shape : {DimVector{8, 1024}, DimVector{3, 64}, DimVector{5, 333}, DimVector{1000}}) {
@@ -201,8 +200,38 @@ TEST(PointwiseJit, StreamingStoresMatchAndNeedAlignedOutputs) {
       }
     }
   }
-  set_stream_store_bytes(saved);
+  set_stream_stores(StreamStores::kAuto);
 }
+// The default (kAuto) streams a memory-bound group's output only once it is
+// as big as the last-level cache; a compute-bound group (a tanh per element)
+// keeps ordinary stores at any size.
+TEST(PointwiseJit, AutoStreamsOnlyLargeOutputsOfMemoryBoundGroups) {
+  ASSERT_EQ(stream_stores(), StreamStores::kAuto);
+  auto variants_of = [](bool heavy, int64_t n) {
+    const Tensor x = testing::random({n}, kFloat32, 5);
+    EagerGuard eager;
+    Trace t;
+    ValueId v = t.add_node1(op("mul.Scalar"), {t.add_input(x)}, {Scalar(1.5)});
+    if (heavy) v = t.add_node1(op("tanh"), {v});
+    t.mark_output(t.add_node1(op("add.Scalar"), {v}, {Scalar(0.25), Scalar(1)}));
+    const trace::FusedPlan plan(t);
+    testing::expect_tensors_close(plan.run({x}, {})[0], trace::interpret(t, {x}, {})[0], 1e-5, 1e-6);
+    return plan.program(0).jit()->variant_names();
+  };
+  const int64_t large = stream_store_bytes() / 4;
+  // a group's variants accumulate over its runs, the ISAs' included
+  auto has = [](const std::vector<std::string>& variants, const std::string& name) {
+    return std::find(variants.begin(), variants.end(), name) != variants.end();
+  };
+  for (Isa isa : jit_isas()) {
+    IsaGuard guard(isa);
+    const std::string streaming = std::string(isa_name(isa)) + "-cc-nt";
+    EXPECT_FALSE(has(variants_of(false, 4096), streaming));
+    EXPECT_TRUE(has(variants_of(false, large), streaming));
+    EXPECT_FALSE(has(variants_of(true, large), streaming));
+  }
+}
+
 // float16 and bfloat16 operands: widened on load, rounded once on store.
 // Against the interpreter (which rounds every op's result: the tolerance of
 // the type) and, tighter, against the same group in float32 rounded once.
