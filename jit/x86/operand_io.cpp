@@ -1,0 +1,255 @@
+// The pointwise kernel's operand loads and stores (pointwise_kernel.h): each
+// operand dtype's conversion to and from float32 lanes, broadcasts, gathers,
+// strided 8- and 16-bit lanes staged element by element, and masked tails.
+#include <immintrin.h>
+
+#include "nnvm/jit/x86/operand_io.h"
+
+namespace nnvm::jit::x86 {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+using namespace pointwise;
+
+void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
+  const int k = ir_.exprs[size_t(e)].arg;
+  if (elem_bytes(k) == 2) {
+    emit_load_half(k, dst, tail);
+    return;
+  }
+  if (elem_bytes(k) == 1) {
+    emit_load_byte(k, dst, tail);
+    return;
+  }
+  const Reg64& p = kOperandRegs[k];
+  const int32_t at = vector_ * lanes() * 4;
+  switch (accesses_[size_t(k)]) {
+    case 'b':
+      vbroadcastss(dst, dword[p]);
+      break;
+    case 'c':
+      if (!tail) vmovups(dst, ptr[p + at]);
+      else if (avx512()) vmovups(dst | kTailMask | T_z, ptr[p]);
+      else vmaskmovps(dst, Ymm(tail_mask_reg_), ptr[p]);
+      break;
+    default: {  // gathered: masked-off lanes are not read
+      const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
+      if (avx512()) {
+        if (tail) kmovw(kGatherMask, kTailMask);
+        else kxnorw(kGatherMask, kGatherMask, kGatherMask);
+        vxor(dst, dst, dst);
+        vgatherdps(dst | kGatherMask, ptr[p + lanes_at]);
+      } else {
+        const Xmm m = temp();
+        if (tail) vmovaps(m, Ymm(tail_mask_reg_));
+        else vpcmpeqd(m, m, m);
+        vxorps(dst, dst, dst);
+        vgatherdps(dst, ptr[p + lanes_at], m);
+        free_reg(m.getIdx());
+      }
+    }
+  }
+  if (ir_.dtype(size_t(k)) == kInt32) vcvtdq2ps(dst, dst);  // round to nearest even, as static_cast<float>
+}
+
+void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
+  const Xmm v = reg_of(e);
+  if (elem_bytes(ir_.inputs + output) == 2) {
+    emit_store_half(ir_.inputs + output, v, tail);
+    return;
+  }
+  if (ir_.dtype(size_t(ir_.inputs + output)) != kFloat32) {
+    emit_store_integer(ir_.inputs + output, v, tail);
+    return;
+  }
+  const Reg64& p = kOperandRegs[ir_.inputs + output];
+  const int32_t at = vector_ * lanes() * 4;
+  if (!tail && stream_) vmovntps(ptr[p + at], v);
+  else if (!tail) vmovups(ptr[p + at], v);
+  else if (avx512()) vmovups(ptr[p] | kTailMask, v);
+  else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), v);
+}
+
+void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const bool half = ir_.dtype(size_t(k)) == kFloat16;
+  const Xbyak::Xmm low(dst.getIdx());  // dst's low 128 bits
+  if (accesses_[size_t(k)] == 'b') {
+    movzx(eax, word[p]);
+    if (!half) shl(eax, 16);
+    vmovd(low, eax);
+    if (half) vcvtph2ps(low, low);
+    vbroadcastss(dst, low);
+    return;
+  }
+  const Address src = narrow_source(k, tail);
+  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
+  if (half) {
+    if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
+    else vcvtph2ps(dst, src);
+  } else {
+    if (masked) vpmovzxwd(dst | kTailMask | T_z, src);
+    else vpmovzxwd(dst, src);
+    vpslld(dst, dst, 16);
+  }
+}
+
+void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int32_t at = vector_ * lanes() * 2;
+  const Xmm t = temp();
+  const Xbyak::Xmm t128(t.getIdx());
+  if (ir_.dtype(size_t(k)) == kFloat16) {  // imm 0: round to nearest even
+    if (avx512()) vcvtps2ph(tail ? yword[p] | kTailMask : yword[p + at], v, 0);
+    else vcvtps2ph(t128, v, 0);
+  } else {  // bfloat16 = (x + 0x7fff + ((x >> 16) & 1)) >> 16; a NaN keeps its top half, made quiet
+    vpsrld(t, v, 16);
+    vand(t, t, vconst_bits(1));
+    vpaddd(t, t, v);
+    vpaddd(t, t, vconst_bits(0x7fff));
+    vpsrld(t, t, 16);
+    const Xmm nan = temp(), m = temp();
+    vpsrld(nan, v, 16);
+    vor(nan, nan, vconst_bits(0x40));
+    compare(mask(m), v, v, _CMP_UNORD_Q);
+    blend(mask(m), t, nan);
+    free_reg(m.getIdx());
+    free_reg(nan.getIdx());
+    if (avx512()) {
+      vpmovdw(tail ? yword[p] | kTailMask : yword[p + at], t);
+    } else {  // 8 dwords < 2^16 -> 8 words: pack within 128-bit halves, then gather qwords 0 and 2
+      vpackusdw(t, t, t);
+      vpermq(Ymm(t.getIdx()), Ymm(t.getIdx()), 0x08);
+    }
+  }
+  if (!avx512()) {
+    if (!tail) {
+      vmovdqu(xword[p + at], t128);
+    } else {  // the staging slot, then the cols < 8 elements one by one
+      vmovdqu(xword[staging()], t128);
+      emit_copy_tail(p, staging(), 2);
+    }
+  }
+  free_reg(t.getIdx());
+}
+
+void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const bool sign = ir_.dtype(size_t(k)) == kInt8;
+  if (accesses_[size_t(k)] == 'b') {
+    if (sign) movsx(eax, byte[p]);
+    else movzx(eax, byte[p]);
+    const Xbyak::Xmm low(dst.getIdx());
+    vmovd(low, eax);
+    vpbroadcastd(dst, low);
+    vcvtdq2ps(dst, dst);
+    return;
+  }
+  const Address src = narrow_source(k, tail);
+  // EVEX masking suppresses faults on the lanes it leaves out
+  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
+  if (sign) {
+    if (masked) vpmovsxbd(dst | kTailMask | T_z, src);
+    else vpmovsxbd(dst, src);
+  } else {
+    if (masked) vpmovzxbd(dst | kTailMask | T_z, src);
+    else vpmovzxbd(dst, src);
+  }
+  vcvtdq2ps(dst, dst);
+}
+
+Address PointwiseKernel::narrow_source(int k, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int bytes = elem_bytes(k);
+  const AddressFrame& frame = lanes() * bytes == 32 ? yword : lanes() * bytes == 16 ? xword : qword;
+  if (accesses_[size_t(k)] == 's') {
+    emit_stage_strided(k, tail);
+    return frame[staging()];
+  }
+  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
+    emit_copy_tail(staging(), p, bytes);
+    return frame[staging()];
+  }
+  return frame[p + vector_ * lanes() * bytes];
+}
+
+// A strided 8- or 16-bit input (no gather instruction reads those) element by
+// element into the staging slot: a vector's lanes, or the tail's cols.
+void PointwiseKernel::emit_stage_strided(int k, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int bytes = elem_bytes(k);
+  Label done;
+  for (int j = 0; j < lanes(); ++j) {
+    if (tail && j > 0) {
+      cmp(kCols, j);
+      jbe(done, T_NEAR);
+    }
+    RegExp at = p;
+    if (j > 0) {
+      movsxd(rax, dword[kCall + lane_stride_at(k)]);
+      imul(rax, rax, j);
+      at = p + rax;
+    }
+    emit_copy_element(staging() + bytes * j, at, bytes);
+  }
+  L(done);
+}
+
+RegExp PointwiseKernel::staging() const { return rsp + int32_t(2 * ir_.exprs.size()) * kSlotBytes; }
+
+void PointwiseKernel::emit_copy_element(const RegExp& dst, const RegExp& src, int bytes) {
+  if (bytes == 1) {
+    movzx(eax, byte[src]);
+    mov(byte[dst], al);
+  } else {
+    movzx(eax, word[src]);
+    mov(word[dst], ax);
+  }
+}
+
+void PointwiseKernel::emit_copy_tail(const RegExp& dst, const RegExp& src, int bytes) {
+  Label done;
+  for (int j = 0; j < lanes() - 1; ++j) {
+    cmp(kCols, j);
+    jbe(done, T_NEAR);
+    emit_copy_element(dst + bytes * j, src + bytes * j, bytes);
+  }
+  L(done);
+}
+
+void PointwiseKernel::emit_store_integer(int k, const Xmm& v, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const Xmm t = temp();
+  vcvttps2dq(t, v);  // toward zero, like the reference's static_cast
+  if (elem_bytes(k) == 4) {
+    const int32_t at = vector_ * lanes() * 4;
+    if (!tail) vmovups(ptr[p + at], t);
+    else if (avx512()) vmovups(ptr[p] | kTailMask, t);
+    else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), t);
+    free_reg(t.getIdx());
+    return;
+  }
+  const int32_t at = vector_ * lanes();
+  if (avx512()) {  // the low byte of each dword (a truncation, not a saturation)
+    vpmovdb(tail ? xword[p] | kTailMask : xword[p + at], t);
+    free_reg(t.getIdx());
+    return;
+  }
+  // each 128-bit half: its 4 low bytes into its first dword; then the two dwords side by side
+  const Xmm hi = temp();
+  const Xbyak::Xmm t128(t.getIdx()), hi128(hi.getIdx());
+  vpshufb(t, t, vconst_bits(0x0c080400));
+  vextracti128(hi128, Ymm(t.getIdx()), 1);
+  vpunpckldq(t128, t128, hi128);
+  free_reg(hi.getIdx());
+  if (!tail) {
+    vmovq(qword[p + at], t128);
+  } else {  // the staging slot, then the cols < 8 bytes one by one
+    vmovq(qword[staging()], t128);
+    emit_copy_tail(p, staging(), 1);
+  }
+  free_reg(t.getIdx());
+}
+
+}  // namespace nnvm::jit::x86
