@@ -50,14 +50,30 @@ enum class Prim : uint8_t {
   kSelect,  // a != 0 ? b : c (NaN counts as nonzero, as bool(NaN) does): where, masked_fill
   kCast,    // to the integer dtype `arg` (int32, uint8, int8): truncated toward zero, wrapped to its width
             // (a NaN or a float past int32's range, undefined behaviour in the reference's cast, gives INT32_MIN first)
+  // int64 values (Note [int64 halves]): each lane holds 32 bits of an integer, not a float.
+  kBits,      // the compile-time 32-bit pattern `arg`
+  kLoadLow,   // operand `arg`'s low 32 bits (int64), or its bits (int32)
+  kLoadHigh,  // int64 operand `arg`'s high 32 bits
+  kToInt,     // an integral float (|a| < 2^31) to its int32 bits, toward zero
+  kSignOf,    // a's sign bit in every bit: the high half of int32 a widened to int64
+  kIntEq, kIntGt, kUIntGt,  // a == b, a > b signed, a > b unsigned, on 32-bit lanes: 1.0 or 0.0
+  kInt64ToFloat,  // the int64 (high a, low b) to float32, nearest even (as static_cast<float>)
+  kPair,      // the int64 (low a, high b): no vector of its own; only a store (an int64 output) reads it
 };
+// Note [int64 halves]: an int64 value lives in the kernel as two 32-bit
+// vectors, its low and its high halves (kPair names the two), so the
+// register allocator, spills and tails see ordinary vectors. Comparisons
+// compose from 32-bit ones (a < b: high_a < high_b signed, or the highs equal
+// and low_a < low_b unsigned) into the usual 1.0/0.0; where and masked_fill
+// select each half; a bool, uint8, int8 or int32 widens as (its bits, their
+// sign). Only stores and kInt64ToFloat put the halves back together.
 const char* prim_name(Prim p);
 int prim_arity(Prim p);
 
 struct Expr {
   Prim prim;
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the DAG)
-  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index; kCast: the DType
+  int32_t arg = -1;                // kLoad, kLoadLow, kLoadHigh: input index; kArg: Scalar index; kCast: the DType; kBits
   float value = 0;                 // kConst
 };
 
@@ -71,10 +87,15 @@ const char* reduce_op_name(ReduceOp op);
 
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
 // `step` (as bound for the run).
+// kLow, kHigh: the halves of the int64 the reference reads it as (scalar_as<int64_t>).
+enum class ScalarPart : uint8_t { kFloat, kLow, kHigh };
 struct ScalarArg {
   int32_t step;
   int32_t attr;
+  ScalarPart part = ScalarPart::kFloat;
 };
+// The value a kernel's lanes hold for `a` bound to `s`: float(s), or a half's bits.
+float scalar_lane(const ScalarArg& a, const Scalar& s);
 
 struct LoopIR {
   int32_t inputs = 0;              // loaded operands: the group's inputs, in order

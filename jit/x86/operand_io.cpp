@@ -3,6 +3,9 @@
 // strided 8- and 16-bit lanes staged element by element, and masked tails.
 #include <immintrin.h>
 
+#include <array>
+
+#include "nnvm/core/error.h"
 #include "nnvm/jit/x86/operand_io.h"
 
 namespace nnvm::jit::x86 {
@@ -12,7 +15,12 @@ using namespace Xbyak::util;
 using namespace pointwise;
 
 void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
-  const int k = ir_.exprs[size_t(e)].arg;
+  const Expr& x = ir_.exprs[size_t(e)];
+  const int k = x.arg;
+  if (elem_bytes(k) == 8) {
+    emit_load_int64(k, x.prim == Prim::kLoadHigh, dst, tail);
+    return;
+  }
   if (elem_bytes(k) == 2) {
     emit_load_half(k, dst, tail);
     return;
@@ -49,10 +57,15 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
       }
     }
   }
-  if (ir_.dtype(size_t(k)) == kInt32) vcvtdq2ps(dst, dst);  // round to nearest even, as static_cast<float>
+  // round to nearest even, as static_cast<float>; kLoadLow keeps the bits
+  if (ir_.dtype(size_t(k)) == kInt32 && x.prim == Prim::kLoad) vcvtdq2ps(dst, dst);
 }
 
 void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
+  if (ir_.dtype(size_t(ir_.inputs + output)) == kInt64) {
+    emit_store_int64(ir_.inputs + output, e, tail);
+    return;
+  }
   const Xmm v = reg_of(e);
   if (elem_bytes(ir_.inputs + output) == 2) {
     emit_store_half(ir_.inputs + output, v, tail);
@@ -250,6 +263,147 @@ void PointwiseKernel::emit_store_integer(int k, const Xmm& v, bool tail) {
     emit_copy_tail(p, staging(), 1);
   }
   free_reg(t.getIdx());
+}
+
+namespace {
+
+// vpermi2d indices over (low, high): the qwords of lanes 8 * half ..; and over
+// (qwords of lanes 0-7, of lanes 8-15): each lane's low (high) dword.
+std::array<uint32_t, 16> interleaved(int half) {
+  std::array<uint32_t, 16> lanes;
+  for (uint32_t j = 0; j < 8; ++j) {
+    lanes[2 * j] = 8 * uint32_t(half) + j;
+    lanes[2 * j + 1] = 16 + 8 * uint32_t(half) + j;
+  }
+  return lanes;
+}
+std::array<uint32_t, 16> deinterleaved(bool high) {
+  std::array<uint32_t, 16> lanes;
+  for (uint32_t j = 0; j < 16; ++j) lanes[j] = 2 * j + uint32_t(high);
+  return lanes;
+}
+
+const Opmask kHighTailMask = k4;  // the tail's lanes 8-15, as qwords
+
+}  // namespace
+
+void PointwiseKernel::emit_interleave(const Xmm& dst, const Xmm& low, const Xmm& high, int half) {
+  vmovdqu32(dst, vconst_lanes(interleaved(half)));
+  vpermi2d(dst, low, high);
+}
+
+// The low or high dwords of a vector's lanes, read as two vectors of qwords
+// (under the tail mask, a qword per lane), then picked apart.
+void PointwiseKernel::emit_load_int64(int k, bool high, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const int half = high ? 4 : 0;
+  switch (accesses_[size_t(k)]) {
+    case 'b':
+      vpbroadcastd(dst, dword[p + half]);
+      return;
+    case 's': {  // gathered dwords at the half's offset: masked-off lanes are not read
+      const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
+      if (avx512()) {
+        if (tail) kmovw(kGatherMask, kTailMask);
+        else kxnorw(kGatherMask, kGatherMask, kGatherMask);
+        vxor(dst, dst, dst);
+        vpgatherdd(dst | kGatherMask, ptr[p + half + lanes_at]);
+      } else {
+        const Xmm m = temp();
+        if (tail) vmovaps(m, Ymm(tail_mask_reg_));
+        else vpcmpeqd(m, m, m);
+        vxorps(dst, dst, dst);
+        vpgatherdd(dst, ptr[p + half + lanes_at], m);
+        free_reg(m.getIdx());
+      }
+      return;
+    }
+    default: break;
+  }
+  const int32_t at = vector_ * lanes() * 8, second = lanes() * 4;  // bytes of half a vector's qwords
+  if (avx512()) {
+    const Xmm a = temp();
+    if (!tail) {
+      vmovdqu64(a, zword[p + at]);
+      vmovdqu32(dst, vconst_lanes(deinterleaved(high)));
+      vpermi2d(dst, a, zword[p + at + second]);
+    } else {
+      const Xmm b = temp();
+      kshiftrw(kHighTailMask, kTailMask, 8);
+      vmovdqu64(a | kTailMask | T_z, zword[p]);
+      vmovdqu64(b | kHighTailMask | T_z, zword[p + second]);
+      vmovdqu32(dst, vconst_lanes(deinterleaved(high)));
+      vpermi2d(dst, a, b);
+      free_reg(b.getIdx());
+    }
+    free_reg(a.getIdx());
+    return;
+  }
+  // AVX2: vshufps takes dword 0 or 1 of each qword from both vectors, in the
+  // lane order 0 1 4 5 2 3 6 7; vpermpd puts the pairs back in order
+  const uint8_t pick = high ? 0xDD : 0x88;
+  if (!tail) {
+    vmovups(dst, yword[p + at]);
+    vshufps(dst, dst, yword[p + at + second], pick);
+  } else {
+    const Xmm m = temp(), b = temp();
+    const Xbyak::Xmm m128(m.getIdx());
+    vpmovsxdq(m, Xbyak::Xmm(tail_mask_reg_));  // lanes 0-3 as qword masks
+    vmaskmovpd(dst, m, yword[p]);
+    vextracti128(m128, Ymm(tail_mask_reg_), 1);
+    vpmovsxdq(m, m128);
+    vmaskmovpd(b, m, yword[p + second]);
+    vshufps(dst, dst, b, pick);
+    free_reg(b.getIdx());
+    free_reg(m.getIdx());
+  }
+  vpermpd(Ymm(dst.getIdx()), Ymm(dst.getIdx()), 0xD8);
+}
+
+// The pair's halves interleaved into qwords, two vectors of them (the tail's
+// under masks).
+void PointwiseKernel::emit_store_int64(int k, int32_t pair, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const Expr& e = ir_.exprs[size_t(pair)];
+  NNVM_CHECK(e.prim == Prim::kPair, "PointwiseKernel", "an int64 output stores a pair of halves");
+  const Xmm low = reg_of(e.a), high = reg_of(e.b);
+  const int32_t at = vector_ * lanes() * 8, second = lanes() * 4;
+  const Xmm a = temp();
+  if (avx512()) {
+    emit_interleave(a, low, high, 0);
+    if (tail) vmovdqu64(zword[p] | kTailMask, a);
+    else vmovdqu64(zword[p + at], a);
+    emit_interleave(a, low, high, 1);
+    if (tail) {
+      kshiftrw(kHighTailMask, kTailMask, 8);
+      vmovdqu64(zword[p + second] | kHighTailMask, a);
+    } else {
+      vmovdqu64(zword[p + at + second], a);
+    }
+    free_reg(a.getIdx());
+    return;
+  }
+  // AVX2: unpacking interleaves within 128-bit halves (lanes 0 1 | 4 5 and
+  // 2 3 | 6 7); vperm2i128 gathers lanes 0-3 and 4-7
+  const Xmm b = temp(), c = temp();
+  vpunpckldq(b, low, high);
+  vpunpckhdq(c, low, high);
+  vperm2i128(Ymm(a.getIdx()), Ymm(b.getIdx()), Ymm(c.getIdx()), 0x20);
+  vperm2i128(Ymm(b.getIdx()), Ymm(b.getIdx()), Ymm(c.getIdx()), 0x31);
+  if (!tail) {
+    vmovdqu(yword[p + at], Ymm(a.getIdx()));
+    vmovdqu(yword[p + at + second], Ymm(b.getIdx()));
+  } else {
+    const Xbyak::Xmm c128(c.getIdx());
+    vpmovsxdq(c, Xbyak::Xmm(tail_mask_reg_));
+    vmaskmovpd(yword[p], c, a);
+    vextracti128(c128, Ymm(tail_mask_reg_), 1);
+    vpmovsxdq(c, c128);
+    vmaskmovpd(yword[p + second], c, b);
+  }
+  free_reg(c.getIdx());
+  free_reg(b.getIdx());
+  free_reg(a.getIdx());
 }
 
 }  // namespace nnvm::jit::x86

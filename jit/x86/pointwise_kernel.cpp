@@ -1,6 +1,7 @@
 #include "nnvm/jit/x86/pointwise_kernel.h"
 
 #include <immintrin.h>
+#include <xbyak/xbyak_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
@@ -16,6 +17,8 @@ using namespace pointwise;
 namespace {
 
 constexpr int32_t kFree = -1, kTemp = -2, kReserved = -3;
+
+bool is_load(Prim p) { return p == Prim::kLoad || p == Prim::kLoadLow || p == Prim::kLoadHigh; }
 
 }  // namespace
 
@@ -37,8 +40,13 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
   if (strided > kMaxStrided) return absl::StrCat(strided, " strided inputs; at most ", kMaxStrided);
   for (size_t k = 0; k < operands; ++k) {
     const DType t = ir.dtype(k);
-    if (t == kInt64 || t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
+    if (t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
   }
+  static const bool has_dq = Xbyak::util::Cpu().has(Xbyak::util::Cpu::tAVX512DQ);
+  const bool dq = isa == Isa::kAvx512 && has_dq;
+  for (const Expr& e : ir.exprs)
+    if (e.prim == Prim::kInt64ToFloat && !dq)
+      return "int64 -> float32 needs AVX-512DQ's vcvtqq2ps (no exact AVX2 sequence)";
   return {};
 }
 
@@ -50,7 +58,7 @@ PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Is
   invariant_.assign(ir.exprs.size(), false);
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
     const Expr& e = ir.exprs[i];
-    bool invariant = e.prim != Prim::kLoad;
+    bool invariant = !is_load(e.prim);
     for (int32_t o : {e.a, e.b, e.c})
       if (o >= 0) {
         last_use_[size_t(o)] = int32_t(i);
@@ -71,7 +79,7 @@ void PointwiseKernel::generate() {
   if (!avx512()) tail_mask_reg_ = top--;
   gather_reg_.assign(size_t(operands), -1);
   for (int k = 0; k < operands; ++k)
-    if (accesses_[size_t(k)] == 's' && elem_bytes(k) == 4) gather_reg_[size_t(k)] = top--;
+    if (accesses_[size_t(k)] == 's' && elem_bytes(k) >= 4) gather_reg_[size_t(k)] = top--;
 
   // stack: a spill slot per expression, a hoisted slot per expression, the staging slot
   preamble((2 * int64_t(ir_.exprs.size()) + 1) * kSlotBytes);
@@ -144,7 +152,8 @@ void PointwiseKernel::reset_allocation() {
 void PointwiseKernel::emit_invariants() {
   for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
     const Prim p = ir_.exprs[size_t(pos_)].prim;
-    if (!invariant_[size_t(pos_)] || p == Prim::kArg || p == Prim::kConst) continue;
+    if (!invariant_[size_t(pos_)] || p == Prim::kArg || p == Prim::kConst || p == Prim::kBits || p == Prim::kPair)
+      continue;
     if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;
     reset_allocation();
     emit_expr(pos_, false);
@@ -208,6 +217,7 @@ bool PointwiseKernel::in_own_memory(int32_t e) const { return invariant_[size_t(
 Address PointwiseKernel::memory_of(int32_t e) {
   const Expr& x = ir_.exprs[size_t(e)];
   if (x.prim == Prim::kConst) return vconst(x.value);
+  if (x.prim == Prim::kBits) return vconst_bits(uint32_t(x.arg));
   const int32_t hoisted = int32_t(ir_.exprs.size()) + e;
   const RegExp at = x.prim == Prim::kArg     ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
                     : invariant_[size_t(e)] ? rsp + hoisted * kSlotBytes
@@ -292,6 +302,51 @@ void PointwiseKernel::emit_select(int32_t i) {
   free_reg(t.getIdx());
 }
 
+// 1.0 where the 32-bit integer lanes compare so, else 0.0.
+void PointwiseKernel::emit_int_compare(int32_t i) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const Xmm x = reg_of(e.a);
+  const Source y = operand_of(e.b);
+  if (avx512()) {
+    const Opmask k = mask(x).k;
+    if (e.prim == Prim::kIntEq) vpcmpeqd(k, x, y.op());
+    else if (e.prim == Prim::kIntGt) vpcmpgtd(k, x, y.op());
+    else vpcmpud(k, x, y.op(), 6);  // not less-or-equal
+    const Xmm d = dest_for(i, e.a);
+    vmovups(d | k | T_z, vconst(1.0f));
+    return;
+  }
+  const Xmm t = temp();
+  if (e.prim == Prim::kIntEq) {
+    vpcmpeqd(t, x, y.op());
+  } else if (e.prim == Prim::kIntGt) {
+    vpcmpgtd(t, x, y.op());
+  } else {  // unsigned order is the signed order with both sign bits flipped
+    const Xmm u = temp();
+    vxor(t, x, vconst_bits(0x80000000u));
+    vmovups(u, vconst_bits(0x80000000u));
+    vxor(u, u, y.op());
+    vpcmpgtd(t, t, u);
+    free_reg(u.getIdx());
+  }
+  const Xmm d = dest_for(i, e.a);
+  vand(d, t, vconst(1.0f));
+  free_reg(t.getIdx());
+}
+
+// Each half of the lanes as 8 qwords, converted, then side by side.
+void PointwiseKernel::emit_int64_to_float(int32_t i) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const Xmm high = reg_of(e.a), low = reg_of(e.b);
+  const Xmm d = dest_for(i, -1), t = temp();
+  emit_interleave(t, low, high, 0);
+  vcvtqq2ps(Ymm(d.getIdx()), Zmm(t.getIdx()));
+  emit_interleave(t, low, high, 1);
+  vcvtqq2ps(Ymm(t.getIdx()), Zmm(t.getIdx()));
+  vinsertf32x8(Zmm(d.getIdx()), Zmm(d.getIdx()), Ymm(t.getIdx()), 1);
+  free_reg(t.getIdx());
+}
+
 // Toward zero to int32, wrapped to the target's width, back to float32.
 void PointwiseKernel::emit_cast(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
@@ -311,8 +366,16 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
   const Expr& e = ir_.exprs[size_t(i)];
   switch (e.prim) {
     case Prim::kLoad: emit_load(i, dest_for(i, -1), tail); return;
+    case Prim::kLoadLow:
+    case Prim::kLoadHigh: emit_load(i, dest_for(i, -1), tail); return;
     case Prim::kArg:
-    case Prim::kConst: return;  // memory operands, materialised where a register is needed
+    case Prim::kConst:
+    case Prim::kBits: return;  // memory operands, materialised where a register is needed
+    case Prim::kPair: return;  // its halves are stored where it is
+    case Prim::kIntEq:
+    case Prim::kIntGt:
+    case Prim::kUIntGt: emit_int_compare(i); return;
+    case Prim::kInt64ToFloat: emit_int64_to_float(i); return;
     default: break;
   }
   // Commutative ops take a memory operand (a Scalar, a constant) as their last source.
@@ -393,6 +456,13 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
     case Prim::kGe: emit_compare(i, _CMP_GE_OQ); return;
     case Prim::kSelect: emit_select(i); return;
     case Prim::kCast: emit_cast(i); return;
+    case Prim::kToInt: case Prim::kSignOf: {
+      const Xmm x = reg_of(a);
+      const Xmm d = dest_for(i, a);
+      if (e.prim == Prim::kToInt) vcvttps2dq(d, x);
+      else vpsrad(d, x, 31);
+      return;
+    }
     default: {  // an injector rewrites its register in place; its other operands stay where they are
       const Xmm x = reg_of(a);
       const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b)) : std::nullopt;
