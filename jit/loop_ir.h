@@ -106,7 +106,8 @@ struct LoopIR {
   // half type's precision). bool, uint8, int8 and int32 operands are
   // converted exactly on load; on store a value (always integral there: a
   // comparison's 0/1, a kCast, a selected loaded integer) is truncated to
-  // int32 and keeps its low bytes.
+  // int32 and keeps its low bytes. int64 operands load and store as their
+  // halves, exactly (Note [int64 halves]).
   std::vector<DType> dtypes;
   std::vector<Expr> exprs;         // topological: operands come first
   std::vector<int32_t> stores;     // per group output: the expression it stores
@@ -131,16 +132,20 @@ struct Lowering {
 
 // Lowers a pointwise group whose program is tiled (GroupProgram::tiled).
 // `values` orders the operands: inputs, then outputs. Values may be float32,
-// float16, bfloat16, bool, uint8, int8 or int32 (float64: declined; int64
-// too: AVX2 has no int64 -> float conversion, and the reference compares and
-// selects int64s exactly, which float32 cannot), and a node lowers only where
-// float32 arithmetic gives the reference's result exactly: the reference
-// computes a node in its promoted dtype (kernels/cpu/pointwise.h), int64 for
-// integers, so integer arithmetic is declined; comparisons, where and casts
-// of integers lower where every integer is exact in float32 (bool, uint8,
-// int8; int32 only into float arithmetic, a logical op or a cast to a float
-// or bool). A matmul's epilogue lowers as a group of its own (its nodes after
-// the matmul; trace/group_program.h).
+// float16, bfloat16, bool, uint8, int8, int32 or int64 (float64: declined),
+// and a node lowers only where the kernel gives the reference's result
+// exactly: the reference computes a node in its promoted dtype
+// (kernels/cpu/pointwise.h), int64 for integers, so integer arithmetic is
+// declined; comparisons, where and casts of integers lower where every
+// integer is exact in float32 (bool, uint8, int8; int32 only into float
+// arithmetic, a logical op or a cast to a float or bool), or in int64 halves
+// (Note [int64 halves]): comparisons computing in int64 (an int64 against an
+// integer tensor or an integral Scalar, a bool against an integral Scalar),
+// where and masked_fill over int64, casts of integers to int64, and int64
+// read as a truth value or converted to float32 where the node computes in
+// float32 (a cast, a comparison, float arithmetic: that conversion needs
+// AVX-512DQ, so an AVX2 kernel declines it). A matmul's epilogue lowers as a
+// group of its own (its nodes after the matmul; trace/group_program.h).
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,

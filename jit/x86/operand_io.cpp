@@ -40,25 +40,30 @@ void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
       else if (avx512()) vmovups(dst | kTailMask | T_z, ptr[p]);
       else vmaskmovps(dst, Ymm(tail_mask_reg_), ptr[p]);
       break;
-    default: {  // gathered: masked-off lanes are not read
-      const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
-      if (avx512()) {
-        if (tail) kmovw(kGatherMask, kTailMask);
-        else kxnorw(kGatherMask, kGatherMask, kGatherMask);
-        vxor(dst, dst, dst);
-        vgatherdps(dst | kGatherMask, ptr[p + lanes_at]);
-      } else {
-        const Xmm m = temp();
-        if (tail) vmovaps(m, Ymm(tail_mask_reg_));
-        else vpcmpeqd(m, m, m);
-        vxorps(dst, dst, dst);
-        vgatherdps(dst, ptr[p + lanes_at], m);
-        free_reg(m.getIdx());
-      }
-    }
+    default: emit_gather(k, 0, dst, tail);
   }
   // round to nearest even, as static_cast<float>; kLoadLow keeps the bits
   if (ir_.dtype(size_t(k)) == kInt32 && x.prim == Prim::kLoad) vcvtdq2ps(dst, dst);
+}
+
+// The 32 bits at `offset` bytes into each of a vector's (or the tail's)
+// elements of a strided operand; masked-off lanes are not read.
+void PointwiseKernel::emit_gather(int k, int offset, const Xmm& dst, bool tail) {
+  const Reg64& p = kOperandRegs[k];
+  const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
+  if (avx512()) {
+    if (tail) kmovw(kGatherMask, kTailMask);
+    else kxnorw(kGatherMask, kGatherMask, kGatherMask);
+    vxor(dst, dst, dst);
+    vgatherdps(dst | kGatherMask, ptr[p + offset + lanes_at]);
+  } else {
+    const Xmm m = temp();
+    if (tail) vmovaps(m, Ymm(tail_mask_reg_));
+    else vpcmpeqd(m, m, m);
+    vxorps(dst, dst, dst);
+    vgatherdps(dst, ptr[p + offset + lanes_at], m);
+    free_reg(m.getIdx());
+  }
 }
 
 void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
@@ -301,23 +306,9 @@ void PointwiseKernel::emit_load_int64(int k, bool high, const Xmm& dst, bool tai
     case 'b':
       vpbroadcastd(dst, dword[p + half]);
       return;
-    case 's': {  // gathered dwords at the half's offset: masked-off lanes are not read
-      const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
-      if (avx512()) {
-        if (tail) kmovw(kGatherMask, kTailMask);
-        else kxnorw(kGatherMask, kGatherMask, kGatherMask);
-        vxor(dst, dst, dst);
-        vpgatherdd(dst | kGatherMask, ptr[p + half + lanes_at]);
-      } else {
-        const Xmm m = temp();
-        if (tail) vmovaps(m, Ymm(tail_mask_reg_));
-        else vpcmpeqd(m, m, m);
-        vxorps(dst, dst, dst);
-        vpgatherdd(dst, ptr[p + half + lanes_at], m);
-        free_reg(m.getIdx());
-      }
+    case 's':
+      emit_gather(k, half, dst, tail);
       return;
-    }
     default: break;
   }
   const int32_t at = vector_ * lanes() * 8, second = lanes() * 4;  // bytes of half a vector's qwords

@@ -113,6 +113,7 @@ class PointwiseKernel final : public Generator {
   void emit_copy_tail(const Xbyak::RegExp& dst, const Xbyak::RegExp& src, int bytes);
   void emit_store_integer(int k, const Xbyak::Xmm& v, bool tail);  // int32, or a byte type
   void emit_load_int64(int k, bool high, const Xbyak::Xmm& dst, bool tail);
+  void emit_gather(int k, int offset, const Xbyak::Xmm& dst, bool tail);
   void emit_store_int64(int k, int32_t pair, bool tail);
   // AVX-512: dst = the qwords (low, high) of lanes 8 * half .. 8 * half + 7.
   void emit_interleave(const Xbyak::Xmm& dst, const Xbyak::Xmm& low, const Xbyak::Xmm& high, int half);

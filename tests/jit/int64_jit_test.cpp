@@ -8,8 +8,7 @@
 
 #include "nnvm/nnvm.h"
 #include "nnvm/trace/recorder.h"
-#include "jit_test_util.h"
-#include "reference.h"
+#include "dtype_test_util.h"
 
 namespace nnvm::jit {
 namespace {
@@ -42,39 +41,6 @@ Tensor int64s(IntArrayRef shape, uint64_t seed) {
     else p[i] = int64_t(s ^ (s << 17)) >> ((r >> 7) % 60);  // every magnitude, both signs
   }
   return x;
-}
-
-// Runs `t`'s one group under `isa`: it must run JIT code unless `jit` is
-// false, and match the interpreter exactly, dtypes included.
-void expect_exact(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, bool jit = true) {
-  SCOPED_TRACE(isa_name(isa));
-  IsaGuard guard(isa);
-  EagerGuard eager;
-  const trace::FusedPlan plan(t);
-  ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const PointwiseJit* program = plan.program(0).jit();
-  ASSERT_NE(program, nullptr) << plan.to_string();
-  ASSERT_EQ(program->declined(), "") << program->ir().to_string();
-  const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
-  const std::vector<Tensor> actual = plan.run(inputs, {});
-  if (jit && isa != Isa::kPortable) {
-    if (expected[0].numel() > 0) {
-      EXPECT_FALSE(program->variant_names().empty());
-    }
-    expect_variants_compiled(*program, isa);
-  }
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
-    ASSERT_EQ(actual[i].dtype(), expected[i].dtype());
-    const std::vector<int64_t> a = actual[i].to(kInt64).to_vector<int64_t>();
-    const std::vector<int64_t> e = expected[i].to(kInt64).to_vector<int64_t>();
-    if (expected[i].dtype() == kFloat32) {
-      EXPECT_EQ(actual[i].to_vector<float>(), expected[i].to_vector<float>());
-    } else {
-      EXPECT_EQ(a, e);
-    }
-  }
 }
 
 std::vector<Isa> every_isa() {
@@ -197,12 +163,6 @@ TEST(Int64Jit, NonContiguousInt64Operands) {
         t.mark_output(t.add_node1(op("ge"), {t.add_node1(op("masked_fill"), {y, m}, {Scalar(int64_t(7))}), w}));
         expect_exact(t, in, isa);
       }
-}
-
-Lowering lower_only_group(const Trace& t) {
-  const trace::FusionPlan f = trace::fuse(t);
-  EXPECT_EQ(f.groups.size(), 1u) << f.to_string(t);
-  return lower_pointwise(t, f.groups[0], trace::group_values(t, f.groups[0]));
 }
 
 TEST(Int64Jit, ArithmeticAndNarrowingDecline) {
