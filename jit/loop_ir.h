@@ -142,10 +142,10 @@ struct Lowering {
 // (Note [int64 halves]): comparisons computing in int64 (an int64 against an
 // integer tensor or an integral Scalar, a bool against an integral Scalar),
 // where and masked_fill over int64, casts of integers to int64, and int64
-// read as a truth value or converted to float32 where the node computes in
-// float32 (a cast, a comparison, float arithmetic: that conversion needs
-// AVX-512DQ, so an AVX2 kernel declines it). A matmul's epilogue lowers as a
-// group of its own (its nodes after the matmul; trace/group_program.h).
+// read as a truth value or converted to float32 (nearest even, as
+// static_cast<float>) where the node computes in float32 (a cast, a
+// comparison, float arithmetic). A matmul's epilogue lowers as a group of its
+// own (its nodes after the matmul; trace/group_program.h).
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,

@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <xbyak/xbyak_util.h>
 
+#include <array>
+
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
 #include "nnvm/jit/x86/operand_io.h"
@@ -43,10 +45,9 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
     if (t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
   }
   static const bool has_dq = Xbyak::util::Cpu().has(Xbyak::util::Cpu::tAVX512DQ);
-  const bool dq = isa == Isa::kAvx512 && has_dq;
   for (const Expr& e : ir.exprs)
-    if (e.prim == Prim::kInt64ToFloat && !dq)
-      return "int64 -> float32 needs AVX-512DQ's vcvtqq2ps (no exact AVX2 sequence)";
+    if (e.prim == Prim::kInt64ToFloat && isa == Isa::kAvx512 && !has_dq)
+      return "int64 -> float32 needs AVX-512DQ's vcvtqq2ps";
   return {};
 }
 
@@ -335,10 +336,65 @@ void PointwiseKernel::emit_int_compare(int32_t i) {
 }
 
 // Each half of the lanes as 8 qwords, converted, then side by side.
+// AVX2 has no such conversion: each half of the lanes as 4 doubles, high *
+// 2^32 + low rounded to odd (TwoSum's error says which way the double sum
+// rounded: toward zero, keep it, else step back one ulp; inexact, set the
+// last bit), then to float32. Rounding to odd at 53 >= 24 + 2 bits makes the
+// second rounding give the correctly rounded result (Boldo and Melquiond).
 void PointwiseKernel::emit_int64_to_float(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
   const Xmm high = reg_of(e.a), low = reg_of(e.b);
   const Xmm d = dest_for(i, -1), t = temp();
+  if (!avx512()) {
+    std::array<uint32_t, 16> two32{}, one{};  // 2^32 and the integer 1 in each qword
+    for (size_t j = 0; j < 16; j += 2) {
+      two32[j + 1] = 0x41F00000u;
+      one[j] = 1;
+    }
+    const Ymm h(temp().getIdx()), l(temp().getIdx()), sum(temp().getIdx()), u(temp().getIdx());
+    const Ymm y(t.getIdx());
+    const Xbyak::Xmm t128(t.getIdx());
+    for (int part = 0; part < 2; ++part) {
+      if (part == 0) {
+        vcvtdq2pd(h, Xbyak::Xmm(high.getIdx()));
+        vcvtdq2pd(l, Xbyak::Xmm(low.getIdx()));
+      } else {
+        vextracti128(t128, Ymm(high.getIdx()), 1);
+        vcvtdq2pd(h, t128);
+        vextracti128(t128, Ymm(low.getIdx()), 1);
+        vcvtdq2pd(l, t128);
+      }
+      vmulpd(h, h, vconst_lanes(two32));
+      vxorpd(y, y, y);  // low is unsigned: 2^32 more where its int32 reading is negative
+      vcmppd(y, l, y, _CMP_LT_OQ);
+      vandpd(y, y, vconst_lanes(two32));
+      vaddpd(l, l, y);
+      vaddpd(sum, h, l);  // TwoSum: the error is (h - (sum - b')) + (l - b'), b' = sum - h
+      vsubpd(y, sum, h);
+      vsubpd(u, sum, y);
+      vsubpd(u, h, u);
+      vsubpd(y, l, y);
+      vaddpd(u, u, y);
+      vxorpd(y, y, y);
+      vcmppd(y, u, y, _CMP_NEQ_OQ);  // inexact
+      vxorpd(u, u, sum);  // sign bit: the error points back toward zero, so the sum rounded away
+      vpxor(h, h, h);
+      vpcmpgtq(u, h, u);
+      vpand(u, u, y);
+      vpaddq(sum, sum, u);  // one ulp toward zero
+      vpand(y, y, vconst_lanes(one));
+      vpor(sum, sum, y);
+      if (part == 0) {
+        vcvtpd2ps(Xbyak::Xmm(d.getIdx()), sum);
+      } else {
+        vcvtpd2ps(t128, sum);
+        vinsertf128(Ymm(d.getIdx()), Ymm(d.getIdx()), t128, 1);
+      }
+    }
+    for (const Ymm& r : {h, l, sum, u}) free_reg(r.getIdx());
+    free_reg(t.getIdx());
+    return;
+  }
   emit_interleave(t, low, high, 0);
   vcvtqq2ps(Ymm(d.getIdx()), Zmm(t.getIdx()));
   emit_interleave(t, low, high, 1);

@@ -31,7 +31,8 @@
 // read each half at its byte offset), a store interleaves them back, and the
 // tails of both move qwords under masks (AVX-512 opmasks, AVX2 vpmaskmovq),
 // so nothing past the row is touched. int64 -> float32 is vcvtqq2ps
-// (AVX-512DQ; AVX2 declines it: no exact conversion).
+// (AVX-512DQ); AVX2 rounds high * 2^32 + low to odd in double, then to
+// float32, which is as exact.
 //
 // Speed: expressions of Scalars and constants alone (alpha * other of an
 // add.Scalar) are loop-invariant: computed once per call into stack slots
