@@ -374,9 +374,8 @@ std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size
     if (!why.empty()) return why;
     for (size_t i = 0; i < in.size(); ++i)
       if (b.expr(in[i]).prim == Prim::kPair)
-        return absl::StrCat(node.op->name, " reads int64 %", node.inputs[i], " as ",
-                            std::string(dtype_name(t.value(node.outputs[0]).dtype)),
-                            ": the JIT converts int64 to float32 only");
+        return absl::StrCat(node.op->name, " reads int64 %", node.inputs[i], " into ",
+                            std::string(dtype_name(t.value(node.outputs[0]).dtype)), ": not lowered");
     expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
   }
   return {};

@@ -108,7 +108,8 @@ std::string lower_int64(Builder& b, const trace::Node& n, int32_t step, absl::In
   if (logical.contains(name) || (name == "copy" && to == kBool))  // these read x != 0 only
     for (size_t i = 0; i < in.size(); ++i)
       if (d(i) == kInt64) in[i] = nonzero(b, in[i]);
-  if (computes == kFloat32)  // static_cast<float>(x) first, as the reference does
+  // static_cast<float>(x) first: the reference computes float16 and bfloat16 in float too
+  if (computes == kFloat32 || computes == kFloat16 || computes == kBFloat16)
     for (size_t i = 0; i < in.size(); ++i)
       if (d(i) == kInt64 && b.expr(in[i]).prim == Prim::kPair)
         in[i] = b.op(Prim::kInt64ToFloat, b.expr(in[i]).b, b.expr(in[i]).a);
