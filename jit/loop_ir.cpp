@@ -69,6 +69,7 @@ const char* prim_name(Prim p) {
     case Prim::kUIntGt: return "uint_gt";
     case Prim::kInt64ToFloat: return "int64_to_float";
     case Prim::kPair: return "pair";
+    case Prim::kTruncInt64: return "trunc_int64";
   }
   return "?";
 }
@@ -123,6 +124,7 @@ std::string LoopIR::to_string() const {
                                                                                                      : "",
                                                     ")");
     else if (e.prim == Prim::kBits) absl::StrAppendFormat(&s, " 0x%08x", uint32_t(e.arg));
+    else if (e.prim == Prim::kTruncInt64) absl::StrAppend(&s, e.arg ? " high" : " low");
     else if (e.prim == Prim::kConst) absl::StrAppendFormat(&s, " %.9g", e.value);
     else if (e.prim == Prim::kCast) absl::StrAppend(&s, " ", std::string(dtype_name(DType(e.arg))));
     const int32_t operands[] = {e.a, e.b, e.c};

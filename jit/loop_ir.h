@@ -59,6 +59,7 @@ enum class Prim : uint8_t {
   kIntEq, kIntGt, kUIntGt,  // a == b, a > b signed, a > b unsigned, on 32-bit lanes: 1.0 or 0.0
   kInt64ToFloat,  // the int64 (high a, low b) to float32, nearest even (as static_cast<float>)
   kPair,      // the int64 (low a, high b): no vector of its own; only a store (an int64 output) reads it
+  kTruncInt64,  // float a toward zero as int64 (static_cast<int64_t>): its low (arg 0) or high (arg 1) half
 };
 // Note [int64 halves]: an int64 value lives in the kernel as two 32-bit
 // vectors, its low and its high halves (kPair names the two), so the
@@ -66,7 +67,8 @@ enum class Prim : uint8_t {
 // compose from 32-bit ones (a < b: high_a < high_b signed, or the highs equal
 // and low_a < low_b unsigned) into the usual 1.0/0.0; where and masked_fill
 // select each half; a bool, uint8, int8 or int32 widens as (its bits, their
-// sign). Only stores and kInt64ToFloat put the halves back together.
+// sign), a float truncates into both (kTruncInt64). Only stores and
+// kInt64ToFloat put the halves back together.
 const char* prim_name(Prim p);
 int prim_arity(Prim p);
 
@@ -141,7 +143,8 @@ struct Lowering {
 // arithmetic, a logical op or a cast to a float or bool), or in int64 halves
 // (Note [int64 halves]): comparisons computing in int64 (an int64 against an
 // integer tensor or an integral Scalar, a bool against an integral Scalar),
-// where and masked_fill over int64, casts of integers to int64, and int64
+// where and masked_fill over int64, casts to int64 (a float truncated
+// toward zero, as static_cast<int64_t>), and int64
 // read as a truth value or converted to float32 (nearest even, as
 // static_cast<float>) where the node computes in float32 (a cast, a
 // comparison, float arithmetic). A matmul's epilogue lowers as a group of its

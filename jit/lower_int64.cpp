@@ -89,8 +89,10 @@ std::string lower_int64(Builder& b, const trace::Node& n, int32_t step, absl::In
   for (size_t i = 0; i < in.size(); ++i) reads = reads || d(i) == kInt64;
   if (!reads && to != kInt64) return {};  // no int64 here: the float32 lowering's
   if (to == kInt64) {
-    if (name == "copy" && !is_floating(d(0))) {
-      const Halves x = halves(b, d(0), in[0]);
+    if (name == "copy") {
+      const Halves x = is_floating(d(0)) ? Halves{b.add(Expr{Prim::kTruncInt64, in[0], -1, -1, 0}),
+                                                  b.add(Expr{Prim::kTruncInt64, in[0], -1, -1, 1})}
+                                         : halves(b, d(0), in[0]);
       out = b.op(Prim::kPair, x.low, x.high);
       return {};
     }
@@ -102,7 +104,6 @@ std::string lower_int64(Builder& b, const trace::Node& n, int32_t step, absl::In
       out = select(b, in[1], scalar_halves(b, n, step, 0), halves(b, kInt64, in[0]));
       return {};
     }
-    if (name == "copy") return absl::StrCat("copy from ", std::string(dtype_name(d(0))), " to int64 is not lowered");
     return absl::StrCat(name, " computes in int64: integer arithmetic runs in int64 in the reference");
   }
   if (logical.contains(name) || (name == "copy" && to == kBool))  // these read x != 0 only

@@ -297,6 +297,11 @@ void PointwiseKernel::emit_interleave(const Xmm& dst, const Xmm& low, const Xmm&
   vpermi2d(dst, low, high);
 }
 
+void PointwiseKernel::emit_deinterleave(const Xmm& dst, const Xmm& first, const Operand& second, bool high) {
+  vmovdqu32(dst, vconst_lanes(deinterleaved(high)));
+  vpermi2d(dst, first, second);
+}
+
 // The low or high dwords of a vector's lanes, read as two vectors of qwords
 // (under the tail mask, a qword per lane), then picked apart.
 void PointwiseKernel::emit_load_int64(int k, bool high, const Xmm& dst, bool tail) {
@@ -316,15 +321,13 @@ void PointwiseKernel::emit_load_int64(int k, bool high, const Xmm& dst, bool tai
     const Xmm a = temp();
     if (!tail) {
       vmovdqu64(a, zword[p + at]);
-      vmovdqu32(dst, vconst_lanes(deinterleaved(high)));
-      vpermi2d(dst, a, zword[p + at + second]);
+      emit_deinterleave(dst, a, zword[p + at + second], high);
     } else {
       const Xmm b = temp();
       kshiftrw(kHighTailMask, kTailMask, 8);
       vmovdqu64(a | kTailMask | T_z, zword[p]);
       vmovdqu64(b | kHighTailMask | T_z, zword[p + second]);
-      vmovdqu32(dst, vconst_lanes(deinterleaved(high)));
-      vpermi2d(dst, a, b);
+      emit_deinterleave(dst, a, b, high);
       free_reg(b.getIdx());
     }
     free_reg(a.getIdx());

@@ -46,8 +46,8 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
   }
   static const bool has_dq = Xbyak::util::Cpu().has(Xbyak::util::Cpu::tAVX512DQ);
   for (const Expr& e : ir.exprs)
-    if (e.prim == Prim::kInt64ToFloat && isa == Isa::kAvx512 && !has_dq)
-      return "int64 -> float32 needs AVX-512DQ's vcvtqq2ps";
+    if ((e.prim == Prim::kInt64ToFloat || e.prim == Prim::kTruncInt64) && isa == Isa::kAvx512 && !has_dq)
+      return "int64 <-> float32 needs AVX-512DQ (vcvtqq2ps, vcvttps2qq)";
   return {};
 }
 
@@ -403,6 +403,55 @@ void PointwiseKernel::emit_int64_to_float(int32_t i) {
   free_reg(t.getIdx());
 }
 
+// One half of static_cast<int64_t>(a) (a NaN or a float past int64's range,
+// undefined behaviour in the reference, gives whatever the sequence gives).
+// AVX2 has no such conversion: per 4 lanes in double (exact), truncated,
+// split as high = floor(x / 2^32) and low = x - high * 2^32 (both exact),
+// each converted to int32 (low offset by 2^31 into int32's range and back).
+void PointwiseKernel::emit_trunc_int64(int32_t i) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const bool high = e.arg == 1;
+  const Xmm x = reg_of(e.a);
+  const Xmm d = dest_for(i, -1), t = temp(), u = temp();
+  if (avx512()) {
+    vcvttps2qq(Zmm(t.getIdx()), Ymm(x.getIdx()));
+    vextractf32x8(Ymm(u.getIdx()), Zmm(x.getIdx()), 1);
+    vcvttps2qq(Zmm(u.getIdx()), Ymm(u.getIdx()));
+    emit_deinterleave(d, t, u, high);
+  } else {
+    std::array<uint32_t, 16> down{}, up{}, two31{};  // 2^-32, 2^32 and 2^31 in each qword
+    for (size_t j = 1; j < 16; j += 2) {
+      down[j] = 0x3DF00000u;
+      up[j] = 0x41F00000u;
+      two31[j] = 0x41E00000u;
+    }
+    const Ymm y(t.getIdx()), w(u.getIdx());
+    const Xbyak::Xmm t128(t.getIdx()), w128(u.getIdx());
+    for (int part = 0; part < 2; ++part) {
+      if (part == 0) {
+        vcvtps2pd(y, Xbyak::Xmm(x.getIdx()));
+      } else {
+        vextractf128(t128, Ymm(x.getIdx()), 1);
+        vcvtps2pd(y, t128);
+      }
+      vroundpd(y, y, 3);  // toward zero
+      vmulpd(w, y, vconst_lanes(down));
+      vroundpd(w, w, 1);  // floor: the high half
+      if (!high) {
+        vmulpd(w, w, vconst_lanes(up));
+        vsubpd(w, y, w);  // the low half, in [0, 2^32)
+        vsubpd(w, w, vconst_lanes(two31));
+      }
+      vcvttpd2dq(w128, w);
+      if (part == 0) vmovaps(Xbyak::Xmm(d.getIdx()), w128);
+      else vinsertf128(Ymm(d.getIdx()), Ymm(d.getIdx()), w128, 1);
+    }
+    if (!high) vxor(d, d, vconst_bits(0x80000000u));
+  }
+  free_reg(u.getIdx());
+  free_reg(t.getIdx());
+}
+
 // Toward zero to int32, wrapped to the target's width, back to float32.
 void PointwiseKernel::emit_cast(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
@@ -432,6 +481,7 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
     case Prim::kIntGt:
     case Prim::kUIntGt: emit_int_compare(i); return;
     case Prim::kInt64ToFloat: emit_int64_to_float(i); return;
+    case Prim::kTruncInt64: emit_trunc_int64(i); return;
     default: break;
   }
   // Commutative ops take a memory operand (a Scalar, a constant) as their last source.

@@ -32,7 +32,8 @@
 // tails of both move qwords under masks (AVX-512 opmasks, AVX2 vpmaskmovq),
 // so nothing past the row is touched. int64 -> float32 is vcvtqq2ps
 // (AVX-512DQ); AVX2 rounds high * 2^32 + low to odd in double, then to
-// float32, which is as exact.
+// float32, which is as exact. float32 -> int64 truncates with vcvttps2qq
+// (AVX-512DQ), or splits the truncated double into its halves (AVX2).
 //
 // Speed: expressions of Scalars and constants alone (alpha * other of an
 // add.Scalar) are loop-invariant: computed once per call into stack slots
@@ -118,6 +119,9 @@ class PointwiseKernel final : public Generator {
   void emit_store_int64(int k, int32_t pair, bool tail);
   // AVX-512: dst = the qwords (low, high) of lanes 8 * half .. 8 * half + 7.
   void emit_interleave(const Xbyak::Xmm& dst, const Xbyak::Xmm& low, const Xbyak::Xmm& high, int half);
+  // AVX-512: dst = the low (high) dwords of the qwords of lanes 0-7 (`first`) and 8-15 (`second`).
+  void emit_deinterleave(const Xbyak::Xmm& dst, const Xbyak::Xmm& first, const Xbyak::Operand& second, bool high);
+  void emit_trunc_int64(int32_t i);
   void emit_int_compare(int32_t i);
   void emit_int64_to_float(int32_t i);
   void emit_compare(int32_t i, int pred);

@@ -4,6 +4,7 @@
 // declines on AVX2 and runs the tile program), odd and empty shapes,
 // broadcast and non-contiguous operands, in guard mode; what still declines
 // and why; and a traced accuracy count running its comparison as JIT code.
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -151,6 +152,34 @@ TEST(Int64Jit, ConversionsToFloat32OnEveryIsaAndShape) {
     }
 }
 
+// Floats of every magnitude int64 holds (fractions, both signs, -2^63)
+// truncated toward zero as static_cast<int64_t>: AVX-512DQ vcvttps2qq, AVX2
+// an exact split in double.
+TEST(Int64Jit, FloatsToInt64TruncateOnEveryIsaAndShape) {
+  for (Isa isa : every_isa())
+    for (const DimVector& shape : kShapes) {
+      SCOPED_TRACE(shape_str(shape));
+      Tensor f;
+      {
+        EagerGuard eager;
+        const Tensor scale = (testing::random(shape, kFloat32, 22, 0, 62.99).floor() * std::log(2.0)).exp();
+        f = (testing::random(shape, kFloat32, 23, -1, 1) * scale).contiguous();
+        float* p = f.data_ptr<float>();
+        for (int64_t i = 0; i < f.numel(); ++i)
+          if (i % 9 == 4) p[i] = -9223372036854775808.0f;
+          else if (i % 9 == 7) p[i] = std::ldexp(p[i] < 0 ? -1.0f : 1.0f, 31) + float(i % 3) - 1;
+      }
+      const std::vector<Tensor> in = {f, testing::random(shape, kFloat16, 24, -7e4, 7e4)};
+      Trace t;
+      const ValueId x = t.add_input(in[0]), h = t.add_input(in[1]);
+      const ValueId a = t.add_node1(op("copy"), {x}, {kInt64});
+      t.mark_output(a);
+      t.mark_output(t.add_node1(op("where"), {t.add_node1(op("lt"), {x, h}), a,
+                                              t.add_node1(op("copy"), {h}, {kInt64})}));
+      expect_exact(t, in, isa);
+    }
+}
+
 // Gathered (strided) and broadcast int64 inputs: each half read at its offset.
 TEST(Int64Jit, NonContiguousInt64Operands) {
   for (Isa isa : every_isa())
@@ -190,7 +219,7 @@ TEST(Int64Jit, ArithmeticAndNarrowingDecline) {
     return lower_only_group(t).declined;
   };
   EXPECT_EQ(cast(kInt64, kInt32), "copy from int64 to int32 wraps integers wider than float32 holds");
-  EXPECT_EQ(cast(kFloat32, kInt64), "copy from float32 to int64 is not lowered");
+  EXPECT_EQ(cast(kFloat32, kInt64), "");
   EXPECT_EQ(cast(kInt64, kBool), "");
 }
 
