@@ -3,8 +3,6 @@
 #include <immintrin.h>
 #include <xbyak/xbyak_util.h>
 
-#include <array>
-
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
 #include "nnvm/jit/x86/operand_io.h"
@@ -336,122 +334,6 @@ void PointwiseKernel::emit_int_compare(int32_t i) {
 }
 
 // Each half of the lanes as 8 qwords, converted, then side by side.
-// AVX2 has no such conversion: each half of the lanes as 4 doubles, high *
-// 2^32 + low rounded to odd (TwoSum's error says which way the double sum
-// rounded: toward zero, keep it, else step back one ulp; inexact, set the
-// last bit), then to float32. Rounding to odd at 53 >= 24 + 2 bits makes the
-// second rounding give the correctly rounded result (Boldo and Melquiond).
-void PointwiseKernel::emit_int64_to_float(int32_t i) {
-  const Expr& e = ir_.exprs[size_t(i)];
-  const Xmm high = reg_of(e.a), low = reg_of(e.b);
-  const Xmm d = dest_for(i, -1), t = temp();
-  if (!avx512()) {
-    std::array<uint32_t, 16> two32{}, one{};  // 2^32 and the integer 1 in each qword
-    for (size_t j = 0; j < 16; j += 2) {
-      two32[j + 1] = 0x41F00000u;
-      one[j] = 1;
-    }
-    const Ymm h(temp().getIdx()), l(temp().getIdx()), sum(temp().getIdx()), u(temp().getIdx());
-    const Ymm y(t.getIdx());
-    const Xbyak::Xmm t128(t.getIdx());
-    for (int part = 0; part < 2; ++part) {
-      if (part == 0) {
-        vcvtdq2pd(h, Xbyak::Xmm(high.getIdx()));
-        vcvtdq2pd(l, Xbyak::Xmm(low.getIdx()));
-      } else {
-        vextracti128(t128, Ymm(high.getIdx()), 1);
-        vcvtdq2pd(h, t128);
-        vextracti128(t128, Ymm(low.getIdx()), 1);
-        vcvtdq2pd(l, t128);
-      }
-      vmulpd(h, h, vconst_lanes(two32));
-      vxorpd(y, y, y);  // low is unsigned: 2^32 more where its int32 reading is negative
-      vcmppd(y, l, y, _CMP_LT_OQ);
-      vandpd(y, y, vconst_lanes(two32));
-      vaddpd(l, l, y);
-      vaddpd(sum, h, l);  // TwoSum: the error is (h - (sum - b')) + (l - b'), b' = sum - h
-      vsubpd(y, sum, h);
-      vsubpd(u, sum, y);
-      vsubpd(u, h, u);
-      vsubpd(y, l, y);
-      vaddpd(u, u, y);
-      vxorpd(y, y, y);
-      vcmppd(y, u, y, _CMP_NEQ_OQ);  // inexact
-      vxorpd(u, u, sum);  // sign bit: the error points back toward zero, so the sum rounded away
-      vpxor(h, h, h);
-      vpcmpgtq(u, h, u);
-      vpand(u, u, y);
-      vpaddq(sum, sum, u);  // one ulp toward zero
-      vpand(y, y, vconst_lanes(one));
-      vpor(sum, sum, y);
-      if (part == 0) {
-        vcvtpd2ps(Xbyak::Xmm(d.getIdx()), sum);
-      } else {
-        vcvtpd2ps(t128, sum);
-        vinsertf128(Ymm(d.getIdx()), Ymm(d.getIdx()), t128, 1);
-      }
-    }
-    for (const Ymm& r : {h, l, sum, u}) free_reg(r.getIdx());
-    free_reg(t.getIdx());
-    return;
-  }
-  emit_interleave(t, low, high, 0);
-  vcvtqq2ps(Ymm(d.getIdx()), Zmm(t.getIdx()));
-  emit_interleave(t, low, high, 1);
-  vcvtqq2ps(Ymm(t.getIdx()), Zmm(t.getIdx()));
-  vinsertf32x8(Zmm(d.getIdx()), Zmm(d.getIdx()), Ymm(t.getIdx()), 1);
-  free_reg(t.getIdx());
-}
-
-// One half of static_cast<int64_t>(a) (a NaN or a float past int64's range,
-// undefined behaviour in the reference, gives whatever the sequence gives).
-// AVX2 has no such conversion: per 4 lanes in double (exact), truncated,
-// split as high = floor(x / 2^32) and low = x - high * 2^32 (both exact),
-// each converted to int32 (low offset by 2^31 into int32's range and back).
-void PointwiseKernel::emit_trunc_int64(int32_t i) {
-  const Expr& e = ir_.exprs[size_t(i)];
-  const bool high = e.arg == 1;
-  const Xmm x = reg_of(e.a);
-  const Xmm d = dest_for(i, -1), t = temp(), u = temp();
-  if (avx512()) {
-    vcvttps2qq(Zmm(t.getIdx()), Ymm(x.getIdx()));
-    vextractf32x8(Ymm(u.getIdx()), Zmm(x.getIdx()), 1);
-    vcvttps2qq(Zmm(u.getIdx()), Ymm(u.getIdx()));
-    emit_deinterleave(d, t, u, high);
-  } else {
-    std::array<uint32_t, 16> down{}, up{}, two31{};  // 2^-32, 2^32 and 2^31 in each qword
-    for (size_t j = 1; j < 16; j += 2) {
-      down[j] = 0x3DF00000u;
-      up[j] = 0x41F00000u;
-      two31[j] = 0x41E00000u;
-    }
-    const Ymm y(t.getIdx()), w(u.getIdx());
-    const Xbyak::Xmm t128(t.getIdx()), w128(u.getIdx());
-    for (int part = 0; part < 2; ++part) {
-      if (part == 0) {
-        vcvtps2pd(y, Xbyak::Xmm(x.getIdx()));
-      } else {
-        vextractf128(t128, Ymm(x.getIdx()), 1);
-        vcvtps2pd(y, t128);
-      }
-      vroundpd(y, y, 3);  // toward zero
-      vmulpd(w, y, vconst_lanes(down));
-      vroundpd(w, w, 1);  // floor: the high half
-      if (!high) {
-        vmulpd(w, w, vconst_lanes(up));
-        vsubpd(w, y, w);  // the low half, in [0, 2^32)
-        vsubpd(w, w, vconst_lanes(two31));
-      }
-      vcvttpd2dq(w128, w);
-      if (part == 0) vmovaps(Xbyak::Xmm(d.getIdx()), w128);
-      else vinsertf128(Ymm(d.getIdx()), Ymm(d.getIdx()), w128, 1);
-    }
-    if (!high) vxor(d, d, vconst_bits(0x80000000u));
-  }
-  free_reg(u.getIdx());
-  free_reg(t.getIdx());
-}
-
 // Toward zero to int32, wrapped to the target's width, back to float32.
 void PointwiseKernel::emit_cast(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
