@@ -96,7 +96,7 @@ std::string lower_int64(Builder& b, const trace::Node& n, int32_t step, absl::In
       out = b.op(Prim::kPair, x.low, x.high);
       return {};
     }
-    if (name == "where" && !is_floating(d(1)) && !is_floating(d(2))) {  // a bool condition
+    if (name == "where") {  // a bool condition; integer branches (an int64 promotes no float)
       out = select(b, in[0], halves(b, d(1), in[1]), halves(b, d(2), in[2]));
       return {};
     }
