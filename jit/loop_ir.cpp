@@ -1,6 +1,7 @@
 #include "nnvm/jit/loop_ir.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 
@@ -9,6 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nnvm/jit/loop_builder.h"
+#include "nnvm/jit/lower_int64.h"
 
 namespace nnvm::jit {
 
@@ -56,8 +59,25 @@ const char* prim_name(Prim p) {
     case Prim::kGe: return "ge";
     case Prim::kSelect: return "select";
     case Prim::kCast: return "cast";
+    case Prim::kBits: return "bits";
+    case Prim::kLoadLow: return "load_low";
+    case Prim::kLoadHigh: return "load_high";
+    case Prim::kToInt: return "to_int";
+    case Prim::kSignOf: return "sign_of";
+    case Prim::kIntEq: return "int_eq";
+    case Prim::kIntGt: return "int_gt";
+    case Prim::kUIntGt: return "uint_gt";
+    case Prim::kInt64ToFloat: return "int64_to_float";
+    case Prim::kPair: return "pair";
+    case Prim::kTruncInt64: return "trunc_int64";
   }
   return "?";
+}
+
+float scalar_lane(const ScalarArg& a, const Scalar& s) {
+  if (a.part == ScalarPart::kFloat) return s.is_floating() ? float(s.to_double()) : float(s.to_int());
+  const int64_t v = s.is_floating() ? int64_t(s.to_double()) : s.to_int();  // scalar_as<int64_t>
+  return std::bit_cast<float>(uint32_t(uint64_t(v) >> (a.part == ScalarPart::kHigh ? 32 : 0)));
 }
 
 const char* reduce_op_name(ReduceOp op) {
@@ -77,7 +97,9 @@ const char* reduce_op_name(ReduceOp op) {
 
 int prim_arity(Prim p) {
   switch (p) {
-    case Prim::kLoad: case Prim::kArg: case Prim::kConst: return 0;
+    case Prim::kLoad: case Prim::kArg: case Prim::kConst: case Prim::kBits: case Prim::kLoadLow:
+    case Prim::kLoadHigh: return 0;
+    case Prim::kIntEq: case Prim::kIntGt: case Prim::kUIntGt: case Prim::kInt64ToFloat: case Prim::kPair: return 2;
     case Prim::kAdd: case Prim::kSub: case Prim::kMul: case Prim::kDiv: case Prim::kMax: case Prim::kMin:
     case Prim::kClampMin: case Prim::kClampMax: return 2;
     case Prim::kFma: case Prim::kSelect: case Prim::kSoftplus: return 3;
@@ -92,10 +114,17 @@ std::string LoopIR::to_string() const {
   for (size_t i = 0; i < exprs.size(); ++i) {
     const Expr& e = exprs[i];
     absl::StrAppend(&s, "e", i, " = ", prim_name(e.prim));
-    if (e.prim == Prim::kLoad) absl::StrAppend(&s, " in", e.arg);
-    if (e.prim == Prim::kLoad && dtype(size_t(e.arg)) != kFloat32) absl::StrAppend(&s, " ", std::string(dtype_name(dtype(size_t(e.arg)))));
+    const bool load = e.prim == Prim::kLoad || e.prim == Prim::kLoadLow || e.prim == Prim::kLoadHigh;
+    if (load) absl::StrAppend(&s, " in", e.arg);
+    if (load && dtype(size_t(e.arg)) != kFloat32) absl::StrAppend(&s, " ", std::string(dtype_name(dtype(size_t(e.arg)))));
     else if (e.prim == Prim::kArg) absl::StrAppend(&s, " s", e.arg, " (node ", args[size_t(e.arg)].step, " attr ",
-                                                    args[size_t(e.arg)].attr, ")");
+                                                    args[size_t(e.arg)].attr,
+                                                    args[size_t(e.arg)].part == ScalarPart::kLow    ? " low"
+                                                    : args[size_t(e.arg)].part == ScalarPart::kHigh ? " high"
+                                                                                                     : "",
+                                                    ")");
+    else if (e.prim == Prim::kBits) absl::StrAppendFormat(&s, " 0x%08x", uint32_t(e.arg));
+    else if (e.prim == Prim::kTruncInt64) absl::StrAppend(&s, e.arg ? " high" : " low");
     else if (e.prim == Prim::kConst) absl::StrAppendFormat(&s, " %.9g", e.value);
     else if (e.prim == Prim::kCast) absl::StrAppend(&s, " ", std::string(dtype_name(DType(e.arg))));
     const int32_t operands[] = {e.a, e.b, e.c};
@@ -113,48 +142,7 @@ std::string LoopIR::to_string() const {
 
 namespace {
 
-// Builds the DAG; identical expressions are shared (a Scalar read twice, the
-// 0.5 of two gelus), so the kernel loads each once.
-class Builder {
- public:
-  Builder(const trace::Trace& t, LoopIR& ir) : t_(t), ir_(ir) {}
-
-  DType dtype(trace::ValueId v) const { return t_.value(v).dtype; }
-
-  int32_t add(Expr e) {
-    const std::string key = absl::StrFormat("%d %d %d %d %d %a", int(e.prim), e.a, e.b, e.c, e.arg, e.value);
-    auto [it, fresh] = seen_.try_emplace(key, int32_t(ir_.exprs.size()));
-    if (fresh) ir_.exprs.push_back(e);
-    return it->second;
-  }
-  int32_t op(Prim p, int32_t a, int32_t b = -1, int32_t c = -1) { return add(Expr{p, a, b, c}); }
-  int32_t constant(float v) { return add(Expr{Prim::kConst, -1, -1, -1, -1, v}); }
-  // bool(x) as 0/1: x != 0, a NaN included
-  int32_t nonzero(int32_t x) { return op(Prim::kNe, x, constant(0)); }
-
-  // Attribute `attr` of node `step`: a run-time argument when it is slotted,
-  // else its value now (a Scalar a pass made, like 1/c). The reference
-  // kernels read a Scalar as float before computing (scalar_as<float>).
-  int32_t scalar(const trace::Node& node, int32_t step, int32_t attr) {
-    const bool slotted = std::any_of(node.slots.begin(), node.slots.end(),
-                                     [&](const trace::ScalarSlot& s) { return s.attr == attr; });
-    if (!slotted) {
-      const Scalar& s = node.attrs.s(size_t(attr));
-      return constant(s.is_floating() ? float(s.to_double()) : float(s.to_int()));
-    }
-    int32_t index = 0;
-    while (size_t(index) < ir_.args.size() &&
-           (ir_.args[size_t(index)].step != step || ir_.args[size_t(index)].attr != attr))
-      ++index;
-    if (size_t(index) == ir_.args.size()) ir_.args.push_back({step, attr});
-    return add(Expr{Prim::kArg, -1, -1, -1, index});
-  }
-
- private:
-  const trace::Trace& t_;
-  LoopIR& ir_;
-  absl::flat_hash_map<std::string, int32_t> seen_;
-};
+using lowering::Builder;
 
 // One node's primitives: its input expressions in, its result out.
 using Inputs = absl::Span<const int32_t>;
@@ -374,15 +362,26 @@ std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size
                         absl::flat_hash_map<trace::ValueId, int32_t>& expr_of) {
   ir.inputs = values.inputs;
   for (int32_t i = 0; i < values.inputs; ++i)
-    expr_of[values.ids[size_t(i)]] = b.add(Expr{Prim::kLoad, -1, -1, -1, i});
+    expr_of[values.ids[size_t(i)]] = lowering::load_input(b, i, t.value(values.ids[size_t(i)]).dtype);
   for (size_t k = 0; k < count; ++k) {
     const trace::Node& node = t.nodes()[size_t(g.nodes[k])];
     auto it = lowerings().find(node.op->name);
     if (it == lowerings().end() || node.outputs.size() != 1) return absl::StrCat(node.op->name, " has no JIT primitive");
-    std::string inexact = exact_in_float32(t, node);
-    if (!inexact.empty()) return inexact;
     absl::InlinedVector<int32_t, 3> in;
     for (trace::ValueId v : node.inputs) in.push_back(expr_of.at(v));
+    int32_t out = -1;
+    std::string why = lowering::lower_int64(b, node, int32_t(k), in, out);
+    if (!why.empty()) return why;
+    if (out >= 0) {
+      expr_of[node.outputs[0]] = out;
+      continue;
+    }
+    why = exact_in_float32(t, node);
+    if (!why.empty()) return why;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (b.expr(in[i]).prim == Prim::kPair)
+        return absl::StrCat(node.op->name, " reads int64 %", node.inputs[i], " into ",
+                            std::string(dtype_name(t.value(node.outputs[0]).dtype)), ": not lowered");
     expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
   }
   return {};
@@ -411,10 +410,10 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
   absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
   for (size_t i = 0; i < values.ids.size(); ++i) {
     const trace::Value& v = t.value(values.ids[i]);
-    if (!float_compute(v.dtype) && !small_integer(v.dtype) && v.dtype != kInt32) {
+    if (!float_compute(v.dtype) && !small_integer(v.dtype) && v.dtype != kInt32 && v.dtype != kInt64) {
       l.declined = absl::StrCat("%", values.ids[i], " is ", std::string(dtype_name(v.dtype)),
                                 ": the JIT computes in float32 (operands float32, float16, bfloat16, bool, uint8, "
-                                "int8 or int32)");
+                                "int8, int32 or int64)");
       return l;
     }
   }

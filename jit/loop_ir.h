@@ -50,14 +50,32 @@ enum class Prim : uint8_t {
   kSelect,  // a != 0 ? b : c (NaN counts as nonzero, as bool(NaN) does): where, masked_fill
   kCast,    // to the integer dtype `arg` (int32, uint8, int8): truncated toward zero, wrapped to its width
             // (a NaN or a float past int32's range, undefined behaviour in the reference's cast, gives INT32_MIN first)
+  // int64 values (Note [int64 halves]): each lane holds 32 bits of an integer, not a float.
+  kBits,      // the compile-time 32-bit pattern `arg`
+  kLoadLow,   // operand `arg`'s low 32 bits (int64), or its bits (int32)
+  kLoadHigh,  // int64 operand `arg`'s high 32 bits
+  kToInt,     // an integral float (|a| < 2^31) to its int32 bits, toward zero
+  kSignOf,    // a's sign bit in every bit: the high half of int32 a widened to int64
+  kIntEq, kIntGt, kUIntGt,  // a == b, a > b signed, a > b unsigned, on 32-bit lanes: 1.0 or 0.0
+  kInt64ToFloat,  // the int64 (high a, low b) to float32, nearest even (as static_cast<float>)
+  kPair,      // the int64 (low a, high b): no vector of its own; only a store (an int64 output) reads it
+  kTruncInt64,  // float a toward zero as int64 (static_cast<int64_t>): its low (arg 0) or high (arg 1) half
 };
+// Note [int64 halves]: an int64 value lives in the kernel as two 32-bit
+// vectors, its low and its high halves (kPair names the two), so the
+// register allocator, spills and tails see ordinary vectors. Comparisons
+// compose from 32-bit ones (a < b: high_a < high_b signed, or the highs equal
+// and low_a < low_b unsigned) into the usual 1.0/0.0; where and masked_fill
+// select each half; a bool, uint8, int8 or int32 widens as (its bits, their
+// sign), a float truncates into both (kTruncInt64). Only stores and
+// kInt64ToFloat put the halves back together.
 const char* prim_name(Prim p);
 int prim_arity(Prim p);
 
 struct Expr {
   Prim prim;
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the DAG)
-  int32_t arg = -1;                // kLoad: input index; kArg: Scalar index; kCast: the DType
+  int32_t arg = -1;                // kLoad, kLoadLow, kLoadHigh: input index; kArg: Scalar index; kCast: the DType; kBits
   float value = 0;                 // kConst
 };
 
@@ -71,10 +89,15 @@ const char* reduce_op_name(ReduceOp op);
 
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
 // `step` (as bound for the run).
+// kLow, kHigh: the halves of the int64 the reference reads it as (scalar_as<int64_t>).
+enum class ScalarPart : uint8_t { kFloat, kLow, kHigh };
 struct ScalarArg {
   int32_t step;
   int32_t attr;
+  ScalarPart part = ScalarPart::kFloat;
 };
+// The value a kernel's lanes hold for `a` bound to `s`: float(s), or a half's bits.
+float scalar_lane(const ScalarArg& a, const Scalar& s);
 
 struct LoopIR {
   int32_t inputs = 0;              // loaded operands: the group's inputs, in order
@@ -85,7 +108,8 @@ struct LoopIR {
   // half type's precision). bool, uint8, int8 and int32 operands are
   // converted exactly on load; on store a value (always integral there: a
   // comparison's 0/1, a kCast, a selected loaded integer) is truncated to
-  // int32 and keeps its low bytes.
+  // int32 and keeps its low bytes. int64 operands load and store as their
+  // halves, exactly (Note [int64 halves]).
   std::vector<DType> dtypes;
   std::vector<Expr> exprs;         // topological: operands come first
   std::vector<int32_t> stores;     // per group output: the expression it stores
@@ -110,16 +134,21 @@ struct Lowering {
 
 // Lowers a pointwise group whose program is tiled (GroupProgram::tiled).
 // `values` orders the operands: inputs, then outputs. Values may be float32,
-// float16, bfloat16, bool, uint8, int8 or int32 (float64: declined; int64
-// too: AVX2 has no int64 -> float conversion, and the reference compares and
-// selects int64s exactly, which float32 cannot), and a node lowers only where
-// float32 arithmetic gives the reference's result exactly: the reference
-// computes a node in its promoted dtype (kernels/cpu/pointwise.h), int64 for
-// integers, so integer arithmetic is declined; comparisons, where and casts
-// of integers lower where every integer is exact in float32 (bool, uint8,
-// int8; int32 only into float arithmetic, a logical op or a cast to a float
-// or bool). A matmul's epilogue lowers as a group of its own (its nodes after
-// the matmul; trace/group_program.h).
+// float16, bfloat16, bool, uint8, int8, int32 or int64 (float64: declined),
+// and a node lowers only where the kernel gives the reference's result
+// exactly: the reference computes a node in its promoted dtype
+// (kernels/cpu/pointwise.h), int64 for integers, so integer arithmetic is
+// declined; comparisons, where and casts of integers lower where every
+// integer is exact in float32 (bool, uint8, int8; int32 only into float
+// arithmetic, a logical op or a cast to a float or bool), or in int64 halves
+// (Note [int64 halves]): comparisons computing in int64 (an int64 against an
+// integer tensor or an integral Scalar, a bool against an integral Scalar),
+// where and masked_fill over int64, casts to int64 (a float truncated
+// toward zero, as static_cast<int64_t>), and int64
+// read as a truth value or converted to float32 (nearest even, as
+// static_cast<float>) where the node computes in float32 (a cast, a
+// comparison, float arithmetic). A matmul's epilogue lowers as a group of its
+// own (its nodes after the matmul; trace/group_program.h).
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,

@@ -24,8 +24,6 @@ constexpr int64_t kBlockElements = 32768;
 // Below this many elements a run stays on the calling thread.
 constexpr int64_t kParallelElements = 65536;
 
-float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
-
 std::atomic<StreamStores> stream_policy{StreamStores::kAuto};
 
 // The last-level cache's size from sysfs (sysconf reports the host's in
@@ -173,8 +171,8 @@ std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey 
   launch->space = loop_space(loop, shapes, strides);
   const LoopSpace& space = launch->space;
   const int64_t numel = space.numel();
-  for (const DimVector& s : space.strides)  // gather offsets are int32 bytes
-    if (std::abs(s.back()) * 4 * 16 > INT32_MAX) return nullptr;
+  for (size_t k = 0; k < operands; ++k)  // gather offsets are int32 bytes
+    if (std::abs(space.strides[k].back()) * int64_t(itemsize(ir.dtype(k))) * 16 > INT32_MAX) return nullptr;
   const size_t rank = space.sizes.size();
   launch->inner = space.sizes.back();
   launch->rows = rank >= 2 ? space.sizes[rank - 2] : 1;
@@ -250,7 +248,7 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   auto run_blocks = [&](int64_t begin, int64_t end) {
     x86::PointwiseCall call;
     for (size_t a = 0; a < ir.args.size(); ++a)
-      std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+      std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     std::copy_n(l.row_stride, operands, call.row_stride);
     std::copy_n(l.vec_step, operands, call.vec_step);
     std::copy_n(l.lane_stride, operands, call.lane_stride);

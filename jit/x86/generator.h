@@ -45,6 +45,8 @@ class Generator : public Xbyak::CodeGenerator {
   Xbyak::Address vconst_bits(uint32_t bits);
   // The int32 lane indices 0, 1, 2, ...
   Xbyak::Address vconst_iota();
+  // A vector of 16 given lanes (its first 8 on AVX2).
+  Xbyak::Address vconst_lanes(const std::array<uint32_t, 16>& lanes) { return table_entry(lanes); }
 
   // Bitwise and/or/xor of float lanes (vpandd etc. on AVX-512F, which has no vandps).
   void vand(const Xbyak::Xmm& dst, const Xbyak::Xmm& a, const Xbyak::Operand& b);

@@ -1,30 +1,24 @@
 #include "nnvm/jit/x86/pointwise_kernel.h"
 
 #include <immintrin.h>
-
-#include <cstddef>
+#include <xbyak/xbyak_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
+#include "nnvm/jit/x86/operand_io.h"
 #include "nnvm/jit/x86/vector_math.h"
 
 namespace nnvm::jit::x86 {
 
 using namespace Xbyak;
 using namespace Xbyak::util;
+using namespace pointwise;
 
 namespace {
 
 constexpr int32_t kFree = -1, kTemp = -2, kReserved = -3;
-constexpr int kSlotBytes = 64;
-const Reg64 kCall = rdi, kCols = rcx, kRows = rdx;
-const Reg64 kOperandRegs[kMaxOperands] = {rbx, rbp, rsi, r8, r9, r10, r11, r12, r13, r14, r15};
-const Opmask kTailMask = k1, kGatherMask = k3;
 
-int32_t ptr_at(int k) { return int32_t(offsetof(PointwiseCall, ptr) + 8 * size_t(k)); }
-int32_t row_stride_at(int k) { return int32_t(offsetof(PointwiseCall, row_stride) + 8 * size_t(k)); }
-int32_t vec_step_at(int k) { return int32_t(offsetof(PointwiseCall, vec_step) + 8 * size_t(k)); }
-int32_t lane_stride_at(int k) { return int32_t(offsetof(PointwiseCall, lane_stride) + 4 * size_t(k)); }
+bool is_load(Prim p) { return p == Prim::kLoad || p == Prim::kLoadLow || p == Prim::kLoadHigh; }
 
 }  // namespace
 
@@ -46,8 +40,12 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
   if (strided > kMaxStrided) return absl::StrCat(strided, " strided inputs; at most ", kMaxStrided);
   for (size_t k = 0; k < operands; ++k) {
     const DType t = ir.dtype(k);
-    if (t == kInt64 || t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
+    if (t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
   }
+  static const bool has_dq = Xbyak::util::Cpu().has(Xbyak::util::Cpu::tAVX512DQ);
+  for (const Expr& e : ir.exprs)
+    if ((e.prim == Prim::kInt64ToFloat || e.prim == Prim::kTruncInt64) && isa == Isa::kAvx512 && !has_dq)
+      return "int64 <-> float32 needs AVX-512DQ (vcvtqq2ps, vcvttps2qq)";
   return {};
 }
 
@@ -59,7 +57,7 @@ PointwiseKernel::PointwiseKernel(const LoopIR& ir, std::string_view accesses, Is
   invariant_.assign(ir.exprs.size(), false);
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
     const Expr& e = ir.exprs[i];
-    bool invariant = e.prim != Prim::kLoad;
+    bool invariant = !is_load(e.prim);
     for (int32_t o : {e.a, e.b, e.c})
       if (o >= 0) {
         last_use_[size_t(o)] = int32_t(i);
@@ -80,7 +78,7 @@ void PointwiseKernel::generate() {
   if (!avx512()) tail_mask_reg_ = top--;
   gather_reg_.assign(size_t(operands), -1);
   for (int k = 0; k < operands; ++k)
-    if (accesses_[size_t(k)] == 's' && elem_bytes(k) == 4) gather_reg_[size_t(k)] = top--;
+    if (accesses_[size_t(k)] == 's' && elem_bytes(k) >= 4) gather_reg_[size_t(k)] = top--;
 
   // stack: a spill slot per expression, a hoisted slot per expression, the staging slot
   preamble((2 * int64_t(ir_.exprs.size()) + 1) * kSlotBytes);
@@ -153,7 +151,8 @@ void PointwiseKernel::reset_allocation() {
 void PointwiseKernel::emit_invariants() {
   for (pos_ = 0; pos_ < int32_t(ir_.exprs.size()); ++pos_) {
     const Prim p = ir_.exprs[size_t(pos_)].prim;
-    if (!invariant_[size_t(pos_)] || p == Prim::kArg || p == Prim::kConst) continue;
+    if (!invariant_[size_t(pos_)] || p == Prim::kArg || p == Prim::kConst || p == Prim::kBits || p == Prim::kPair)
+      continue;
     if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;
     reset_allocation();
     emit_expr(pos_, false);
@@ -217,6 +216,7 @@ bool PointwiseKernel::in_own_memory(int32_t e) const { return invariant_[size_t(
 Address PointwiseKernel::memory_of(int32_t e) {
   const Expr& x = ir_.exprs[size_t(e)];
   if (x.prim == Prim::kConst) return vconst(x.value);
+  if (x.prim == Prim::kBits) return vconst_bits(uint32_t(x.arg));
   const int32_t hoisted = int32_t(ir_.exprs.size()) + e;
   const RegExp at = x.prim == Prim::kArg     ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
                     : invariant_[size_t(e)] ? rsp + hoisted * kSlotBytes
@@ -272,247 +272,6 @@ Xmm PointwiseKernel::temp() {
   return vreg(r);
 }
 
-void PointwiseKernel::emit_load(int32_t e, const Xmm& dst, bool tail) {
-  const int k = ir_.exprs[size_t(e)].arg;
-  if (elem_bytes(k) == 2) {
-    emit_load_half(k, dst, tail);
-    return;
-  }
-  if (elem_bytes(k) == 1) {
-    emit_load_byte(k, dst, tail);
-    return;
-  }
-  const Reg64& p = kOperandRegs[k];
-  const int32_t at = vector_ * lanes() * 4;
-  switch (accesses_[size_t(k)]) {
-    case 'b':
-      vbroadcastss(dst, dword[p]);
-      break;
-    case 'c':
-      if (!tail) vmovups(dst, ptr[p + at]);
-      else if (avx512()) vmovups(dst | kTailMask | T_z, ptr[p]);
-      else vmaskmovps(dst, Ymm(tail_mask_reg_), ptr[p]);
-      break;
-    default: {  // gathered: masked-off lanes are not read
-      const Xmm lanes_at = vreg(gather_reg_[size_t(k)]);
-      if (avx512()) {
-        if (tail) kmovw(kGatherMask, kTailMask);
-        else kxnorw(kGatherMask, kGatherMask, kGatherMask);
-        vxor(dst, dst, dst);
-        vgatherdps(dst | kGatherMask, ptr[p + lanes_at]);
-      } else {
-        const Xmm m = temp();
-        if (tail) vmovaps(m, Ymm(tail_mask_reg_));
-        else vpcmpeqd(m, m, m);
-        vxorps(dst, dst, dst);
-        vgatherdps(dst, ptr[p + lanes_at], m);
-        free_reg(m.getIdx());
-      }
-    }
-  }
-  if (ir_.dtype(size_t(k)) == kInt32) vcvtdq2ps(dst, dst);  // round to nearest even, as static_cast<float>
-}
-
-void PointwiseKernel::emit_store(int32_t output, int32_t e, bool tail) {
-  const Xmm v = reg_of(e);
-  if (elem_bytes(ir_.inputs + output) == 2) {
-    emit_store_half(ir_.inputs + output, v, tail);
-    return;
-  }
-  if (ir_.dtype(size_t(ir_.inputs + output)) != kFloat32) {
-    emit_store_integer(ir_.inputs + output, v, tail);
-    return;
-  }
-  const Reg64& p = kOperandRegs[ir_.inputs + output];
-  const int32_t at = vector_ * lanes() * 4;
-  if (!tail && stream_) vmovntps(ptr[p + at], v);
-  else if (!tail) vmovups(ptr[p + at], v);
-  else if (avx512()) vmovups(ptr[p] | kTailMask, v);
-  else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), v);
-}
-
-void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
-  const Reg64& p = kOperandRegs[k];
-  const bool half = ir_.dtype(size_t(k)) == kFloat16;
-  const Xbyak::Xmm low(dst.getIdx());  // dst's low 128 bits
-  if (accesses_[size_t(k)] == 'b') {
-    movzx(eax, word[p]);
-    if (!half) shl(eax, 16);
-    vmovd(low, eax);
-    if (half) vcvtph2ps(low, low);
-    vbroadcastss(dst, low);
-    return;
-  }
-  const Address src = narrow_source(k, tail);
-  // EVEX masking suppresses faults on the lanes it leaves out
-  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
-  if (half) {
-    if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
-    else vcvtph2ps(dst, src);
-  } else {
-    if (masked) vpmovzxwd(dst | kTailMask | T_z, src);
-    else vpmovzxwd(dst, src);
-    vpslld(dst, dst, 16);
-  }
-}
-
-void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
-  const Reg64& p = kOperandRegs[k];
-  const int32_t at = vector_ * lanes() * 2;
-  const Xmm t = temp();
-  const Xbyak::Xmm t128(t.getIdx());
-  if (ir_.dtype(size_t(k)) == kFloat16) {  // imm 0: round to nearest even
-    if (avx512()) vcvtps2ph(tail ? yword[p] | kTailMask : yword[p + at], v, 0);
-    else vcvtps2ph(t128, v, 0);
-  } else {  // bfloat16 = (x + 0x7fff + ((x >> 16) & 1)) >> 16; a NaN keeps its top half, made quiet
-    vpsrld(t, v, 16);
-    vand(t, t, vconst_bits(1));
-    vpaddd(t, t, v);
-    vpaddd(t, t, vconst_bits(0x7fff));
-    vpsrld(t, t, 16);
-    const Xmm nan = temp(), m = temp();
-    vpsrld(nan, v, 16);
-    vor(nan, nan, vconst_bits(0x40));
-    compare(mask(m), v, v, _CMP_UNORD_Q);
-    blend(mask(m), t, nan);
-    free_reg(m.getIdx());
-    free_reg(nan.getIdx());
-    if (avx512()) {
-      vpmovdw(tail ? yword[p] | kTailMask : yword[p + at], t);
-    } else {  // 8 dwords < 2^16 -> 8 words: pack within 128-bit halves, then gather qwords 0 and 2
-      vpackusdw(t, t, t);
-      vpermq(Ymm(t.getIdx()), Ymm(t.getIdx()), 0x08);
-    }
-  }
-  if (!avx512()) {
-    if (!tail) {
-      vmovdqu(xword[p + at], t128);
-    } else {  // the staging slot, then the cols < 8 elements one by one
-      vmovdqu(xword[staging()], t128);
-      emit_copy_tail(p, staging(), 2);
-    }
-  }
-  free_reg(t.getIdx());
-}
-
-void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
-  const Reg64& p = kOperandRegs[k];
-  const bool sign = ir_.dtype(size_t(k)) == kInt8;
-  if (accesses_[size_t(k)] == 'b') {
-    if (sign) movsx(eax, byte[p]);
-    else movzx(eax, byte[p]);
-    const Xbyak::Xmm low(dst.getIdx());
-    vmovd(low, eax);
-    vpbroadcastd(dst, low);
-    vcvtdq2ps(dst, dst);
-    return;
-  }
-  const Address src = narrow_source(k, tail);
-  // EVEX masking suppresses faults on the lanes it leaves out
-  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
-  if (sign) {
-    if (masked) vpmovsxbd(dst | kTailMask | T_z, src);
-    else vpmovsxbd(dst, src);
-  } else {
-    if (masked) vpmovzxbd(dst | kTailMask | T_z, src);
-    else vpmovzxbd(dst, src);
-  }
-  vcvtdq2ps(dst, dst);
-}
-
-Address PointwiseKernel::narrow_source(int k, bool tail) {
-  const Reg64& p = kOperandRegs[k];
-  const int bytes = elem_bytes(k);
-  const AddressFrame& frame = lanes() * bytes == 32 ? yword : lanes() * bytes == 16 ? xword : qword;
-  if (accesses_[size_t(k)] == 's') {
-    emit_stage_strided(k, tail);
-    return frame[staging()];
-  }
-  if (tail && !avx512()) {  // copy the cols < 8 elements to the staging slot, then load it whole
-    emit_copy_tail(staging(), p, bytes);
-    return frame[staging()];
-  }
-  return frame[p + vector_ * lanes() * bytes];
-}
-
-// A strided 8- or 16-bit input (no gather instruction reads those) element by
-// element into the staging slot: a vector's lanes, or the tail's cols.
-void PointwiseKernel::emit_stage_strided(int k, bool tail) {
-  const Reg64& p = kOperandRegs[k];
-  const int bytes = elem_bytes(k);
-  Label done;
-  for (int j = 0; j < lanes(); ++j) {
-    if (tail && j > 0) {
-      cmp(kCols, j);
-      jbe(done, T_NEAR);
-    }
-    RegExp at = p;
-    if (j > 0) {
-      movsxd(rax, dword[kCall + lane_stride_at(k)]);
-      imul(rax, rax, j);
-      at = p + rax;
-    }
-    emit_copy_element(staging() + bytes * j, at, bytes);
-  }
-  L(done);
-}
-
-RegExp PointwiseKernel::staging() const { return rsp + int32_t(2 * ir_.exprs.size()) * kSlotBytes; }
-
-void PointwiseKernel::emit_copy_element(const RegExp& dst, const RegExp& src, int bytes) {
-  if (bytes == 1) {
-    movzx(eax, byte[src]);
-    mov(byte[dst], al);
-  } else {
-    movzx(eax, word[src]);
-    mov(word[dst], ax);
-  }
-}
-
-void PointwiseKernel::emit_copy_tail(const RegExp& dst, const RegExp& src, int bytes) {
-  Label done;
-  for (int j = 0; j < lanes() - 1; ++j) {
-    cmp(kCols, j);
-    jbe(done, T_NEAR);
-    emit_copy_element(dst + bytes * j, src + bytes * j, bytes);
-  }
-  L(done);
-}
-
-void PointwiseKernel::emit_store_integer(int k, const Xmm& v, bool tail) {
-  const Reg64& p = kOperandRegs[k];
-  const Xmm t = temp();
-  vcvttps2dq(t, v);  // toward zero, like the reference's static_cast
-  if (elem_bytes(k) == 4) {
-    const int32_t at = vector_ * lanes() * 4;
-    if (!tail) vmovups(ptr[p + at], t);
-    else if (avx512()) vmovups(ptr[p] | kTailMask, t);
-    else vmaskmovps(ptr[p], Ymm(tail_mask_reg_), t);
-    free_reg(t.getIdx());
-    return;
-  }
-  const int32_t at = vector_ * lanes();
-  if (avx512()) {  // the low byte of each dword (a truncation, not a saturation)
-    vpmovdb(tail ? xword[p] | kTailMask : xword[p + at], t);
-    free_reg(t.getIdx());
-    return;
-  }
-  // each 128-bit half: its 4 low bytes into its first dword; then the two dwords side by side
-  const Xmm hi = temp();
-  const Xbyak::Xmm t128(t.getIdx()), hi128(hi.getIdx());
-  vpshufb(t, t, vconst_bits(0x0c080400));
-  vextracti128(hi128, Ymm(t.getIdx()), 1);
-  vpunpckldq(t128, t128, hi128);
-  free_reg(hi.getIdx());
-  if (!tail) {
-    vmovq(qword[p + at], t128);
-  } else {  // the staging slot, then the cols < 8 bytes one by one
-    vmovq(qword[staging()], t128);
-    emit_copy_tail(p, staging(), 1);
-  }
-  free_reg(t.getIdx());
-}
-
 // 1.0 where `a pred b`, else 0.0.
 void PointwiseKernel::emit_compare(int32_t i, int pred) {
   const Expr& e = ir_.exprs[size_t(i)];
@@ -542,6 +301,39 @@ void PointwiseKernel::emit_select(int32_t i) {
   free_reg(t.getIdx());
 }
 
+// 1.0 where the 32-bit integer lanes compare so, else 0.0.
+void PointwiseKernel::emit_int_compare(int32_t i) {
+  const Expr& e = ir_.exprs[size_t(i)];
+  const Xmm x = reg_of(e.a);
+  const Source y = operand_of(e.b);
+  if (avx512()) {
+    const Opmask k = mask(x).k;
+    if (e.prim == Prim::kIntEq) vpcmpeqd(k, x, y.op());
+    else if (e.prim == Prim::kIntGt) vpcmpgtd(k, x, y.op());
+    else vpcmpud(k, x, y.op(), 6);  // not less-or-equal
+    const Xmm d = dest_for(i, e.a);
+    vmovups(d | k | T_z, vconst(1.0f));
+    return;
+  }
+  const Xmm t = temp();
+  if (e.prim == Prim::kIntEq) {
+    vpcmpeqd(t, x, y.op());
+  } else if (e.prim == Prim::kIntGt) {
+    vpcmpgtd(t, x, y.op());
+  } else {  // unsigned order is the signed order with both sign bits flipped
+    const Xmm u = temp();
+    vxor(t, x, vconst_bits(0x80000000u));
+    vmovups(u, vconst_bits(0x80000000u));
+    vxor(u, u, y.op());
+    vpcmpgtd(t, t, u);
+    free_reg(u.getIdx());
+  }
+  const Xmm d = dest_for(i, e.a);
+  vand(d, t, vconst(1.0f));
+  free_reg(t.getIdx());
+}
+
+// Each half of the lanes as 8 qwords, converted, then side by side.
 // Toward zero to int32, wrapped to the target's width, back to float32.
 void PointwiseKernel::emit_cast(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
@@ -561,8 +353,17 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
   const Expr& e = ir_.exprs[size_t(i)];
   switch (e.prim) {
     case Prim::kLoad: emit_load(i, dest_for(i, -1), tail); return;
+    case Prim::kLoadLow:
+    case Prim::kLoadHigh: emit_load(i, dest_for(i, -1), tail); return;
     case Prim::kArg:
-    case Prim::kConst: return;  // memory operands, materialised where a register is needed
+    case Prim::kConst:
+    case Prim::kBits: return;  // memory operands, materialised where a register is needed
+    case Prim::kPair: return;  // its halves are stored where it is
+    case Prim::kIntEq:
+    case Prim::kIntGt:
+    case Prim::kUIntGt: emit_int_compare(i); return;
+    case Prim::kInt64ToFloat: emit_int64_to_float(i); return;
+    case Prim::kTruncInt64: emit_trunc_int64(i); return;
     default: break;
   }
   // Commutative ops take a memory operand (a Scalar, a constant) as their last source.
@@ -650,6 +451,13 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
     case Prim::kGe: emit_compare(i, _CMP_GE_OQ); return;
     case Prim::kSelect: emit_select(i); return;
     case Prim::kCast: emit_cast(i); return;
+    case Prim::kToInt: case Prim::kSignOf: {
+      const Xmm x = reg_of(a);
+      const Xmm d = dest_for(i, a);
+      if (e.prim == Prim::kToInt) vcvttps2dq(d, x);
+      else vpsrad(d, x, 31);
+      return;
+    }
     default: {  // an injector rewrites its register in place; its other operands stay where they are
       const Xmm x = reg_of(a);
       const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b)) : std::nullopt;

@@ -25,6 +25,15 @@
 // merge). Their AVX2 tails go through the staging slot byte by byte too.
 // Comparisons give 1.0/0.0 (an opmask or a
 // vector mask blended over zero); select blends under `a != 0`.
+// int64 operands are two vectors, their low and high halves (loop_ir.h, Note
+// [int64 halves]): a load splits a row's qwords into the two (AVX-512:
+// vpermi2d over two vectors of qwords; AVX2: vshufps and vpermpd; gathers
+// read each half at its byte offset), a store interleaves them back, and the
+// tails of both move qwords under masks (AVX-512 opmasks, AVX2 vpmaskmovq),
+// so nothing past the row is touched. int64 -> float32 is vcvtqq2ps
+// (AVX-512DQ); AVX2 rounds high * 2^32 + low to odd in double, then to
+// float32, which is as exact. float32 -> int64 truncates with vcvttps2qq
+// (AVX-512DQ), or splits the truncated double into its halves (AVX2).
 //
 // Speed: expressions of Scalars and constants alone (alpha * other of an
 // add.Scalar) are loop-invariant: computed once per call into stack slots
@@ -105,6 +114,16 @@ class PointwiseKernel final : public Generator {
   // The tail's cols (< lanes) elements, one by one: AVX2 has no masked 8- or 16-bit move.
   void emit_copy_tail(const Xbyak::RegExp& dst, const Xbyak::RegExp& src, int bytes);
   void emit_store_integer(int k, const Xbyak::Xmm& v, bool tail);  // int32, or a byte type
+  void emit_load_int64(int k, bool high, const Xbyak::Xmm& dst, bool tail);
+  void emit_gather(int k, int offset, const Xbyak::Xmm& dst, bool tail);
+  void emit_store_int64(int k, int32_t pair, bool tail);
+  // AVX-512: dst = the qwords (low, high) of lanes 8 * half .. 8 * half + 7.
+  void emit_interleave(const Xbyak::Xmm& dst, const Xbyak::Xmm& low, const Xbyak::Xmm& high, int half);
+  // AVX-512: dst = the low (high) dwords of the qwords of lanes 0-7 (`first`) and 8-15 (`second`).
+  void emit_deinterleave(const Xbyak::Xmm& dst, const Xbyak::Xmm& first, const Xbyak::Operand& second, bool high);
+  void emit_trunc_int64(int32_t i);
+  void emit_int_compare(int32_t i);
+  void emit_int64_to_float(int32_t i);
   void emit_compare(int32_t i, int pred);
   void emit_select(int32_t i);
   void emit_cast(int32_t i);
