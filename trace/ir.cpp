@@ -64,18 +64,28 @@ std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId
   return outs;
 }
 
-ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
-                                 absl::Span<const OutputSpec> specs) {
+Node& Trace::append_recorded(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs) {
   NNVM_DCHECK(op.view == nullptr);
 #ifndef NDEBUG
   check_inputs(op, inputs);  // the recorder's own value ids: checked in debug builds only
 #endif
-  const int32_t id = int32_t(nodes_.size());
-  const ValueId first = ValueId(values_.size());
   Node& n = nodes_.emplace_back();
   n.op = &op;
   n.attrs = attrs;
   n.inputs.assign(inputs.begin(), inputs.end());
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    if (!std::holds_alternative<Scalar>(attrs[k])) continue;
+    n.slots.push_back({int32_t(k), int32_t(scalars_.size())});
+    scalars_.push_back(attrs.s(k));
+  }
+  return n;
+}
+
+ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
+                                 absl::Span<const OutputSpec> specs) {
+  const int32_t id = int32_t(nodes_.size());
+  const ValueId first = ValueId(values_.size());
+  Node& n = append_recorded(op, inputs, attrs);
   for (const OutputSpec& s : specs) {
     Value& v = values_.emplace_back();
     const size_t rank = s.shape.size();
@@ -90,10 +100,18 @@ ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inpu
     v.index = int32_t(n.outputs.size());
     n.outputs.push_back(ValueId(values_.size() - 1));
   }
-  for (size_t k = 0; k < attrs.size(); ++k) {
-    if (!std::holds_alternative<Scalar>(attrs[k])) continue;
-    n.slots.push_back({int32_t(k), int32_t(scalars_.size())});
-    scalars_.push_back(attrs.s(k));
+  return first;
+}
+
+ValueId Trace::add_node_like(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs, const Trace& from,
+                             const Node& like) {
+  const int32_t id = int32_t(nodes_.size());
+  const ValueId first = ValueId(values_.size());
+  Node& n = append_recorded(op, inputs, attrs);
+  for (ValueId out : like.outputs) {
+    Value& v = values_.emplace_back(from.value(out));
+    v.node = id;
+    n.outputs.push_back(ValueId(values_.size() - 1));
   }
   return first;
 }
