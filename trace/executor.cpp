@@ -316,7 +316,7 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
     if (bind) bound.reserve(size_t(group.slotted));  // the pointers into it stay valid
     for (int32_t n : fusion_.groups[size_t(g)].nodes) {
       const Node& node = t.nodes()[size_t(n)];
-      if (!bind || node.slots.empty()) {
+      if (!bind || node.slots.empty() || holds_scalars(node, scalars)) {
         group_attrs.push_back(&node.attrs);
       } else {
         bound.push_back(bind_scalars(node, scalars));

@@ -139,6 +139,13 @@ bool scalar_is_known(const Node& n, size_t attr);
 // The node's attributes with its slotted Scalars taken from `scalars`.
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
 
+// The same Scalar: kind and value, bit for bit.
+bool identical(const Scalar& a, const Scalar& b);
+
+// Whether n's slotted Scalars already hold the values in `scalars` (binding
+// them would change nothing).
+bool holds_scalars(const Node& n, absl::Span<const Scalar> scalars);
+
 // A tensor with v's metadata and no storage, for the ops' shape inference.
 Tensor meta_tensor(const Value& v);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -73,14 +72,10 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 const OpDef& op_named(const char* name) { return find_op(name); }
 
 // The same attribute, a Scalar's value included (bit for bit).
-bool identical(const AttrValue& a, const AttrValue& b) {
+bool identical_attr(const AttrValue& a, const AttrValue& b) {
   const Scalar* x = std::get_if<Scalar>(&a);
   const Scalar* y = std::get_if<Scalar>(&b);
-  if (!x || !y) return same_attr(a, b);
-  if (x->is_floating() != y->is_floating() || x->is_integral() != y->is_integral()) return false;
-  if (!x->is_floating()) return x->to_int() == y->to_int();
-  const double dx = x->to_double(), dy = y->to_double();
-  return std::memcmp(&dx, &dy, sizeof dx) == 0;
+  return x && y ? identical(*x, *y) : same_attr(a, b);
 }
 
 bool same_layout(const Value& v, const Tensor& t) {
@@ -406,7 +401,7 @@ class Recorder {
     const Node& n = entry.nodes()[at];
     if (n.op != &op || n.inputs.size() != inputs.size() || n.attrs.size() != attrs.size()) return nullptr;
     for (size_t k = 0; k < attrs.size(); ++k)
-      if (!identical(n.attrs[k], attrs[k])) return nullptr;
+      if (!identical_attr(n.attrs[k], attrs[k])) return nullptr;
     ValueId fresh = ValueId(trace_.values().size());  // the id the next new trace input gets
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
@@ -575,7 +570,7 @@ class Recorder {
                                                  checked_nbytes(value.shape, itemsize(value.dtype), op), device,
                                                  Storage::Lazy{});
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
-    auto impl = std::make_shared<TensorImpl>();
+    auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
     impl->storage = std::move(storage);
     impl->shape = value.shape;
     impl->strides = value.strides;
