@@ -227,8 +227,12 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
 FusedPlan::ArenaTensors& FusedPlan::kept_arena() {
-  thread_local ArenaTensors kept;
-  return kept;
+  static thread_local ArenaTensors* kept __attribute__((tls_model("initial-exec"))) = nullptr;  // one TLS load
+  if (!kept) [[unlikely]] {
+    thread_local ArenaTensors a;
+    kept = &a;
+  }
+  return *kept;
 }
 
 FusedPlan::ArenaTensors FusedPlan::take_arena() const {
@@ -272,8 +276,12 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
              " inputs but got ", inputs.size());
   // The run's tensors by value, in the buffer of this thread's last run (a
   // nested run finds it taken and makes its own).
-  thread_local std::vector<Tensor> spare_env;
-  std::vector<Tensor> env = std::move(spare_env);
+  static thread_local std::vector<Tensor>* spare_env __attribute__((tls_model("initial-exec"))) = nullptr;
+  if (!spare_env) [[unlikely]] {
+    thread_local std::vector<Tensor> v;
+    spare_env = &v;
+  }
+  std::vector<Tensor> env = std::move(*spare_env);
   env.resize(t.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
@@ -329,7 +337,7 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   results.reserve(t.outputs().size());
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
   env.clear();
-  spare_env = std::move(env);
+  *spare_env = std::move(env);
   if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) kept_arena() = std::move(arena);
   return results;
 }
