@@ -80,7 +80,7 @@ void register_kernel(std::string_view name, DeviceType device, KernelFn kernel) 
 const OpDef& find_op(std::string_view name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.by_name.find(std::string(name));
+  auto it = r.by_name.find(absl::string_view(name.data(), name.size()));  // no std::string made
   if (it == r.by_name.end()) throw Error(detail::concat("find_op: no op named '", name, "'"));
   return *it->second;
 }

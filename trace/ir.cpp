@@ -19,12 +19,11 @@ Tensor meta_tensor(const Value& v) {
 }
 
 ValueId Trace::add_input(DType dtype, IntArrayRef shape, IntArrayRef strides) {
-  Value v;
-  v.shape = dims(shape);
-  v.strides = dims(strides);
+  Value& v = values_.emplace_back();
+  v.shape.assign(shape.begin(), shape.end());
+  v.strides.assign(strides.begin(), strides.end());
   v.dtype = dtype;
   v.index = int32_t(inputs_.size());
-  values_.push_back(std::move(v));
   inputs_.push_back(ValueId(values_.size() - 1));
   return inputs_.back();
 }

@@ -212,7 +212,7 @@ class Recorder {
     }
     const bool repeated = repeats_cursor();
     stats_.flushes_repeated += repeated;
-    Trace t = std::exchange(trace_, std::move(spare_));
+    Trace& t = trace_;
     flushed_arena_ = std::move(arena_);
     const std::shared_ptr<RecordArena> records = flushed_arena_;
     std::vector<Tensor>& inputs = flushed_inputs_;
@@ -223,25 +223,22 @@ class Recorder {
     stats_.nodes_flushed += int64_t(t.nodes().size());
 
     flushing_ = true;
-    // Nothing records while the flush runs (it is eager): afterwards the next
-    // trace records into t's buffers, which the flush has just walked (in
-    // cache), and the empty trace's wait in spare_. The flush's other buffers
-    // are members, emptied here and kept for the next.
+    // Nothing records while the flush runs (it is eager), so it runs the
+    // recorded trace in place; afterwards the next trace records into its
+    // buffers, which the flush has just walked (in cache). The flush's other
+    // buffers are members, emptied here and kept for the next.
     struct Done {
       Recorder& r;
-      Trace& t;
       ~Done() {
         r.flushing_ = false;
-        t.clear();
-        r.following_ = r.trace_.nodes().empty() && r.trace_.values().empty();
+        r.trace_.clear();
+        r.following_ = true;
         r.cursor_ = r.recent_.size();
-        if (r.following_) std::swap(r.trace_, t);
-        r.spare_ = std::move(t);
         r.binds_.clear();
         r.flushed_inputs_.clear();
         r.targets_.clear();
       }
-    } done{*this, t};
+    } done{*this};
     EagerGuard eager;
     NoGradGuard no_grad;
     std::vector<Tensor> results;
@@ -602,7 +599,6 @@ class Recorder {
 
   const std::thread::id thread_ = std::this_thread::get_id();  // the recorder is thread_local
   Trace trace_;
-  Trace spare_;                 // empty, with the memory of an earlier trace
   std::shared_ptr<RecordArena> arena_, flushed_arena_;
   std::vector<InputRef> inputs_;  // by input position
   static constexpr size_t kFewInputs = 16;
