@@ -1,7 +1,6 @@
 #include "nnvm/trace/recorder.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -11,6 +10,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/trace/block_pool.h"
+#include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "nnvm/trace/passes/constant_fold.h"
@@ -71,32 +71,6 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 
 const OpDef& op_named(const char* name) { return find_op(name); }
 
-// The same attribute, a Scalar's value included (bit for bit).
-bool identical_attr(const AttrValue& a, const AttrValue& b) {
-  const Scalar* x = std::get_if<Scalar>(&a);
-  const Scalar* y = std::get_if<Scalar>(&b);
-  return x && y ? identical(*x, *y) : same_attr(a, b);
-}
-
-bool same_layout(const Value& v, const Tensor& t) {
-  return v.dtype == t.dtype() && IntArrayRef(v.shape) == t.sizes() && IntArrayRef(v.strides) == t.strides();
-}
-
-// Node `at` of `a` and of `b` (traces equal before it, value ids and roles
-// alike) are the same in a signature.
-bool same_node(const Trace& a, const Trace& b, size_t at) {
-  const Node &x = a.nodes()[at], &y = b.nodes()[at];
-  if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || x.attrs.size() != y.attrs.size()) return false;
-  for (size_t k = 0; k < x.attrs.size(); ++k)
-    if (!same_attr(x.attrs[k], y.attrs[k])) return false;
-  for (ValueId v : x.inputs) {
-    const Value &p = a.value(v), &q = b.value(v);
-    if (p.is_input() && !(q.is_input() && p.dtype == q.dtype && p.shape == q.shape && p.strides == q.strides))
-      return false;
-  }
-  return true;
-}
-
 bool log_trace() {
   static const bool on = log_enabled("trace");
   return on;
@@ -139,10 +113,14 @@ class Recorder {
     flush_if_needed(op, inputs, nullptr);
     ValueId first;
     size_t count;
-    if (const Node* known = cursor_node(op, inputs, attrs)) {
+    absl::InlinedVector<ValueId, 4> ids;
+    const Node* known = cursor_.following() && predict_ids(op, inputs, ids)
+                            ? cursor_.repeated_node(trace_, op, inputs, ids, attrs)
+                            : nullptr;
+    if (known) {
       for (size_t i = 0; i < inputs.size(); ++i)  // the node's new trace inputs
         if (size_t(known->inputs[i]) >= trace_.values().size()) value_of(inputs[i], op.name);
-      first = trace_.add_node_like(op, known->inputs, attrs, *cursor(), *known);
+      first = trace_.add_node_like(op, known->inputs, attrs, *cursor_.entry(), *known);
       count = known->outputs.size();
       ++stats_.nodes_repeated;
     } else {
@@ -150,7 +128,7 @@ class Recorder {
       const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
       first = trace_.add_inferred_node(op, ins, attrs, specs);
       count = specs.size();
-      follow();
+      cursor_.follow(trace_);
     }
     const Device device = inputs.empty() ? Device() : inputs[0].device();
     for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name));
@@ -162,11 +140,11 @@ class Recorder {
     flush_if_needed(op, inputs, &out);
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
     ValueId v = trace_.add_inferred_node(op, ins, attrs, {result});
-    follow();
+    cursor_.follow(trace_);
     if (result.dtype != out.dtype()) {
       static const OpDef& copy = op_named("copy");
       v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}});
-      follow();
+      cursor_.follow(trace_);
     }
     Storage& s = *out.storage();
     if (Record* r = own_record(s, op.name)) {
@@ -180,7 +158,7 @@ class Recorder {
         r->value = trace_.add_inferred_node(update, {r->value, v},
                                             {dims(out.sizes()), dims(out.strides()), out.storage_offset()},
                                             {{base.shape, base.dtype}});
-        follow();
+        cursor_.follow(trace_);
       }
     } else {
       Record* rec = make_record(Record::kWrite, v, s);
@@ -210,7 +188,7 @@ class Recorder {
       if (s) s->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
     }
-    const bool repeated = repeats_cursor();
+    const bool repeated = cursor_.repeats(trace_);
     stats_.flushes_repeated += repeated;
     Trace& t = trace_;
     flushed_arena_ = std::move(arena_);
@@ -232,8 +210,7 @@ class Recorder {
       ~Done() {
         r.flushing_ = false;
         r.trace_.clear();
-        r.following_ = true;
-        r.cursor_ = r.recent_.size();
+        r.cursor_.restart();
         r.binds_.clear();
         r.flushed_inputs_.clear();
         r.targets_.clear();
@@ -250,7 +227,7 @@ class Recorder {
     std::shared_ptr<const std::string> first_failure;
     try {
       if (observer_) observer_(t);
-      const CacheLookup found = look_up(t, repeated);
+      const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
       if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                     static_cast<unsigned long long>(found.hash), t.to_string().c_str());
       if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
@@ -316,22 +293,6 @@ class Recorder {
     copy_kernel({r}, {Tensor(std::move(impl))}, {});
   }
 
-  // The cache entry of t, through the entries of this thread's last few
-  // flushes: a program that repeats a few traces skips hashing them, and one
-  // that repeats the last (`repeated`: the cursor followed it) skips comparing too.
-  CacheLookup look_up(const Trace& t, bool repeated) {
-    size_t k = repeated ? cursor_ : 0;
-    if (!repeated)
-      while (k < recent_.size() && !(recent_[k].entry && same_signature(*recent_[k].entry, t))) ++k;
-    CacheLookup found = k < recent_.size()
-                            ? global_trace_cache().lookup(t, {recent_[k].entry.get(), recent_[k].hash})
-                            : global_trace_cache().lookup(t);
-    k = std::min(k, recent_.size() - 1);
-    std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
-    recent_[0] = {found.entry, found.hash};
-    return found;
-  }
-
   RecorderStats stats() const {
     RecorderStats s = stats_;
     s.nodes = int64_t(trace_.nodes().size());
@@ -363,89 +324,28 @@ class Recorder {
     Record* record;  // in arena_
   };
 
-  // The cursor. While the trace being recorded repeats, node for node, the
-  // cache entry of one of the last few flushes (recent_[cursor_], chosen at
-  // the first node), that entry says what each op's outputs are (no shape
-  // inference), and a flush of a trace that repeats it whole has its
-  // signature (no comparison). A node repeats the entry's when it has the
-  // same op, attributes (Scalars by kind and pinned constant), input value
-  // ids and, for trace inputs, dtype, shape and strides: value ids coincide
-  // while the nodes do, so equal ids mean equal roles.
-  const Trace* cursor() const { return cursor_ < recent_.size() ? recent_[cursor_].entry.get() : nullptr; }
-
-  // The cursor's node for an op about to be recorded, when recording it
-  // appends exactly that node, Scalar values included (an inference may read
-  // them), and no view node before it: the op's outputs are that node's.
-  // Records nothing (at the first node, it chooses the cursor).
-  const Node* cursor_node(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
-    if (!following_) return nullptr;
-    if (!trace_.nodes().empty()) return cursor() ? repeated_node(*cursor(), op, inputs, attrs) : nullptr;
-    for (size_t k = 0; k < recent_.size(); ++k) {
-      if (!recent_[k].entry) continue;
-      if (const Node* n = repeated_node(*recent_[k].entry, op, inputs, attrs)) {
-        cursor_ = k;
-        return n;
-      }
-    }
-    return nullptr;
-  }
-
-  // Node `entry.nodes()[next node]` when the op repeats it exactly.
-  const Node* repeated_node(const Trace& entry, const OpDef& op, absl::Span<const Tensor> inputs,
-                            const Attrs& attrs) const {
-    const size_t at = trace_.nodes().size();
-    if (at >= entry.nodes().size()) return nullptr;
-    const Node& n = entry.nodes()[at];
-    if (n.op != &op || n.inputs.size() != inputs.size() || n.attrs.size() != attrs.size()) return nullptr;
-    for (size_t k = 0; k < attrs.size(); ++k)
-      if (!identical_attr(n.attrs[k], attrs[k])) return nullptr;
-    ValueId fresh = ValueId(trace_.values().size());  // the id the next new trace input gets
+  // The value ids recording `inputs` gives them (new trace inputs numbered
+  // on from the trace's values), recording nothing; false when reading one
+  // records a view node.
+  bool predict_ids(const OpDef& op, absl::Span<const Tensor> inputs, absl::InlinedVector<ValueId, 4>& ids) const {
+    ValueId fresh = ValueId(trace_.values().size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       size_t twin = 0;
       while (twin < i && !inputs[twin].is_same(t)) ++twin;
-      ValueId id;
       if (twin < i) {
-        id = n.inputs[twin];
+        ids.push_back(ids[twin]);
       } else if (const Record* r = own_record(*t.storage(), op.name)) {
-        if (r->kind != Record::kWrite && !is_whole(t, r->value)) return nullptr;
-        id = r->value;
+        if (r->kind != Record::kWrite && !is_whole(t, r->value)) return false;
+        ids.push_back(r->value);
       } else if (const Input* in = find_input(t.impl());
                  in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], trace_.value(in->value))) {
-        id = in->value;
+        ids.push_back(in->value);
       } else {
-        id = fresh++;
-        if (size_t(id) >= entry.values().size() || !entry.value(id).is_input() || !same_layout(entry.value(id), t))
-          return nullptr;
+        ids.push_back(fresh++);
       }
-      if (id != n.inputs[i]) return nullptr;
     }
-    return &n;
-  }
-
-  // Whether the trace still repeats the cursor's after the node just
-  // appended (at the first node, whether it repeats any recent entry's).
-  void follow() {
-    if (!following_) return;
-    const size_t at = trace_.nodes().size() - 1;
-    auto repeats = [&](const Trace* entry) {
-      return entry && at < entry->nodes().size() && same_node(trace_, *entry, at);
-    };
-    if (at > 0) {
-      following_ = repeats(cursor());
-      return;
-    }
-    cursor_ = 0;
-    while (cursor_ < recent_.size() && !repeats(recent_[cursor_].entry.get())) ++cursor_;
-    following_ = cursor_ < recent_.size();
-  }
-
-  // Whether the whole trace, its outputs marked, repeats the cursor's: it has the entry's signature.
-  bool repeats_cursor() const {
-    const Trace* entry = cursor();
-    return following_ && entry && trace_.nodes().size() == entry->nodes().size() &&
-           trace_.values().size() == entry->values().size() && trace_.inputs().size() == entry->inputs().size() &&
-           entry->constants().empty() && trace_.outputs() == entry->outputs();
+    return true;
   }
 
   void reset() {
@@ -500,7 +400,7 @@ class Recorder {
       static const OpDef& as_strided = op_named("as_strided");
       const ValueId view =
           trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
-      follow();
+      cursor_.follow(trace_);
       return view;
     }
     Input& in = input_for(t.impl());
@@ -605,19 +505,13 @@ class Recorder {
   absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
   absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
   std::vector<Owed> owed_;      // in the order the trace took them on
-  struct Recent {
-    std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it
-    uint64_t hash = 0;
-  };
-  std::array<Recent, 4> recent_;  // the entries of the last flushes, the latest first
-  size_t cursor_ = recent_.size();  // into recent_ (recent_.size(): none chosen yet)
+  TraceCursor cursor_;  // the entries of the last flushes, and the one this trace repeats
   // A flush's buffers, empty between flushes (flushes do not nest).
   std::vector<Bind> binds_;
   std::vector<Tensor> flushed_inputs_, targets_;
   std::vector<bool> written_into_;
   std::vector<const Storage*> written_;
   bool flushing_ = false;
-  bool following_ = true;  // the trace being recorded repeats the cursor's so far
   RecorderStats stats_;
   std::function<void(const Trace&)> observer_;
 };
