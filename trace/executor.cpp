@@ -226,18 +226,24 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
-FusedPlan::ArenaTensors& FusedPlan::kept_arena() {
-  static thread_local ArenaTensors* kept __attribute__((tls_model("initial-exec"))) = nullptr;  // one TLS load
+std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
+  static thread_local std::array<ArenaTensors, 2>* kept __attribute__((tls_model("initial-exec"))) = nullptr;  // one TLS load
   if (!kept) [[unlikely]] {
-    thread_local ArenaTensors a;
+    thread_local std::array<ArenaTensors, 2> a;
     kept = &a;
   }
   return *kept;
 }
 
+void FusedPlan::keep_arena(ArenaTensors arena) const {
+  std::array<ArenaTensors, 2>& kept = kept_arenas();
+  if (kept[0].storage && kept[0].plan != id_) kept[1] = std::move(kept[0]);
+  kept[0] = std::move(arena);
+}
+
 FusedPlan::ArenaTensors FusedPlan::take_arena() const {
-  ArenaTensors& kept = kept_arena();
-  if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
+  for (ArenaTensors& kept : kept_arenas())
+    if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
   ArenaTensors a;
   a.plan = id_;
   a.storage = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
@@ -338,7 +344,7 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
   env.clear();
   *spare_env = std::move(env);
-  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) kept_arena() = std::move(arena);
+  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) keep_arena(std::move(arena));
   return results;
 }
 
