@@ -57,10 +57,9 @@ using LazyOutputs = absl::InlinedVector<Tensor, 2>;
 
 // What the recorder provides (trace/recorder.cpp).
 struct TraceHooks {
-  // Records a computing op whose outputs were inferred as `specs`; appends
-  // the lazy outputs to `outs`.
-  void (*record)(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
-                 absl::Span<const OutputSpec> specs, LazyOutputs& outs);
+  // Records a computing op (inferring its outputs, unless the recorder knows
+  // them from an identical op it recorded before); appends the lazy outputs to `outs`.
+  void (*record)(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, LazyOutputs& outs);
   // Records an op whose result (of type `result`) is written into `out`.
   void (*record_into)(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
                       const Tensor& out);

@@ -80,7 +80,7 @@ void register_kernel(std::string_view name, DeviceType device, KernelFn kernel) 
 const OpDef& find_op(std::string_view name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.by_name.find(std::string(name));
+  auto it = r.by_name.find(absl::string_view(name.data(), name.size()));  // no std::string made
   if (it == r.by_name.end()) throw Error(detail::concat("find_op: no op named '", name, "'"));
   return *it->second;
 }
@@ -128,13 +128,13 @@ void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, O
     return;
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
-  const OutputSpecs specs = op.infer(inputs, attrs);
   if (is_recording()) {
     kernel_for(op, inputs.empty() ? Device() : inputs[0].device());  // a missing kernel is the caller's error
-    detail::trace_hooks()->record(op, inputs, attrs, specs, outs);
+    detail::trace_hooks()->record(op, inputs, attrs, outs);
     autograd::record(op, inputs, attrs, outs, false);
     return;
   }
+  const OutputSpecs specs = op.infer(inputs, attrs);
   const Device device = inputs.empty() ? Device() : inputs[0].device();
   const KernelFn& kernel = kernel_for(op, device);
   for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));

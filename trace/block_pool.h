@@ -35,6 +35,7 @@ template <size_t kBytes> class BlockFreeList {
 
   ~BlockFreeList() {
     dead() = true;
+    current() = nullptr;
     while (head_) {
       Node* n = head_;
       head_ = n->next;
@@ -49,13 +50,21 @@ template <size_t kBytes> class BlockFreeList {
   static_assert(kBytes >= sizeof(Node));
   static constexpr size_t kMaxBlocks = 4096;  // what one long trace frees, give or take
 
+  // Both trivially destructible, so readable while other thread_locals die,
+  // and initial-exec: one TLS load, no call into the dynamic linker.
   static bool& dead() {
-    thread_local bool d = false;  // trivially destructible: readable while other thread_locals die
+    static thread_local bool d __attribute__((tls_model("initial-exec"))) = false;
     return d;
   }
+  static BlockFreeList*& current() {
+    static thread_local BlockFreeList* l __attribute__((tls_model("initial-exec"))) = nullptr;
+    return l;
+  }
   static BlockFreeList* local() {
+    if (BlockFreeList* l = current()) [[likely]] return l;
     if (dead()) return nullptr;
     thread_local BlockFreeList list;
+    current() = &list;
     return &list;
   }
 

@@ -226,14 +226,24 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
-FusedPlan::ArenaTensors& FusedPlan::kept_arena() {
-  thread_local ArenaTensors kept;
-  return kept;
+std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
+  static thread_local std::array<ArenaTensors, 2>* kept __attribute__((tls_model("initial-exec"))) = nullptr;  // one TLS load
+  if (!kept) [[unlikely]] {
+    thread_local std::array<ArenaTensors, 2> a;
+    kept = &a;
+  }
+  return *kept;
+}
+
+void FusedPlan::keep_arena(ArenaTensors arena) const {
+  std::array<ArenaTensors, 2>& kept = kept_arenas();
+  if (kept[0].storage && kept[0].plan != id_) kept[1] = std::move(kept[0]);
+  kept[0] = std::move(arena);
 }
 
 FusedPlan::ArenaTensors FusedPlan::take_arena() const {
-  ArenaTensors& kept = kept_arena();
-  if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
+  for (ArenaTensors& kept : kept_arenas())
+    if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
   ArenaTensors a;
   a.plan = id_;
   a.storage = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
@@ -272,8 +282,12 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
              " inputs but got ", inputs.size());
   // The run's tensors by value, in the buffer of this thread's last run (a
   // nested run finds it taken and makes its own).
-  thread_local std::vector<Tensor> spare_env;
-  std::vector<Tensor> env = std::move(spare_env);
+  static thread_local std::vector<Tensor>* spare_env __attribute__((tls_model("initial-exec"))) = nullptr;
+  if (!spare_env) [[unlikely]] {
+    thread_local std::vector<Tensor> v;
+    spare_env = &v;
+  }
+  std::vector<Tensor> env = std::move(*spare_env);
   env.resize(t.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
@@ -316,7 +330,7 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
     if (bind) bound.reserve(size_t(group.slotted));  // the pointers into it stay valid
     for (int32_t n : fusion_.groups[size_t(g)].nodes) {
       const Node& node = t.nodes()[size_t(n)];
-      if (!bind || node.slots.empty()) {
+      if (!bind || node.slots.empty() || holds_scalars(node, scalars)) {
         group_attrs.push_back(&node.attrs);
       } else {
         bound.push_back(bind_scalars(node, scalars));
@@ -329,8 +343,8 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   results.reserve(t.outputs().size());
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
   env.clear();
-  spare_env = std::move(env);
-  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) kept_arena() = std::move(arena);
+  *spare_env = std::move(env);
+  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) keep_arena(std::move(arena));
   return results;
 }
 

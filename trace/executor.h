@@ -8,7 +8,7 @@
 //     place share one slice of it); values a fused group only reads itself
 //     live in per-tile scratch. A small arena no output can see stays with
 //     the thread, with its tensors, for the plan's next run on it (a loop
-//     replaying one tiny plan allocates none of it again);
+//     replaying one or two tiny plans allocates none of it again);
 //   - trace outputs get fresh contiguous tensors of their own, allocated when
 //     their group runs (the recorder adopts their memory), or, through
 //     run_into, are computed straight into the tensor they are bound for when
@@ -22,6 +22,7 @@
 // NNVM_DUMP=DIR writes each plan there when it is built (trace/dump.h).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,9 +88,12 @@ class FusedPlan final : public Plan {
     std::vector<Tensor> values;
   };
   static constexpr int64_t kKeptArenaBytes = int64_t(1) << 16;
-  static ArenaTensors& kept_arena();  // the calling thread's, from its last run of a plan
-  // The thread's kept arena when it is this plan's (the kept one is left
-  // empty: a nested run would make its own), else a new one.
+  // The calling thread's, from its runs of the last two plans it ran (a loop
+  // may alternate between two traces), the latest first.
+  static std::array<ArenaTensors, 2>& kept_arenas();
+  void keep_arena(ArenaTensors arena) const;
+  // The thread's kept arena of this plan, when it has one (left empty: a
+  // nested run would make its own), else a new one; keep_arena gives it back.
   ArenaTensors take_arena() const;
   bool can_write_into(size_t output, absl::Span<const Tensor> inputs, absl::Span<const Tensor> targets) const;
 

@@ -19,12 +19,11 @@ Tensor meta_tensor(const Value& v) {
 }
 
 ValueId Trace::add_input(DType dtype, IntArrayRef shape, IntArrayRef strides) {
-  Value v;
-  v.shape = dims(shape);
-  v.strides = dims(strides);
+  Value& v = values_.emplace_back();
+  v.shape.assign(shape.begin(), shape.end());
+  v.strides.assign(strides.begin(), strides.end());
   v.dtype = dtype;
   v.index = int32_t(inputs_.size());
-  values_.push_back(std::move(v));
   inputs_.push_back(ValueId(values_.size() - 1));
   return inputs_.back();
 }
@@ -64,18 +63,28 @@ std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId
   return outs;
 }
 
-ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
-                                 absl::Span<const OutputSpec> specs) {
+Node& Trace::append_recorded(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs) {
   NNVM_DCHECK(op.view == nullptr);
 #ifndef NDEBUG
   check_inputs(op, inputs);  // the recorder's own value ids: checked in debug builds only
 #endif
-  const int32_t id = int32_t(nodes_.size());
-  const ValueId first = ValueId(values_.size());
   Node& n = nodes_.emplace_back();
   n.op = &op;
   n.attrs = attrs;
   n.inputs.assign(inputs.begin(), inputs.end());
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    if (!std::holds_alternative<Scalar>(attrs[k])) continue;
+    n.slots.push_back({int32_t(k), int32_t(scalars_.size())});
+    scalars_.push_back(attrs.s(k));
+  }
+  return n;
+}
+
+ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
+                                 absl::Span<const OutputSpec> specs) {
+  const int32_t id = int32_t(nodes_.size());
+  const ValueId first = ValueId(values_.size());
+  Node& n = append_recorded(op, inputs, attrs);
   for (const OutputSpec& s : specs) {
     Value& v = values_.emplace_back();
     const size_t rank = s.shape.size();
@@ -90,10 +99,18 @@ ValueId Trace::add_inferred_node(const OpDef& op, absl::Span<const ValueId> inpu
     v.index = int32_t(n.outputs.size());
     n.outputs.push_back(ValueId(values_.size() - 1));
   }
-  for (size_t k = 0; k < attrs.size(); ++k) {
-    if (!std::holds_alternative<Scalar>(attrs[k])) continue;
-    n.slots.push_back({int32_t(k), int32_t(scalars_.size())});
-    scalars_.push_back(attrs.s(k));
+  return first;
+}
+
+ValueId Trace::add_node_like(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs, const Trace& from,
+                             const Node& like) {
+  const int32_t id = int32_t(nodes_.size());
+  const ValueId first = ValueId(values_.size());
+  Node& n = append_recorded(op, inputs, attrs);
+  for (ValueId out : like.outputs) {
+    Value& v = values_.emplace_back(from.value(out));
+    v.node = id;
+    n.outputs.push_back(ValueId(values_.size() - 1));
   }
   return first;
 }
@@ -138,6 +155,19 @@ Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
     bound.set(size_t(s.attr), scalars[size_t(s.slot)]);
   }
   return bound;
+}
+
+bool identical(const Scalar& a, const Scalar& b) {
+  if (a.is_floating() != b.is_floating() || a.is_integral() != b.is_integral()) return false;
+  if (!a.is_floating()) return a.to_int() == b.to_int();
+  const double x = a.to_double(), y = b.to_double();
+  return std::memcmp(&x, &y, sizeof x) == 0;
+}
+
+bool holds_scalars(const Node& n, absl::Span<const Scalar> scalars) {
+  for (const ScalarSlot& s : n.slots)
+    if (!identical(n.attrs.s(size_t(s.attr)), scalars[size_t(s.slot)])) return false;
+  return true;
 }
 
 void Trace::check_inputs(const OpDef& op, absl::Span<const ValueId> inputs) const {

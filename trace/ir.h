@@ -75,6 +75,10 @@ class Trace {
   // the others follow it.
   ValueId add_inferred_node(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs,
                             absl::Span<const OutputSpec> specs);
+  // The same, with the outputs' layouts those of `like`'s outputs in `from`
+  // (the recorder's cursor: a node it has recorded and inferred before).
+  ValueId add_node_like(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs, const Trace& from,
+                        const Node& like);
   // Empties the trace and keeps its memory: a recorder reuses one trace's
   // buffers for the next.
   void clear();
@@ -106,6 +110,8 @@ class Trace {
 
  private:
   std::vector<ValueId> add_node_impl(const OpDef& op, absl::Span<const ValueId> inputs, Attrs attrs);
+  // Appends a node with run-time slots for attrs' Scalars, and no outputs yet.
+  Node& append_recorded(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs);
   void check_inputs(const OpDef& op, absl::Span<const ValueId> inputs) const;
 
   std::vector<Value> values_;
@@ -132,6 +138,13 @@ bool scalar_is_known(const Node& n, size_t attr);
 
 // The node's attributes with its slotted Scalars taken from `scalars`.
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
+
+// The same Scalar: kind and value, bit for bit.
+bool identical(const Scalar& a, const Scalar& b);
+
+// Whether n's slotted Scalars already hold the values in `scalars` (binding
+// them would change nothing).
+bool holds_scalars(const Node& n, absl::Span<const Scalar> scalars);
 
 // A tensor with v's metadata and no storage, for the ops' shape inference.
 Tensor meta_tensor(const Value& v);

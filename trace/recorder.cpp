@@ -1,7 +1,6 @@
 #include "nnvm/trace/recorder.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -11,6 +10,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/trace/block_pool.h"
+#include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "nnvm/trace/passes/constant_fold.h"
@@ -109,14 +109,29 @@ class Recorder {
     }
   }
 
-  void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
-              absl::Span<const OutputSpec> specs, detail::LazyOutputs& outs) {
+  void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
     flush_if_needed(op, inputs, nullptr);
-    const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
-    const ValueId first = trace_.add_inferred_node(op, ins, attrs, specs);
+    ValueId first;
+    size_t count;
+    absl::InlinedVector<ValueId, 4> ids;
+    const Node* known = cursor_.following() && predict_ids(op, inputs, ids)
+                            ? cursor_.repeated_node(trace_, op, inputs, ids, attrs)
+                            : nullptr;
+    if (known) {
+      for (size_t i = 0; i < inputs.size(); ++i)  // the node's new trace inputs
+        if (size_t(known->inputs[i]) >= trace_.values().size()) value_of(inputs[i], op.name);
+      first = trace_.add_node_like(op, known->inputs, attrs, *cursor_.entry(), *known);
+      count = known->outputs.size();
+      ++stats_.nodes_repeated;
+    } else {
+      const OutputSpecs specs = op.infer(inputs, attrs);  // before values_of: a failing op records nothing
+      const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
+      first = trace_.add_inferred_node(op, ins, attrs, specs);
+      count = specs.size();
+      cursor_.follow(trace_);
+    }
     const Device device = inputs.empty() ? Device() : inputs[0].device();
-    for (size_t k = 0; k < specs.size(); ++k)
-      outs.push_back(make_lazy(specs[k], first + ValueId(k), device, op.name));
+    for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name));
     if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
   }
 
@@ -125,9 +140,11 @@ class Recorder {
     flush_if_needed(op, inputs, &out);
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
     ValueId v = trace_.add_inferred_node(op, ins, attrs, {result});
+    cursor_.follow(trace_);
     if (result.dtype != out.dtype()) {
       static const OpDef& copy = op_named("copy");
       v = trace_.add_inferred_node(copy, {v}, {out.dtype()}, {{result.shape, out.dtype()}});
+      cursor_.follow(trace_);
     }
     Storage& s = *out.storage();
     if (Record* r = own_record(s, op.name)) {
@@ -141,6 +158,7 @@ class Recorder {
         r->value = trace_.add_inferred_node(update, {r->value, v},
                                             {dims(out.sizes()), dims(out.strides()), out.storage_offset()},
                                             {{base.shape, base.dtype}});
+        cursor_.follow(trace_);
       }
     } else {
       Record* rec = make_record(Record::kWrite, v, s);
@@ -170,7 +188,9 @@ class Recorder {
       if (s) s->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
     }
-    Trace t = std::exchange(trace_, std::move(spare_));
+    const bool repeated = cursor_.repeats(trace_);
+    stats_.flushes_repeated += repeated;
+    Trace& t = trace_;
     flushed_arena_ = std::move(arena_);
     const std::shared_ptr<RecordArena> records = flushed_arena_;
     std::vector<Tensor>& inputs = flushed_inputs_;
@@ -181,23 +201,21 @@ class Recorder {
     stats_.nodes_flushed += int64_t(t.nodes().size());
 
     flushing_ = true;
-    // Nothing records while the flush runs (it is eager): afterwards the next
-    // trace records into t's buffers, which the flush has just walked (in
-    // cache), and the empty trace's wait in spare_. The flush's other buffers
-    // are members, emptied here and kept for the next.
+    // Nothing records while the flush runs (it is eager), so it runs the
+    // recorded trace in place; afterwards the next trace records into its
+    // buffers, which the flush has just walked (in cache). The flush's other
+    // buffers are members, emptied here and kept for the next.
     struct Done {
       Recorder& r;
-      Trace& t;
       ~Done() {
         r.flushing_ = false;
-        t.clear();
-        if (r.trace_.nodes().empty() && r.trace_.values().empty()) std::swap(r.trace_, t);
-        r.spare_ = std::move(t);
+        r.trace_.clear();
+        r.cursor_.restart();
         r.binds_.clear();
         r.flushed_inputs_.clear();
         r.targets_.clear();
       }
-    } done{*this, t};
+    } done{*this};
     EagerGuard eager;
     NoGradGuard no_grad;
     std::vector<Tensor> results;
@@ -209,7 +227,7 @@ class Recorder {
     std::shared_ptr<const std::string> first_failure;
     try {
       if (observer_) observer_(t);
-      const CacheLookup found = look_up(t);
+      const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
       if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                     static_cast<unsigned long long>(found.hash), t.to_string().c_str());
       if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
@@ -275,20 +293,6 @@ class Recorder {
     copy_kernel({r}, {Tensor(std::move(impl))}, {});
   }
 
-  // The cache entry of t, through the entries of this thread's last few
-  // flushes: a program that repeats a few traces skips hashing them.
-  CacheLookup look_up(const Trace& t) {
-    size_t k = 0;
-    while (k < recent_.size() && !(recent_[k].entry && same_signature(*recent_[k].entry, t))) ++k;
-    CacheLookup found = k < recent_.size()
-                            ? global_trace_cache().lookup(t, {recent_[k].entry.get(), recent_[k].hash})
-                            : global_trace_cache().lookup(t);
-    k = std::min(k, recent_.size() - 1);
-    std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
-    recent_[0] = {found.entry, found.hash};
-    return found;
-  }
-
   RecorderStats stats() const {
     RecorderStats s = stats_;
     s.nodes = int64_t(trace_.nodes().size());
@@ -319,6 +323,30 @@ class Recorder {
     std::weak_ptr<Storage> storage;
     Record* record;  // in arena_
   };
+
+  // The value ids recording `inputs` gives them (new trace inputs numbered
+  // on from the trace's values), recording nothing; false when reading one
+  // records a view node.
+  bool predict_ids(const OpDef& op, absl::Span<const Tensor> inputs, absl::InlinedVector<ValueId, 4>& ids) const {
+    ValueId fresh = ValueId(trace_.values().size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      size_t twin = 0;
+      while (twin < i && !inputs[twin].is_same(t)) ++twin;
+      if (twin < i) {
+        ids.push_back(ids[twin]);
+      } else if (const Record* r = own_record(*t.storage(), op.name)) {
+        if (r->kind != Record::kWrite && !is_whole(t, r->value)) return false;
+        ids.push_back(r->value);
+      } else if (const Input* in = find_input(t.impl());
+                 in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], trace_.value(in->value))) {
+        ids.push_back(in->value);
+      } else {
+        ids.push_back(fresh++);
+      }
+    }
+    return true;
+  }
 
   void reset() {
     inputs_.clear();
@@ -370,7 +398,10 @@ class Recorder {
     if (const Record* r = own_record(*t.storage(), op)) {
       if (r->kind == Record::kWrite || is_whole(t, r->value)) return r->value;
       static const OpDef& as_strided = op_named("as_strided");
-      return trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
+      const ValueId view =
+          trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
+      cursor_.follow(trace_);
+      return view;
     }
     Input& in = input_for(t.impl());
     if (in.value < 0 || !unchanged(*t.impl(), inputs_[in.index], trace_.value(in.value))) {
@@ -391,6 +422,16 @@ class Recorder {
       for (auto& [key, in] : few_inputs_) input_of_.emplace(key, in);
     }
     return input_of_[impl];
+  }
+
+  const Input* find_input(const TensorImpl* impl) const {
+    if (input_of_.empty()) {
+      for (const auto& [key, in] : few_inputs_)
+        if (key == impl) return &in;
+      return nullptr;
+    }
+    auto it = input_of_.find(impl);
+    return it == input_of_.end() ? nullptr : &it->second;
   }
 
   // t is still what the trace took as input `v`.
@@ -420,16 +461,17 @@ class Recorder {
     return Tensor(std::move(impl));
   }
 
-  Tensor make_lazy(const OutputSpec& spec, ValueId v, Device device, std::string_view op) {
+  Tensor make_lazy(ValueId v, Device device, std::string_view op) {
+    const Value& value = trace_.value(v);
     auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(),
-                                                 checked_nbytes(spec.shape, itemsize(spec.dtype), op), device,
+                                                 checked_nbytes(value.shape, itemsize(value.dtype), op), device,
                                                  Storage::Lazy{});
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
-    auto impl = std::make_shared<TensorImpl>();
+    auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
     impl->storage = std::move(storage);
-    impl->shape = spec.shape;
-    impl->strides = trace_.value(v).strides;
-    impl->dtype = spec.dtype;
+    impl->shape = value.shape;
+    impl->strides = value.strides;
+    impl->dtype = value.dtype;
     impl->device = device;
     return Tensor(std::move(impl));
   }
@@ -457,18 +499,13 @@ class Recorder {
 
   const std::thread::id thread_ = std::this_thread::get_id();  // the recorder is thread_local
   Trace trace_;
-  Trace spare_;                 // empty, with the memory of an earlier trace
   std::shared_ptr<RecordArena> arena_, flushed_arena_;
   std::vector<InputRef> inputs_;  // by input position
   static constexpr size_t kFewInputs = 16;
   absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
   absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
   std::vector<Owed> owed_;      // in the order the trace took them on
-  struct Recent {
-    std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it
-    uint64_t hash = 0;
-  };
-  std::array<Recent, 4> recent_;  // the entries of the last flushes, the latest first
+  TraceCursor cursor_;  // the entries of the last flushes, and the one this trace repeats
   // A flush's buffers, empty between flushes (flushes do not nest).
   std::vector<Bind> binds_;
   std::vector<Tensor> flushed_inputs_, targets_;
@@ -493,8 +530,9 @@ Recorder& recorder() {
 }
 
 const detail::TraceHooks kHooks{
-    [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, absl::Span<const OutputSpec> specs,
-       detail::LazyOutputs& outs) { recorder().record(op, inputs, attrs, specs, outs); },
+    [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
+      recorder().record(op, inputs, attrs, outs);
+    },
     [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
        const Tensor& out) { recorder().record_into(op, inputs, attrs, result, out); },
     [](Storage& s) { recorder().materialize(s); },

@@ -45,6 +45,8 @@ struct RecorderStats {
   int64_t nodes = 0;        // in the trace being recorded now
   int64_t flushes = 0;      // of this thread's traces so far
   int64_t nodes_flushed = 0;
+  int64_t nodes_repeated = 0;    // recorded from the cursor, without shape inference
+  int64_t flushes_repeated = 0;  // of traces that repeated the last one whole: no signature comparison
 };
 RecorderStats recorder_stats();
 

@@ -107,20 +107,6 @@ void add_attr(WordHash& h, const AttrValue& a) {
       a);
 }
 
-bool same_attr(const AttrValue& a, const AttrValue& b) {
-  if (a.index() != b.index()) return false;
-  return std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        const T& y = std::get<T>(b);
-        if constexpr (std::is_same_v<T, Scalar>)
-          return x.is_floating() == y.is_floating() && x.is_integral() == y.is_integral() &&
-                 pinned_constant(x) == pinned_constant(y);
-        else return x == y;
-      },
-      a);
-}
-
 bool same_layout(const Value& a, const Value& b) {
   return a.dtype == b.dtype && a.shape == b.shape && a.strides == b.strides;
 }
@@ -145,6 +131,20 @@ void append_attrs(std::string& out, const Node& n) {
 }
 
 }  // namespace
+
+bool same_attr(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, Scalar>)
+          return x.is_floating() == y.is_floating() && x.is_integral() == y.is_integral() &&
+                 pinned_constant(x) == pinned_constant(y);
+        else return x == y;
+      },
+      a);
+}
 
 uint64_t signature_hash(const Trace& t) {
   WordHash h;

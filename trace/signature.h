@@ -35,6 +35,10 @@ uint64_t signature_hash(const Trace& t);
 // Exact: never true where the keys differ.
 bool same_signature(const Trace& a, const Trace& b);
 
+// Whether two attributes are the same in a signature: Scalars by kind and
+// pinned constant (trace/ir.h), everything else by value.
+bool same_attr(const AttrValue& a, const AttrValue& b);
+
 // The ops and topology without shapes, dtypes or attributes: traces that
 // share it differ in something explain_difference can name (the trace cache
 // explains a miss against the last trace of the same structure).

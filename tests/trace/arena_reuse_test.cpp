@@ -1,5 +1,5 @@
 // A plan's small arena stays with the thread for the plan's next run
-// (trace/executor.h): runs with new inputs, interleaved with another plan's,
+// (trace/executor.h): runs with new inputs, interleaved with other plans',
 // on two threads at once, must each compute what the interpreter computes;
 // an output that is a view into the arena keeps its values when the plan
 // runs again (that arena is never kept).
@@ -54,6 +54,23 @@ TEST(ArenaReuse, RunsWithNewInputsInterleavedAndOnTwoThreads) {
   std::thread other(many, 1000);
   many(2000);
   other.join();
+}
+
+// The thread keeps the arenas of the last two plans: three plans in turn
+// evict each other's, two in turn keep both.
+TEST(ArenaReuse, ThreePlansInTurnAndTwoInTurn) {
+  EagerGuard eager;
+  const Trace t1 = dense(3, 5, 4), t2 = dense(2, 7, 6), t3 = dense(4, 3, 5);
+  const FusedPlan p1(t1), p2(t2), p3(t3);
+  for (uint64_t i = 0; i < 3; ++i) {
+    expect_run_matches(p1, t1, dense_inputs(3, 5, 4, 10 * i + 1));
+    expect_run_matches(p2, t2, dense_inputs(2, 7, 6, 10 * i + 4));
+    expect_run_matches(p3, t3, dense_inputs(4, 3, 5, 10 * i + 7));
+  }
+  for (uint64_t i = 0; i < 3; ++i) {
+    expect_run_matches(p3, t3, dense_inputs(4, 3, 5, 10 * i + 2));
+    expect_run_matches(p1, t1, dense_inputs(3, 5, 4, 10 * i + 5));
+  }
 }
 
 TEST(ArenaReuse, AnOutputViewingTheArenaKeepsItsValues) {

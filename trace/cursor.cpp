@@ -1,0 +1,103 @@
+#include "nnvm/trace/cursor.h"
+
+#include <algorithm>
+
+#include "nnvm/trace/signature.h"
+
+namespace nnvm::trace {
+
+namespace {
+
+// The same attribute, a Scalar's value included (bit for bit).
+bool identical_attr(const AttrValue& a, const AttrValue& b) {
+  const Scalar* x = std::get_if<Scalar>(&a);
+  const Scalar* y = std::get_if<Scalar>(&b);
+  return x && y ? identical(*x, *y) : same_attr(a, b);
+}
+
+bool same_layout(const Value& v, const Tensor& t) {
+  return v.dtype == t.dtype() && IntArrayRef(v.shape) == t.sizes() && IntArrayRef(v.strides) == t.strides();
+}
+
+// Node `at` of `a` and of `b` (traces alike before it, value ids and roles
+// included) are the same in a signature.
+bool same_node(const Trace& a, const Trace& b, size_t at) {
+  const Node &x = a.nodes()[at], &y = b.nodes()[at];
+  if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || x.attrs.size() != y.attrs.size()) return false;
+  for (size_t k = 0; k < x.attrs.size(); ++k)
+    if (!same_attr(x.attrs[k], y.attrs[k])) return false;
+  for (ValueId v : x.inputs) {
+    const Value &p = a.value(v), &q = b.value(v);
+    if (p.is_input() && !(q.is_input() && p.dtype == q.dtype && p.shape == q.shape && p.strides == q.strides))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const Node* TraceCursor::repeated_node(const Trace& recording, const OpDef& op, absl::Span<const Tensor> inputs,
+                                       absl::Span<const ValueId> ids, const Attrs& attrs) {
+  if (!following_) return nullptr;
+  if (!recording.nodes().empty())
+    return entry() ? repeated_by(*entry(), recording, op, inputs, ids, attrs) : nullptr;
+  for (size_t k = 0; k < recent_.size(); ++k) {
+    if (!recent_[k].entry) continue;
+    if (const Node* n = repeated_by(*recent_[k].entry, recording, op, inputs, ids, attrs)) {
+      at_ = k;
+      return n;
+    }
+  }
+  return nullptr;
+}
+
+const Node* TraceCursor::repeated_by(const Trace& entry, const Trace& recording, const OpDef& op,
+                                     absl::Span<const Tensor> inputs, absl::Span<const ValueId> ids,
+                                     const Attrs& attrs) const {
+  const size_t at = recording.nodes().size();
+  if (at >= entry.nodes().size()) return nullptr;
+  const Node& n = entry.nodes()[at];
+  if (n.op != &op || n.inputs.size() != ids.size() || n.attrs.size() != attrs.size()) return nullptr;
+  for (size_t k = 0; k < attrs.size(); ++k)
+    if (!identical_attr(n.attrs[k], attrs[k])) return nullptr;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != n.inputs[i]) return nullptr;
+    const bool fresh = size_t(ids[i]) >= recording.values().size();
+    if (fresh && (!entry.value(ids[i]).is_input() || !same_layout(entry.value(ids[i]), inputs[i]))) return nullptr;
+  }
+  return &n;
+}
+
+void TraceCursor::follow(const Trace& recording) {
+  if (!following_) return;
+  const size_t at = recording.nodes().size() - 1;
+  auto repeats = [&](const Trace* e) { return e && at < e->nodes().size() && same_node(recording, *e, at); };
+  if (at > 0) {
+    following_ = repeats(entry());
+    return;
+  }
+  at_ = 0;
+  while (at_ < recent_.size() && !repeats(recent_[at_].entry.get())) ++at_;
+  following_ = at_ < recent_.size();
+}
+
+bool TraceCursor::repeats(const Trace& recording) const {
+  const Trace* e = entry();
+  return following_ && e && recording.nodes().size() == e->nodes().size() &&
+         recording.values().size() == e->values().size() && recording.inputs().size() == e->inputs().size() &&
+         e->constants().empty() && recording.outputs() == e->outputs();
+}
+
+CacheLookup TraceCursor::look_up(TraceCache& cache, const Trace& t, bool repeated) {
+  size_t k = repeated ? at_ : 0;
+  if (!repeated)
+    while (k < recent_.size() && !(recent_[k].entry && same_signature(*recent_[k].entry, t))) ++k;
+  CacheLookup found =
+      k < recent_.size() ? cache.lookup(t, {recent_[k].entry.get(), recent_[k].hash}) : cache.lookup(t);
+  k = std::min(k, recent_.size() - 1);
+  std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
+  recent_[0] = {found.entry, found.hash};
+  return found;
+}
+
+}  // namespace nnvm::trace

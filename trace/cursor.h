@@ -1,0 +1,62 @@
+// The recorder's cursor (docs/TRACE.md "What happens to one op"): the cache
+// entries of a thread's last few flushes, and which of them the trace being
+// recorded repeats so far. While it repeats one node for node, that entry
+// says what each op's outputs are (no shape inference), and a flush of a
+// trace that repeats it whole has its signature (no hashing, no comparison).
+//
+// A node repeats the entry's when it has the same op, attributes (Scalars by
+// kind and pinned constant), input value ids and, for trace inputs, dtype,
+// shape and strides: value ids coincide while the nodes do, so equal ids mean
+// equal roles. Taking the entry's outputs needs Scalar values bit for bit
+// too (an op's inference may read them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "nnvm/trace/trace_cache.h"
+
+namespace nnvm::trace {
+
+class TraceCursor {
+ public:
+  // The entry's node that an op about to be appended to `recording`
+  // repeats exactly, when it does; `ids`: the value id each input will have
+  // (a new trace input numbered on from recording's values). At the
+  // recording's first node, this chooses the entry.
+  const Node* repeated_node(const Trace& recording, const OpDef& op, absl::Span<const Tensor> inputs,
+                            absl::Span<const ValueId> ids, const Attrs& attrs);
+  // After any node is appended to `recording`: whether it still repeats the
+  // entry (at the first node, whether it repeats any recent entry).
+  void follow(const Trace& recording);
+  bool following() const { return following_; }
+  // The entry it follows, or null.
+  const Trace* entry() const { return at_ < recent_.size() ? recent_[at_].entry.get() : nullptr; }
+  // Whether `recording`, its outputs marked, repeats the entry whole.
+  bool repeats(const Trace& recording) const;
+
+  // The cache entry of a flushed trace t (`repeated`: repeats(t) held),
+  // through the recent entries: a program that repeats a few traces skips
+  // hashing them. Makes it the latest entry.
+  CacheLookup look_up(TraceCache& cache, const Trace& t, bool repeated);
+  // A new trace starts (after a flush).
+  void restart() {
+    following_ = true;
+    at_ = recent_.size();
+  }
+
+ private:
+  const Node* repeated_by(const Trace& entry, const Trace& recording, const OpDef& op, absl::Span<const Tensor> inputs,
+                          absl::Span<const ValueId> ids, const Attrs& attrs) const;
+
+  struct Recent {
+    std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it
+    uint64_t hash = 0;
+  };
+  std::array<Recent, 4> recent_;  // the latest first
+  size_t at_ = recent_.size();    // the entry followed (recent_.size(): none chosen yet)
+  bool following_ = true;         // the trace being recorded repeats it so far
+};
+
+}  // namespace nnvm::trace
