@@ -1,11 +1,13 @@
 #include "nnvm/jit/reduce_jit.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/loops.h"
 #include "nnvm/kernels/cpu/reduce.h"
 
 namespace nnvm::jit {
@@ -26,6 +28,8 @@ bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kAr
 
 // Extents an arg kernel's int32 lane indices cover.
 constexpr int64_t kMaxArgExtent = int64_t(1) << 30;
+// Extents whose int32 sums every double partial sum holds exactly (|x| <= 2^31).
+constexpr int64_t kMaxInt32SumExtent = int64_t(1) << 22;
 
 }  // namespace
 
@@ -39,7 +43,7 @@ CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x8
                                   : x86::ReduceKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
   if (is_arg(ir.reduce)) {
-    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa);
+    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa, ir.dtype(0));
   } else {
     try {
       kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
@@ -209,6 +213,10 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
     fall_back(absl::StrCat(reduced, " elements per output: the arg kernel's indices cover ", kMaxArgExtent));
     return nullptr;
   }
+  if (x86::sums_int32(ir) && reduced > kMaxInt32SumExtent) {
+    fall_back(absl::StrCat(reduced, " int32 elements per output: double sums are exact up to ", kMaxInt32SumExtent));
+    return nullptr;
+  }
   Launch& l = *launch;
   l.rank = rank;
   l.axis = axis;
@@ -260,8 +268,19 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const bool rows = l.rows, has_rows = l.has_rows;
   const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks;
 
-  // bytes per element of each operand: an arg reduction's output is int64
-  auto bytes = [&](size_t k) -> int64_t { return is_arg(ir.reduce) && k + 1 == operands ? 8 : 4; };
+  auto bytes = [&](size_t k) { return int64_t(itemsize(ir.dtype(k))); };
+  // An output that is not float32 (an arg reduction's int64 indices aside):
+  // the kernel writes floats to a staging buffer (an int64 sum: doubles to
+  // `partial`), converted to the output's dtype as the reference's store does.
+  const DType out_dtype = ir.dtype(operands - 1);
+  const bool staged = out_dtype != kFloat32 && !is_arg(ir.reduce);
+  const bool to_int64 = staged && out_dtype == kInt64;
+  auto store_floats = [&](const float* from, char* to, int64_t stride, int64_t n) {
+    cpu::scatter<float>(from, to, stride, n, out_dtype);
+  };
+  auto store_doubles = [&](const double* from, char* to, int64_t stride, int64_t n) {
+    cpu::scatter<double>(from, to, stride, n, out_dtype);
+  };
 
   // A row longer than the reference's block: each block's double result,
   // then the blocks in order (cpu::reduce), then the finish.
@@ -273,7 +292,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     for (int64_t r = 0; r < rows_here; ++r) {
       for (int64_t b = 0; b < row_blocks; ++b) {
         for (size_t k = 0; k + 1 < operands; ++k)
-          call.ptr[k] = first[k] + (r * call.row_stride[k] + b * cpu::kRowBlock * space.strides[k][axis] * 4);
+          call.ptr[k] = first[k] + (r * call.row_stride[k] + b * cpu::kRowBlock * space.strides[k][axis] * bytes(k));
         call.rows = 1;
         call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - b * cpu::kRowBlock);
         call.partial = &partial[size_t(b)];
@@ -283,8 +302,10 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * partial[size_t(b)]
                                                                                   : acc + partial[size_t(b)];
       if (ir.reduce == ReduceOp::kMean) acc /= double(reduced);
-      *reinterpret_cast<float*>(const_cast<char*>(first[operands - 1]) + r * call.row_stride[operands - 1]) =
-          float(acc);
+      char* out = const_cast<char*>(first[operands - 1]) + r * call.row_stride[operands - 1];
+      if (to_int64) store_doubles(&acc, out, 0, 1);
+      else if (staged) store_floats(std::array<float, 1>{float(acc)}.data(), out, 0, 1);
+      else *reinterpret_cast<float*>(out) = float(acc);
     }
   };
   // logsumexp: the kernel stores each output's shift and leaves its double
@@ -299,8 +320,10 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
-    std::vector<double> partial(lse ? size_t(std::max(block, kInnerBlock)) : 0);
-    call.partial = lse ? partial.data() : nullptr;
+    const size_t per_call = size_t(std::max(block, kInnerBlock));
+    std::vector<double> partial(lse || to_int64 ? per_call : 0);
+    std::vector<float> staging(staged && !to_int64 ? per_call : 0);
+    call.partial = partial.empty() ? nullptr : partial.data();
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
@@ -310,6 +333,8 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       call.row_stride[k] = has_rows ? space.strides[k][split] * bytes(k) : 0;
       call.red_stride[k] = space.strides[k][axis] * bytes(k);
     }
+    // the output's stride between the call's outputs (rows: row_stride; columns: unit)
+    const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
       for (size_t k = 0; k < operands; ++k) {
@@ -332,8 +357,16 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         call.inner = count;
         call.tail = count;
       }
+      char* out = const_cast<char*>(call.ptr[operands - 1]);
+      if (!staging.empty()) {  // contiguous floats in place of the output
+        call.ptr[operands - 1] = reinterpret_cast<const char*>(staging.data());
+        call.row_stride[operands - 1] = 4;
+      }
       kernel(&call);
-      if (lse) finish_lse(call, count, rows ? call.row_stride[operands - 1] : 4);
+      if (lse) finish_lse(call, count, out_stride);
+      else if (to_int64) store_doubles(partial.data(), out, out_stride, count);
+      else if (staged) store_floats(staging.data(), out, out_stride, count);
+      call.row_stride[operands - 1] = has_rows ? space.strides[operands - 1][split] * bytes(operands - 1) : 0;
     }
   };
   if (l.parallel) parallel_for(0, l.tasks, 1, run_tasks);

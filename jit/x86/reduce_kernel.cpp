@@ -32,8 +32,24 @@ int32_t red_stride_at(int k) { return int32_t(offsetof(ReduceCall, red_stride) +
 #define AT(field) int32_t(offsetof(ReduceCall, field))
 
 int scratch_of(Prim p) {
-  if (p == Prim::kMax || p == Prim::kMin) return 1;  // the AVX2 mask of the NaN check
-  return injector_scratch(p);
+  switch (p) {
+    case Prim::kMax: case Prim::kMin: return 1;  // the AVX2 mask of the NaN check
+    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe:
+    case Prim::kSelect: return 1;  // the AVX2 mask of the comparison
+    default: return injector_scratch(p);
+  }
+}
+
+// The _CMP_ predicate of a comparison primitive, as the pointwise kernel's.
+int predicate_of(Prim p) {
+  switch (p) {
+    case Prim::kEq: return _CMP_EQ_OQ;
+    case Prim::kNe: return _CMP_NEQ_UQ;
+    case Prim::kLt: return _CMP_LT_OQ;
+    case Prim::kLe: return _CMP_LE_OQ;
+    case Prim::kGt: return _CMP_GT_OQ;
+    default: return _CMP_GE_OQ;
+  }
 }
 
 // Marks the expressions the store reads and, per expression, its last reader.
@@ -73,6 +89,81 @@ int pressure(const LoopIR& ir) {
 
 }  // namespace
 
+bool sums_int32(const LoopIR& ir) {
+  if (ir.dtype(size_t(ir.inputs)) != kInt64 || ir.stores.empty()) return false;
+  const Expr& e = ir.exprs[size_t(ir.stores[0])];
+  return e.prim == Prim::kLoad && ir.dtype(size_t(e.arg)) == kInt32;
+}
+
+void load_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, const Reg64& j, int u, bool tail,
+                   const Reg64& count, bool raw) {
+  const int bytes = int(itemsize(t)), lanes = g.lanes();
+  if (bytes == 4) {
+    const Address src = g.ptr[p + j + u * lanes * 4];
+    if (!tail) g.vmovups(dst, src);
+    else if (g.avx512()) g.vmovups(dst | k1 | T_z, src);
+    else g.vmaskmovps(dst, Ymm(15), src);
+    if (t == kInt32 && !raw) g.vcvtdq2ps(dst, dst);
+    return;
+  }
+  g.mov(rax, j);  // the narrow elements' byte offset: j / 4 * bytes
+  g.shr(rax, bytes == 2 ? 1 : 2);
+  const int32_t at = u * lanes * bytes;
+  const AddressFrame& frame = lanes * bytes == 32 ? g.yword : lanes * bytes == 16 ? g.xword : g.qword;
+  const Address mem = frame[p + rax + at];
+  const Xbyak::Xmm low(dst.getIdx());
+  // EVEX masking suppresses faults on the lanes it leaves out; AVX2 has no
+  // 8- or 16-bit masked load: the tail's elements one by one into low
+  const bool masked = tail && g.avx512();
+  if (tail && !g.avx512()) {
+    g.vpxor(low, low, low);
+    Label done;
+    for (int i = 0; i < lanes; ++i) {
+      g.cmp(count, u * lanes + i);
+      g.jbe(done, CodeGenerator::T_NEAR);
+      if (bytes == 2) g.vpinsrw(low, low, g.word[p + rax + at + i * 2], i);
+      else g.vpinsrb(low, low, g.byte[p + rax + at + i], i);
+    }
+    g.L(done);
+  }
+  const Operand& src = tail && !g.avx512() ? static_cast<const Operand&>(low) : static_cast<const Operand&>(mem);
+  const Xmm to = masked ? dst | k1 | T_z : dst;
+  switch (t) {
+    case kFloat16: g.vcvtph2ps(to, src); return;
+    case kBFloat16:
+      g.vpmovzxwd(to, src);
+      g.vpslld(dst, dst, 16);
+      return;
+    case kInt8: g.vpmovsxbd(to, src); break;
+    default: g.vpmovzxbd(to, src);  // bool, uint8
+  }
+  g.vcvtdq2ps(dst, dst);
+}
+
+void broadcast_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, bool raw) {
+  const Xbyak::Xmm low(dst.getIdx());
+  switch (t) {
+    case kFloat32: g.vbroadcastss(dst, g.dword[p]); return;
+    case kInt32:
+      g.vbroadcastss(dst, g.dword[p]);
+      if (!raw) g.vcvtdq2ps(dst, dst);
+      return;
+    case kFloat16: case kBFloat16:
+      g.movzx(eax, g.word[p]);
+      if (t == kBFloat16) g.shl(eax, 16);
+      g.vmovd(low, eax);
+      if (t == kFloat16) g.vcvtph2ps(low, low);
+      g.vbroadcastss(dst, low);
+      return;
+    default:
+      if (t == kInt8) g.movsx(eax, g.byte[p]);
+      else g.movzx(eax, g.byte[p]);
+      g.vmovd(low, eax);
+      g.vpbroadcastd(dst, low);
+      g.vcvtdq2ps(dst, dst);
+  }
+}
+
 std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
   if (isa == Isa::kPortable) return "the ISA is portable";
   if (ir.reduce == ReduceOp::kNone || ir.stores.size() != 1) return "not a reduction IR";
@@ -88,7 +179,11 @@ std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, 
 }
 
 ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa)
-    : Generator(isa), ir_(ir), accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
+    : Generator(isa),
+      ir_(ir),
+      raw_int32_(sums_int32(ir)),
+      double_out_(ir.dtype(size_t(ir.inputs)) == kInt64),
+      accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "ReduceKernel", why);
   liveness(ir, needed_, last_use_);
@@ -151,11 +246,10 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
   auto in = [&](int32_t o) { return vreg(reg_[size_t(o)]); };
   switch (e.prim) {
     case Prim::kLoad: {
-      const Reg64& p = kOperandRegs[e.arg];
-      if (accesses_[size_t(e.arg)] == 'b') vbroadcastss(d, dword[p]);
-      else if (!tail) vmovups(d, ptr[p + kJ + u * lanes() * 4]);
-      else if (avx512()) vmovups(d | kTail | T_z, ptr[p + kJ + u * lanes() * 4]);
-      else vmaskmovps(d, Ymm(15), ptr[p + kJ + u * lanes() * 4]);
+      const DType t = ir_.dtype(size_t(e.arg));
+      const bool raw = raw_int32_ && i == ir_.stores[0];
+      if (accesses_[size_t(e.arg)] == 'b') broadcast_as_float(*this, d, t, kOperandRegs[e.arg], raw);
+      else load_as_float(*this, d, t, kOperandRegs[e.arg], kJ, u, tail, kN, raw);
       return;
     }
     case Prim::kArg: vmovups(d, ptr[kCall + int32_t(offsetof(ReduceCall, args)) + e.arg * 64]); return;
@@ -174,6 +268,34 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
       free_reg(t);
       return;
     }
+    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: {
+      const int t = alloc();  // 1.0 where true, else 0.0
+      const VMask m = mask(vreg(t));
+      compare(m, in(e.a), in(e.b), predicate_of(e.prim));
+      if (avx512()) vmovups(d | m.k | T_z, vconst(1.0f));
+      else vand(d, vreg(t), vconst(1.0f));
+      free_reg(t);
+      return;
+    }
+    case Prim::kSelect: {  // a != 0 ? b : c (NaN counts as nonzero)
+      const int t = alloc();
+      const VMask m = mask(vreg(t));
+      compare(m, in(e.a), vconst(0.0f), _CMP_NEQ_UQ);
+      vmovaps(d, in(e.c));
+      blend(m, d, in(e.b));
+      free_reg(t);
+      return;
+    }
+    case Prim::kCast:  // toward zero to int32, wrapped to the target's width, back to float32
+      vcvttps2dq(d, in(e.a));
+      if (DType(e.arg) == kUInt8) {
+        vand(d, d, vconst_bits(0xff));
+      } else if (DType(e.arg) == kInt8) {
+        vpslld(d, d, 24);
+        vpsrad(d, d, 24);
+      }
+      vcvtdq2ps(d, d);
+      return;
     case Prim::kClampMin: vmaxps(d, in(e.b), in(e.a)); return;  // bound first: a NaN x stays
     case Prim::kClampMax: vminps(d, in(e.b), in(e.a)); return;
     case Prim::kFma:
@@ -236,16 +358,18 @@ void ReduceKernel::accumulate_double(const Xmm& lo, const Xmm& hi, const Xmm& v,
     if (ir_.reduce == ReduceOp::kProd) vmulpd(acc, acc, temp);
     else vaddpd(acc, acc, temp);
   };
+  // to double: v's float lanes, or its int32 lanes when summed exactly
+  auto widen = [&](const Xmm& d, const Operand& s) { raw_int32_ ? vcvtdq2pd(d, s) : vcvtps2pd(d, s); };
   if (avx512()) {
-    vcvtps2pd(Zmm(temp.getIdx()), Ymm(v.getIdx()));
+    widen(Zmm(temp.getIdx()), Ymm(v.getIdx()));
     op(lo);
     vextractf64x4(Ymm(temp.getIdx()), Zmm(v.getIdx()), 1);
-    vcvtps2pd(Zmm(temp.getIdx()), Ymm(temp.getIdx()));
+    widen(Zmm(temp.getIdx()), Ymm(temp.getIdx()));
   } else {
-    vcvtps2pd(Ymm(temp.getIdx()), Xbyak::Xmm(v.getIdx()));
+    widen(Ymm(temp.getIdx()), Xbyak::Xmm(v.getIdx()));
     op(lo);
     vextractf128(Xbyak::Xmm(temp.getIdx()), Ymm(v.getIdx()), 1);
-    vcvtps2pd(Ymm(temp.getIdx()), Xbyak::Xmm(temp.getIdx()));
+    widen(Ymm(temp.getIdx()), Xbyak::Xmm(temp.getIdx()));
   }
   op(hi);
 }
@@ -457,6 +581,12 @@ void ReduceKernel::generate_columns_double() {
     }
     test(kR, kR);
     jnz(block, T_NEAR);
+    if (double_out_) {  // the caller converts the sums to int64
+      mov(rax, qword[kCall + AT(partial)]);
+      vmovupd(ptr[rax + kJ * 2], vreg(2));
+      vmovupd(ptr[rax + kJ * 2 + lanes() * 4], vreg(3));
+      return;
+    }
     if (ir_.reduce == ReduceOp::kMean) {
       if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
       else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);

@@ -55,8 +55,23 @@ struct alignas(64) ReduceCall {
   int64_t block = 0;                           // kColumns: reduced rows per block of the double sums
   double count = 0;                            // the mean's divisor
   double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead;
-                                               // logsumexp: per output, its sum of exps (always)
+                                               // logsumexp: per output, its sum of exps (always);
+                                               // an int64 result: per output, its double sum (always)
 };
+
+// Whether `ir` sums loaded int32 values into int64: the kernel converts them
+// to double exactly (float32 would round past 2^24), exact below 2^22 elements.
+bool sums_int32(const LoopIR& ir);
+
+// Loads vector `u` of a contiguous operand of dtype `t` at `p` (its elements
+// from j / 4 + u * lanes(): `j` counts float32 bytes) into `dst` as float32,
+// exactly (int32: rounded to nearest even, as static_cast<float>; `raw`: kept
+// as int32). A tail loads the lanes below `count` - u * lanes() (`count` a
+// register) and zeroes the others; 4-byte AVX2 tails are masked by ymm15.
+void load_as_float(Generator& g, const Xbyak::Xmm& dst, DType t, const Xbyak::Reg64& p, const Xbyak::Reg64& j, int u,
+                   bool tail, const Xbyak::Reg64& count, bool raw = false);
+// Every lane of `dst` = the element at `p`, of dtype `t`, as float32 (int32 kept when `raw`).
+void broadcast_as_float(Generator& g, const Xbyak::Xmm& dst, DType t, const Xbyak::Reg64& p, bool raw = false);
 
 class ReduceKernel final : public Generator {
  public:
@@ -100,6 +115,8 @@ class ReduceKernel final : public Generator {
   float identity() const;
 
   const LoopIR& ir_;
+  bool raw_int32_;                 // sums_int32: the stored load stays int32 until accumulated
+  bool double_out_;                // an int64 result: the double sums go to `partial`
   std::string accesses_;
   ReduceAxis axis_;
   ReduceOp pass_op_;               // the reduction the pass being emitted applies (logsumexp: max, then the sum)
