@@ -40,6 +40,22 @@ int scratch_of(Prim p) {
   }
 }
 
+// Whether emit_expr has code for p: a primitive added to LoopIR for the
+// pointwise kernel declines here until this kernel learns it.
+bool has_code(Prim p) {
+  switch (p) {
+    case Prim::kLoad: case Prim::kArg: case Prim::kConst: case Prim::kAdd: case Prim::kSub: case Prim::kMul:
+    case Prim::kDiv: case Prim::kMax: case Prim::kMin: case Prim::kClampMin: case Prim::kClampMax: case Prim::kFma:
+    case Prim::kNeg: case Prim::kAbs: case Prim::kRelu: case Prim::kSqrt: case Prim::kRecip: case Prim::kEq:
+    case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: case Prim::kSelect:
+    case Prim::kCast: case Prim::kExp: case Prim::kLog: case Prim::kTanh: case Prim::kSigmoid: case Prim::kErf:
+    case Prim::kExpm1: case Prim::kLog1p: case Prim::kSoftplus: case Prim::kPow: case Prim::kExp2: case Prim::kElu:
+    case Prim::kLeakyRelu: case Prim::kSign: case Prim::kRound: case Prim::kFloor: case Prim::kCeil:
+    case Prim::kTrunc: return true;
+    default: return false;
+  }
+}
+
 // The _CMP_ predicate of a comparison primitive, as the pointwise kernel's.
 int predicate_of(Prim p) {
   switch (p) {
@@ -172,6 +188,8 @@ std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, 
   if (ir.args.size() > size_t(kMaxReduceArgs)) return absl::StrCat(ir.args.size(), " Scalar arguments");
   NNVM_CHECK(accesses.size() == size_t(ir.inputs), "ReduceKernel", "an access per input: got ", accesses.size(),
              " for ", ir.inputs);
+  for (const Expr& e : ir.exprs)
+    if (!has_code(e.prim)) return absl::StrCat(prim_name(e.prim), " has no code in the reduction kernel");
   const int have = pool_end(isa == Isa::kAvx512, ir.reduce) - kFirstPooled;
   const int need = std::max(pressure(ir), ir.reduce == ReduceOp::kLogSumExp ? 1 + kExpReferenceScratch : 0);
   if (need > have) return absl::StrCat("the prologue needs ", need, " vector registers; ", have, " are free");
@@ -286,16 +304,7 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
       free_reg(t);
       return;
     }
-    case Prim::kCast:  // toward zero to int32, wrapped to the target's width, back to float32
-      vcvttps2dq(d, in(e.a));
-      if (DType(e.arg) == kUInt8) {
-        vand(d, d, vconst_bits(0xff));
-      } else if (DType(e.arg) == kInt8) {
-        vpslld(d, d, 24);
-        vpsrad(d, d, 24);
-      }
-      vcvtdq2ps(d, d);
-      return;
+    case Prim::kCast: emit_cast(*this, d, in(e.a), DType(e.arg)); return;
     case Prim::kClampMin: vmaxps(d, in(e.b), in(e.a)); return;  // bound first: a NaN x stays
     case Prim::kClampMax: vminps(d, in(e.b), in(e.a)); return;
     case Prim::kFma:

@@ -1,7 +1,9 @@
 // The reduction kernel kind (DESIGN §3.8): one class generating the code of a
 // reduction LoopIR (a pointwise prologue DAG whose one store is reduced by
 // sum, mean, max, min, prod or logsumexp) for one ISA, one reduction axis and one access
-// pattern (per input: contiguous or broadcast along the vector axis).
+// pattern (per input: contiguous or broadcast along the vector axis). Inputs
+// of any loadable dtype are widened to float32 exactly (load_as_float); a
+// loaded int32 summed into int64 widens straight to double.
 //
 // Sums, means and products accumulate in double in exactly the reference's
 // order (kernels/cpu/reduce.h), so a hot trace's JIT result is bit-identical

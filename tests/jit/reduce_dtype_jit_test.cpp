@@ -68,13 +68,15 @@ TEST(ReduceDtypeJit, EveryInputDtypeIsBitIdenticalToTheReference) {
     const char* name;
     bool float32_result;  // the dtype attribute float32, else the op's default result dtype
   };
-  const Run runs[] = {{"sum", false}, {"sum", true}, {"mean", true}, {"amax", false}, {"amin", false}, {"prod", true}};
+  const Run runs[] = {{"sum", false},  {"sum", true},   {"mean", true}, {"mean", false},
+                      {"amax", false}, {"amin", false}, {"prod", true}};
   for (Isa isa : jit_isas())
     for (DType dtype : {kFloat16, kBFloat16, kBool, kUInt8, kInt8, kInt32})
       for (const Case& c : kCases)
         for (const Run& run : runs)
           for (bool keepdim : {false, true}) {
             const std::string name = run.name;
+            if (name == "mean" && !run.float32_result && !is_floating(dtype)) continue;  // a float mean only
             const bool extremum = name == "amax" || name == "amin";
             const int64_t extent = extent_of(c);
             if (extent == 0 && extremum) continue;  // no identity
@@ -111,7 +113,7 @@ TEST(ReduceDtypeJit, StridedRowsAndBroadcastOperands) {
     }
 }
 
-// (x != 0).sum() into int64, ((a > b).float()).mean(), and a masked float sum.
+// (x != 0).sum() into int64, ((a > b).float()).mean(), where and casts, (h < 0.5).sum() of float16.
 TEST(ReduceDtypeJit, ComparisonsInThePrologue) {
   for (Isa isa : jit_isas())
     for (const Case& c : {Case{{3, 7}, {1}}, Case{{300, 33}, {0}}, Case{{3, 20000}, {1}}, Case{{17}, {}}}) {
@@ -129,6 +131,17 @@ TEST(ReduceDtypeJit, ComparisonsInThePrologue) {
         const ValueId f = t.add_node1(find_op("copy"), {gt}, {kFloat32});
         t.mark_output(t.add_node1(find_op("mean"), {f}, {c.dims, true, kFloat32}));
         expect_matches(t, {a, b}, isa, true);
+      }
+      {  // where(m, a, b) summed; a cast to uint8 (wrapping) summed into int64
+        const Tensor m = testing::random(c.shape, kBool, 8);
+        Trace t;
+        const ValueId w = t.add_node1(find_op("where"), {t.add_input(m), t.add_input(a), t.add_input(b)});
+        t.mark_output(t.add_node1(find_op("sum"), {w}, {c.dims, false, kFloat32}));
+        expect_matches(t, {m, a, b}, isa, true);
+        Trace u;
+        const ValueId k = u.add_node1(find_op("copy"), {u.add_input(a)}, {kUInt8});
+        u.mark_output(u.add_node1(find_op("sum"), {k}, {c.dims, true, kInt64}));
+        expect_matches(u, {a}, isa, true);
       }
       {
         const Tensor h = testing::random(c.shape, kFloat16, 7);
