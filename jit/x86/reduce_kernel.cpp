@@ -21,6 +21,10 @@ const Reg64 kOperandRegs[kMaxReduceOperands] = {rbx, rbp, rsi, r8, r9, r10, r11,
 const Opmask kTail = k1, kOff = k3;
 constexpr int kUnroll = 4;
 constexpr int kFirstPooled = 4;  // 0-3 are the accumulators
+// The stack frame of the double sums: kRows' sixteen double lanes of a row
+// (added in order), then kColumns' block length and per input its block's first row.
+constexpr int32_t kSlots = 16 * 8;
+constexpr int32_t kFrameBytes = kSlots + 8 * (1 + kMaxReduceOperands);
 
 // The pool of vector registers ends at this one, the temporary; after it:
 // logsumexp's shift (the row's max), then on AVX2 the tail mask (15).
@@ -207,7 +211,7 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
   liveness(ir, needed_, last_use_);
   reg_.assign(ir.exprs.size(), -1);
   busy_.assign(size_t(num_vregs()), false);
-  preamble(in_double() ? 16 * 8 : 0);  // the sixteen double lanes of a row, added in order
+  preamble(in_double() ? kFrameBytes : 0);
   mov(rcx, qword[kCall + AT(tail)]);  // the tail's lanes: length % lanes
   and_(ecx, lanes() - 1);
   emit_tail_mask(kTail, 15);
@@ -555,47 +559,75 @@ void ReduceKernel::generate_rows_double() {
   jb(row, T_NEAR);
 }
 
-// One float vector of the inner dim at a time: its lanes' doubles in
-// (0, 1), a block of reduced rows at a time, the blocks' sums in (2, 3).
+// A block of reduced rows at a time, and in it one float vector of the inner
+// dim at a time (the block's rows stay in cache for the next vector): its
+// lanes' doubles in (0, 1), then merged into the per-output totals in
+// `partial`; last, the totals finished and stored as floats (an int64
+// result: left in `partial` for the caller).
 void ReduceKernel::generate_columns_double() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
   const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
+  const Address block_rows = qword[rsp + kSlots];
+  auto block_base = [&](int k) { return qword[rsp + kSlots + 8 * (k + 1)]; };
   mov(out, qword[kCall + ptr_at(inputs)]);
   auto identity_into = [&](int first) {
     vmovups(temp, vconst(identity()));
     for (int a = first; a < first + 2; ++a)
       vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
   };
-  auto chunk = [&](bool tail) {
-    identity_into(2);
-    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
-    mov(kR, qword[kCall + AT(reduced)]);
-    Label block, r;
-    L(block);
+  auto total = [&](int half) {  // the totals of lanes [half * lanes / 2, ...) of the vector at kJ
+    return ptr[rax + kJ * 2 + half * lanes() * 4];
+  };
+  // body(tail) for each vector of the inner dim at kJ (bytes of float32), the last one masked
+  auto over_inner = [&](auto body) {
+    mov(kN, qword[kCall + AT(inner)]);
+    float_loop(kJ, kN, 1, [&](int, bool tail) { body(tail); });
+  };
+  // whole vectors of totals even in the tail: `partial` holds kInnerBlock doubles
+  over_inner([&](bool) {
     identity_into(0);
-    mov(r15, qword[kCall + AT(block)]);
-    cmp(kR, r15);
-    cmovb(r15, kR);
-    sub(kR, r15);
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int a = 0; a < 2; ++a) vmovupd(total(a), vreg(a));
+  });
+  for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  mov(kR, qword[kCall + AT(reduced)]);
+  Label block;
+  L(block);
+  mov(r15, qword[kCall + AT(block)]);
+  cmp(kR, r15);
+  cmovb(r15, kR);
+  sub(kR, r15);
+  mov(block_rows, r15);
+  for (int k = 0; k < inputs; ++k) mov(block_base(k), kOperandRegs[k]);
+  over_inner([&](bool tail) {
+    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], block_base(k));
+    mov(r15, block_rows);
+    identity_into(0);
+    Label r;
     L(r);
+    // the next cache line of the row, which the next vector's pass reads
+    // (a 16 KB row stride leaves the hardware prefetcher behind); never faults
+    for (int k = 0; k < inputs; ++k)
+      if (accesses_[size_t(k)] == 'c' && itemsize(ir_.dtype(size_t(k))) == 4) prefetcht0(ptr[kOperandRegs[k] + kJ + 64]);
     accumulate_double(vreg(0), vreg(1), vreg(evaluate(0, tail)), temp);
     release();
     for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
     dec(r15);
     jnz(r, T_NEAR);
-    for (int a = 0; a < 2; ++a) {
-      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(2 + a), vreg(2 + a), vreg(a));
-      else vaddpd(vreg(2 + a), vreg(2 + a), vreg(a));
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int a = 0; a < 2; ++a) {  // the blocks merge in order
+      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(a), vreg(a), total(a));
+      else vaddpd(vreg(a), vreg(a), total(a));
+      vmovupd(total(a), vreg(a));
     }
-    test(kR, kR);
-    jnz(block, T_NEAR);
-    if (double_out_) {  // the caller converts the sums to int64
-      mov(rax, qword[kCall + AT(partial)]);
-      vmovupd(ptr[rax + kJ * 2], vreg(2));
-      vmovupd(ptr[rax + kJ * 2 + lanes() * 4], vreg(3));
-      return;
-    }
+  });  // each operand pointer ends at the next block's first row
+  test(kR, kR);
+  jnz(block, T_NEAR);
+  if (double_out_) return;  // the caller converts the sums to int64
+  over_inner([&](bool tail) {
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int a = 0; a < 2; ++a) vmovupd(vreg(2 + a), total(a));
     if (ir_.reduce == ReduceOp::kMean) {
       if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
       else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);
@@ -614,22 +646,7 @@ void ReduceKernel::generate_columns_double() {
     if (!tail) vmovups(ptr[out + kJ], vreg(2));
     else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(2));
     else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(2));
-  };
-  Label single, tail, done;
-  xor_(kJ, kJ);
-  mov(kN, qword[kCall + AT(inner)]);
-  L(single);
-  cmp(kN, lanes());
-  jb(tail, T_NEAR);
-  chunk(false);
-  add(kJ, lanes() * 4);
-  sub(kN, lanes());
-  jmp(single, T_NEAR);
-  L(tail);
-  test(kN, kN);
-  jz(done, T_NEAR);
-  chunk(true);
-  L(done);
+  });
 }
 
 // Two vectors of the inner dim's outputs at a time (four cache lines of a

@@ -14,7 +14,8 @@
 //     (`partial`) the caller adds in order.
 //   - kColumns (a kept dim lies inside the reduced one): per output, the
 //     reduced elements in order within blocks of `block` rows, the blocks'
-//     sums added in order. One vector of the inner dim at a time.
+//     sums added in order. A block at a time, and in it one vector of the
+//     inner dim at a time (the block's rows stay in cache for the next).
 // max and min are exact in any order: float, four vectors per step into four
 // accumulators ((a0 op a1) op (a2 op a3)) and a lane butterfly for kRows,
 // four vectors of the inner dim at a time for kColumns; NaN wins. Lanes past
@@ -58,7 +59,8 @@ struct alignas(64) ReduceCall {
   double count = 0;                            // the mean's divisor
   double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead;
                                                // logsumexp: per output, its sum of exps (always);
-                                               // an int64 result: per output, its double sum (always)
+                                               // kColumns sum/mean/prod: per output, its double total
+                                               // (kInnerBlock of them; an int64 result's, for the caller)
 };
 
 // Whether `ir` sums loaded int32 values into int64: the kernel converts them
