@@ -7,7 +7,10 @@
 // not, empty, single, odd and long extents; strided rows and broadcast
 // operands; comparisons feeding a cast inside the prologue; the int32 sum's
 // extent limit and the pairs that decline; tails ending against a guard page;
-// the traced accuracy program as one reduction.
+// random shapes; the ISA forced portable; the traced accuracy program as one
+// reduction.
+#include <random>
+
 #include "jit_test_util.h"
 #include "reference.h"
 
@@ -93,6 +96,49 @@ TEST(ReduceDtypeJit, EveryInputDtypeIsBitIdenticalToTheReference) {
           }
 }
 
+// Random ranks (1-3), sizes (0-70), reduced dims (one, two, or all), keepdim,
+// dtypes, ops and layouts (contiguous, or every other element of the last
+// dim): the kernel runs or falls back with a reason, and equals the reference.
+TEST(ReduceDtypeJit, RandomShapesMatchTheReference) {
+  std::mt19937 rng(20261130);
+  auto below = [&](int n) { return int(rng() % uint32_t(n)); };
+  const DType dtypes[] = {kFloat16, kBFloat16, kBool, kUInt8, kInt8, kInt32};
+  const char* ops[] = {"sum", "mean", "amax", "amin"};
+  for (int trial = 0; trial < 300; ++trial) {
+    DimVector shape(size_t(1 + below(3)));
+    for (int64_t& s : shape) s = below(8) == 0 ? below(2) : 1 + below(70);
+    DimVector dims;
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      if (below(2)) dims.push_back(d);
+    const DType dtype = dtypes[below(6)];
+    const std::string name = ops[below(4)];
+    const bool keepdim = below(2), strided = below(3) == 0;
+    const Case c{shape, dims};
+    const bool extremum = name == "amax" || name == "amin";
+    if ((extremum && (extent_of(c) == 0 || dtype == kInt32)) || (name == "mean" && !is_floating(dtype))) continue;
+    SCOPED_TRACE(::testing::Message() << name << " of " << dtype_name(dtype) << shape_str(shape) << " dims "
+                                      << shape_str(dims) << " keepdim " << keepdim << " strided " << strided);
+    Tensor x = values_of(shape, dtype, uint64_t(trial));
+    if (strided) x = testing::with_layout(x, testing::Layout::Strided);
+    const Trace t = reduction(name.c_str(), x, dims, keepdim, widened(dtype));
+    for (Isa isa : jit_isas()) {
+      IsaGuard guard(isa);
+      EagerGuard eager;
+      const trace::FusedPlan plan(t);
+      const std::vector<Tensor> expected = trace::interpret(t, {x}, {});
+      const std::vector<Tensor> actual = plan.run({x}, {});
+      const ReduceJit* jit = plan.program(0).reduce();
+      ASSERT_NE(jit, nullptr);
+      testing::expect_tensors_close(actual[0], expected[0], 0, 0);
+      EXPECT_EQ(actual[0].dtype(), expected[0].dtype());
+      if (numel_of(shape) > 0 && extent_of(c) > 1 && !strided && dims.size() < 2) {
+        EXPECT_EQ(jit->declined(), "");  // one reduced block: the kernel takes it
+        EXPECT_EQ(jit->last_fallback(), "");
+      }
+    }
+  }
+}
+
 // Rows 40 apart, the reduced dim outer to them, and a broadcast operand of each dtype.
 TEST(ReduceDtypeJit, StridedRowsAndBroadcastOperands) {
   for (Isa isa : jit_isas())
@@ -168,6 +214,8 @@ TEST(ReduceDtypeJit, DeclinedPairsRunTheReference) {
     computed.mark_output(computed.add_node1(find_op("sum"), {c}, {DimVector{1}, false, kInt64}));
     expect_matches(computed, {f}, isa, false);
   }
+  const Tensor b = values_of({4, 9}, kBool, 12);
+  expect_matches(reduction("sum", b, {1}, false, kInt64), {b}, Isa::kPortable, false);  // the ISA forced portable
 }
 
 // Past 2^22 int32 elements per output a double partial sum could round.
