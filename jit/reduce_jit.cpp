@@ -19,8 +19,6 @@ std::atomic<int64_t> runs{0};
 
 // Elements one call covers at most: rows (or inner columns) of a few cache-resident vectors.
 constexpr int64_t kTaskElements = 32768;
-// Inner outputs per call of a column reduction: a multiple of every ISA's lanes.
-constexpr int64_t kInnerBlock = 256;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
@@ -228,7 +226,7 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   int64_t outer = 1;
   for (size_t d = 0; d < l.outer_dims; ++d) outer *= space.sizes[d];
   l.across = rows ? (l.has_rows ? space.sizes[l.split] : 1) : space.sizes[rank - 1];
-  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : kInnerBlock;
+  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : x86::kInnerBlock;
   l.blocks = (l.across + l.block - 1) / l.block;
   l.tasks = outer * l.blocks;
   l.parallel = outer * l.across * reduced >= 2 * kTaskElements;
@@ -320,8 +318,8 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
-    const size_t per_call = size_t(std::max(block, kInnerBlock));
-    std::vector<double> partial(lse || to_int64 || (!rows && in_double) ? per_call : 0);
+    const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
+    std::vector<double> partial(!rows && in_double ? 2 * per_call : lse || to_int64 ? per_call : 0);
     std::vector<float> staging(staged && !to_int64 ? per_call : 0);
     call.partial = partial.empty() ? nullptr : partial.data();
     for (size_t a = 0; a < ir.args.size(); ++a)

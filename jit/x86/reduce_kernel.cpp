@@ -21,10 +21,7 @@ const Reg64 kOperandRegs[kMaxReduceOperands] = {rbx, rbp, rsi, r8, r9, r10, r11,
 const Opmask kTail = k1, kOff = k3;
 constexpr int kUnroll = 4;
 constexpr int kFirstPooled = 4;  // 0-3 are the accumulators
-// The stack frame of the double sums: kRows' sixteen double lanes of a row
-// (added in order), then kColumns' block length and per input its block's first row.
-constexpr int32_t kSlots = 16 * 8;
-constexpr int32_t kFrameBytes = kSlots + 8 * (1 + kMaxReduceOperands);
+constexpr int32_t kInnerBlockBytes = int32_t(kInnerBlock) * 8;
 
 // The pool of vector registers ends at this one, the temporary; after it:
 // logsumexp's shift (the row's max), then on AVX2 the tail mask (15).
@@ -211,7 +208,7 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
   liveness(ir, needed_, last_use_);
   reg_.assign(ir.exprs.size(), -1);
   busy_.assign(size_t(num_vregs()), false);
-  preamble(in_double() ? kFrameBytes : 0);
+  preamble(in_double() ? 16 * 8 : 0);  // the sixteen double lanes of a row, added in order
   mov(rcx, qword[kCall + AT(tail)]);  // the tail's lanes: length % lanes
   and_(ecx, lanes() - 1);
   emit_tail_mask(kTail, 15);
@@ -445,6 +442,15 @@ void ReduceKernel::generate_rows() {
   jb(row, T_NEAR);
 }
 
+void ReduceKernel::prefetch_ahead(int vectors) {
+  for (int k = 0; k < ir_.inputs; ++k) {
+    if (accesses_[size_t(k)] != 'c' || itemsize(ir_.dtype(size_t(k))) != 4) continue;
+    mov(rax, qword[kCall + red_stride_at(k)]);
+    lea(rax, ptr[kJ + rax * 4]);  // four rows on
+    for (int32_t at = 0; at < vectors * lanes() * 4; at += 64) prefetcht0(ptr[kOperandRegs[k] + rax + at]);
+  }
+}
+
 void ReduceKernel::generate_columns() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
@@ -457,6 +463,7 @@ void ReduceKernel::generate_columns() {
     mov(kR, qword[kCall + AT(reduced)]);
     Label r;
     L(r);
+    prefetch_ahead(vectors);
     for (int u = 0; u < vectors; ++u) {
       const int v = evaluate(u, tail);
       combine(vreg(u), vreg(v), temp);  // lanes past the data are never stored
@@ -559,75 +566,79 @@ void ReduceKernel::generate_rows_double() {
   jb(row, T_NEAR);
 }
 
-// A block of reduced rows at a time, and in it one float vector of the inner
-// dim at a time (the block's rows stay in cache for the next vector): its
-// lanes' doubles in (0, 1), then merged into the per-output totals in
-// `partial`; last, the totals finished and stored as floats (an int64
-// result: left in `partial` for the caller).
+// A block of reduced rows at a time, and in it a row at a time across every
+// inner vector of the call (contiguous runs, as the reference streams whole
+// rows): each output's block sum in double, kept in memory at `partial` +
+// kInnerBlock, then merged into its total at `partial`; last, the totals
+// finished and stored as floats (an int64 result: left in `partial` for the
+// caller).
 void ReduceKernel::generate_columns_double() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
   const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
-  const Address block_rows = qword[rsp + kSlots];
-  auto block_base = [&](int k) { return qword[rsp + kSlots + 8 * (k + 1)]; };
   mov(out, qword[kCall + ptr_at(inputs)]);
   auto identity_into = [&](int first) {
     vmovups(temp, vconst(identity()));
     for (int a = first; a < first + 2; ++a)
       vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
   };
-  auto total = [&](int half) {  // the totals of lanes [half * lanes / 2, ...) of the vector at kJ
-    return ptr[rax + kJ * 2 + half * lanes() * 4];
+  // the doubles of lanes [half * lanes / 2, ...) of vector u from kJ: totals, or (block) the block's sums
+  auto sums = [&](int u, int half, bool block) {
+    return ptr[rax + kJ * 2 + u * lanes() * 8 + half * lanes() * 4 + (block ? kInnerBlockBytes : 0)];
   };
-  // body(tail) for each vector of the inner dim at kJ (bytes of float32), the last one masked
-  auto over_inner = [&](auto body) {
+  // body(vectors, tail) over the vectors of the inner dim from kJ (bytes of float32), the last one masked;
+  // whole vectors of sums even in the tail: `partial` holds 2 * kInnerBlock doubles
+  auto over_inner = [&](int unroll, auto body) {
     mov(kN, qword[kCall + AT(inner)]);
-    float_loop(kJ, kN, 1, [&](int, bool tail) { body(tail); });
+    float_loop(kJ, kN, unroll, body);
   };
-  // whole vectors of totals even in the tail: `partial` holds kInnerBlock doubles
-  over_inner([&](bool) {
-    identity_into(0);
-    mov(rax, qword[kCall + AT(partial)]);
-    for (int a = 0; a < 2; ++a) vmovupd(total(a), vreg(a));
-  });
+  auto reset = [&](bool block) {
+    over_inner(1, [&](int, bool) {
+      identity_into(0);
+      mov(rax, qword[kCall + AT(partial)]);
+      for (int a = 0; a < 2; ++a) vmovupd(sums(0, a, block), vreg(a));
+    });
+  };
+  reset(false);
   for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
   mov(kR, qword[kCall + AT(reduced)]);
-  Label block;
+  Label block, row;
   L(block);
   mov(r15, qword[kCall + AT(block)]);
   cmp(kR, r15);
   cmovb(r15, kR);
   sub(kR, r15);
-  mov(block_rows, r15);
-  for (int k = 0; k < inputs; ++k) mov(block_base(k), kOperandRegs[k]);
-  over_inner([&](bool tail) {
-    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], block_base(k));
-    mov(r15, block_rows);
-    identity_into(0);
-    Label r;
-    L(r);
-    // the next cache line of the row, which the next vector's pass reads
-    // (a 16 KB row stride leaves the hardware prefetcher behind); never faults
-    for (int k = 0; k < inputs; ++k)
-      if (accesses_[size_t(k)] == 'c' && itemsize(ir_.dtype(size_t(k))) == 4) prefetcht0(ptr[kOperandRegs[k] + kJ + 64]);
-    accumulate_double(vreg(0), vreg(1), vreg(evaluate(0, tail)), temp);
-    release();
-    for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
-    dec(r15);
-    jnz(r, T_NEAR);
-    mov(rax, qword[kCall + AT(partial)]);
-    for (int a = 0; a < 2; ++a) {  // the blocks merge in order
-      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(a), vreg(a), total(a));
-      else vaddpd(vreg(a), vreg(a), total(a));
-      vmovupd(total(a), vreg(a));
+  reset(true);
+  L(row);
+  over_inner(kUnroll, [&](int vectors, bool tail) {
+    prefetch_ahead(vectors);
+    for (int u = 0; u < vectors; ++u) {
+      const Xmm v = vreg(evaluate(u, tail));
+      mov(rax, qword[kCall + AT(partial)]);  // after the loads, which may use rax
+      for (int a = 0; a < 2; ++a) vmovupd(vreg(a), sums(u, a, true));
+      accumulate_double(vreg(0), vreg(1), v, temp);
+      release();
+      for (int a = 0; a < 2; ++a) vmovupd(sums(u, a, true), vreg(a));
     }
-  });  // each operand pointer ends at the next block's first row
+  });
+  for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+  dec(r15);
+  jnz(row, T_NEAR);
+  over_inner(1, [&](int, bool) {  // the blocks merge in order
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int a = 0; a < 2; ++a) {
+      vmovupd(vreg(a), sums(0, a, true));
+      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(a), vreg(a), sums(0, a, false));
+      else vaddpd(vreg(a), vreg(a), sums(0, a, false));
+      vmovupd(sums(0, a, false), vreg(a));
+    }
+  });
   test(kR, kR);
   jnz(block, T_NEAR);
   if (double_out_) return;  // the caller converts the sums to int64
-  over_inner([&](bool tail) {
+  over_inner(1, [&](int, bool tail) {
     mov(rax, qword[kCall + AT(partial)]);
-    for (int a = 0; a < 2; ++a) vmovupd(vreg(2 + a), total(a));
+    for (int a = 0; a < 2; ++a) vmovupd(vreg(2 + a), sums(0, a, false));
     if (ir_.reduce == ReduceOp::kMean) {
       if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
       else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);

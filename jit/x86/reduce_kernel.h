@@ -14,8 +14,8 @@
 //     (`partial`) the caller adds in order.
 //   - kColumns (a kept dim lies inside the reduced one): per output, the
 //     reduced elements in order within blocks of `block` rows, the blocks'
-//     sums added in order. A block at a time, and in it one vector of the
-//     inner dim at a time (the block's rows stay in cache for the next).
+//     sums added in order. A block at a time, and in it a row at a time
+//     across the call's outputs (the block's sums in memory), streaming rows.
 // max and min are exact in any order: float, four vectors per step into four
 // accumulators ((a0 op a1) op (a2 op a3)) and a lane butterfly for kRows,
 // four vectors of the inner dim at a time for kColumns; NaN wins. Lanes past
@@ -42,6 +42,8 @@ namespace nnvm::jit::x86 {
 
 inline constexpr int kMaxReduceOperands = 8;  // the inputs, then the output; one GPR each
 inline constexpr int kMaxReduceArgs = 16;
+// kColumns: outputs along the inner dim per call at most, a multiple of every ISA's lanes.
+inline constexpr int64_t kInnerBlock = 1024;
 
 enum class ReduceAxis : uint8_t { kRows, kColumns };
 
@@ -59,8 +61,9 @@ struct alignas(64) ReduceCall {
   double count = 0;                            // the mean's divisor
   double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead;
                                                // logsumexp: per output, its sum of exps (always);
-                                               // kColumns sum/mean/prod: per output, its double total
-                                               // (kInnerBlock of them; an int64 result's, for the caller)
+                                               // kColumns sum/mean/prod: 2 * kInnerBlock doubles, per
+                                               // output its total (an int64 result's, for the caller),
+                                               // then per output its block's sum
 };
 
 // Whether `ir` sums loaded int32 values into int64: the kernel converts them
@@ -96,6 +99,10 @@ class ReduceKernel final : public Generator {
   // logsumexp: m = 0 where infinite, copied into shift().
   void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
   void generate_columns_lse();
+  // kColumns: prefetches the lines of `vectors` vectors from kJ four reduced
+  // rows on, of each contiguous float32 or int32 input: rows far apart each
+  // start a stream the hardware prefetcher has not seen. Never faults.
+  void prefetch_ahead(int vectors);
   // v = exp(v - shift) as the reference kernel's exp.
   void shifted_exp(const Xbyak::Xmm& v, const Xbyak::Operand& shift);
   Xbyak::Xmm shift() const;
