@@ -280,27 +280,22 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     cpu::scatter<double>(from, to, stride, n, out_dtype);
   };
 
-  // A row longer than the reference's block: each block's double result,
-  // then the blocks in order (cpu::reduce), then the finish.
+  // A row longer than the reference's block (then one row a task): its
+  // blocks are units of their own, run in parallel, each block's double
+  // result in `parts`; then per row the blocks merged in order (cpu::reduce)
+  // and finished.
   const bool in_double = ir.reduce == ReduceOp::kSum || ir.reduce == ReduceOp::kMean || ir.reduce == ReduceOp::kProd;
-  auto row_in_blocks = [&](x86::ReduceCall call, int64_t rows_here) {
-    const int64_t row_blocks = (reduced + cpu::kRowBlock - 1) / cpu::kRowBlock;
-    std::vector<double> partial(static_cast<size_t>(row_blocks));
-    const std::vector<const char*> first(call.ptr, call.ptr + operands);
-    for (int64_t r = 0; r < rows_here; ++r) {
-      for (int64_t b = 0; b < row_blocks; ++b) {
-        for (size_t k = 0; k + 1 < operands; ++k)
-          call.ptr[k] = first[k] + (r * call.row_stride[k] + b * cpu::kRowBlock * space.strides[k][axis] * bytes(k));
-        call.rows = 1;
-        call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - b * cpu::kRowBlock);
-        call.partial = &partial[size_t(b)];
-        kernel(&call);
-      }
-      double acc = partial[0];
-      for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * partial[size_t(b)]
-                                                                                  : acc + partial[size_t(b)];
+  const bool long_rows = rows && in_double && reduced > cpu::kRowBlock;
+  const int64_t row_blocks = long_rows ? (reduced + cpu::kRowBlock - 1) / cpu::kRowBlock : 1;
+  std::vector<double> parts(long_rows ? size_t(l.tasks * row_blocks) : 0);
+  std::vector<char*> row_out(long_rows ? size_t(l.tasks) : 0);
+  auto finish_long_rows = [&] {
+    for (int64_t task = 0; task < l.tasks; ++task) {
+      const double* p = &parts[size_t(task * row_blocks)];
+      double acc = p[0];
+      for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * p[b] : acc + p[b];
       if (ir.reduce == ReduceOp::kMean) acc /= double(reduced);
-      char* out = const_cast<char*>(first[operands - 1]) + r * call.row_stride[operands - 1];
+      char* out = row_out[size_t(task)];
       if (to_int64) store_doubles(&acc, out, 0, 1);
       else if (staged) store_floats(std::array<float, 1>{float(acc)}.data(), out, 0, 1);
       else *reinterpret_cast<float*>(out) = float(acc);
@@ -333,7 +328,8 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     }
     // the output's stride between the call's outputs (rows: row_stride; columns: unit)
     const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
-    for (int64_t task = begin; task < end; ++task) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t task = unit / row_blocks;
       const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
       for (size_t k = 0; k < operands; ++k) {
         int64_t offset = 0;
@@ -344,8 +340,14 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         if (has_rows || !rows) offset += first * space.strides[k][rows ? split : rank - 1];
         call.ptr[k] = base[k] + offset * bytes(k);
       }
-      if (rows && in_double && reduced > cpu::kRowBlock) {
-        row_in_blocks(call, count);
+      if (long_rows) {  // block rb of the task's one row
+        const int64_t rb = unit % row_blocks;
+        if (rb == 0) row_out[size_t(task)] = const_cast<char*>(call.ptr[operands - 1]);
+        for (size_t k = 0; k + 1 < operands; ++k) call.ptr[k] += rb * cpu::kRowBlock * space.strides[k][axis] * bytes(k);
+        call.rows = 1;
+        call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - rb * cpu::kRowBlock);
+        call.partial = &parts[size_t(unit)];
+        kernel(&call);
         continue;
       }
       if (rows) {
@@ -367,8 +369,9 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       call.row_stride[operands - 1] = has_rows ? space.strides[operands - 1][split] * bytes(operands - 1) : 0;
     }
   };
-  if (l.parallel) parallel_for(0, l.tasks, 1, run_tasks);
-  else run_tasks(0, l.tasks);
+  if (l.parallel) parallel_for(0, l.tasks * row_blocks, 1, run_tasks);
+  else run_tasks(0, l.tasks * row_blocks);
+  if (long_rows) finish_long_rows();
   runs.fetch_add(1);
   if (fell_back_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -10,9 +10,10 @@
 // KernelCache under "x86-<isa>-reduce-<rows|cols>-<accesses>:<group key>": a
 // new batch size reuses it; a run with the last run's operand layouts reuses
 // that run's space and kernel without recomputing them (launch_key.h). Rows
-// (kept dims) split over the thread pool in blocks; one output is always
-// reduced by one call in a fixed order, so results do not depend on the
-// thread count.
+// (kept dims) split over the thread pool in blocks, and a row longer than the
+// reference's block (a sum of a whole large tensor) in its blocks; each
+// output's order of operations is fixed by the sizes, so results do not
+// depend on the thread count.
 //
 // What runs the portable program or the reference kernel instead, each a
 // recorded reason: another dtype (float64 stays portable), an int32 sum over
