@@ -463,7 +463,6 @@ void ReduceKernel::generate_columns() {
     mov(kR, qword[kCall + AT(reduced)]);
     Label r;
     L(r);
-    prefetch_ahead(vectors);
     for (int u = 0; u < vectors; ++u) {
       const int v = evaluate(u, tail);
       combine(vreg(u), vreg(v), temp);  // lanes past the data are never stored

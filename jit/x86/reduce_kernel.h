@@ -99,7 +99,7 @@ class ReduceKernel final : public Generator {
   // logsumexp: m = 0 where infinite, copied into shift().
   void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
   void generate_columns_lse();
-  // kColumns: prefetches the lines of `vectors` vectors from kJ four reduced
+  // kColumns sums: prefetches the lines of `vectors` vectors from kJ four reduced
   // rows on, of each contiguous float32 or int32 input: rows far apart each
   // start a stream the hardware prefetcher has not seen. Never faults.
   void prefetch_ahead(int vectors);
