@@ -306,19 +306,31 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
 
 namespace {
 
-// Every value of the group is float32; else why not.
-std::string float32_only(const trace::Trace& t, const trace::GroupValues& values) {
-  for (trace::ValueId id : values.ids) {
-    const trace::Value& v = t.value(id);
-    if (v.dtype != kFloat32)
-      return absl::StrCat("%", id, " is ", std::string(dtype_name(v.dtype)), ": the JIT computes float32 only");
-  }
-  return {};
-}
-
 bool float_compute(DType d) { return d == kFloat32 || d == kFloat16 || d == kBFloat16; }
 // Every value exact in float32, and no comparison of them rounds.
 bool small_integer(DType d) { return d == kBool || d == kUInt8 || d == kInt8; }
+// A dtype the kernels load (converted to float32) and store.
+bool loadable(DType d) { return float_compute(d) || small_integer(d) || d == kInt32; }
+
+// Whether a reduction of a `value` dtype into an `out` dtype computes as the
+// reference does (kernels/cpu/reduce.cpp: the value converted to the output's
+// compute dtype, float32 or int64, sums accumulated in double or int64); else
+// why not. Integer sums: every partial sum of bool, uint8 or int8 values is
+// exact in double, and of int32 ones below 2^22 elements (ReduceJit checks the
+// extent); extrema of bool, uint8 and int8 are exact in float32.
+std::string reduction_dtypes(ReduceOp op, DType value, DType out) {
+  auto dt = [](DType d) { return std::string(dtype_name(d)); };
+  const std::string what = absl::StrCat(reduce_op_name(op), " of ", dt(value), " into ", dt(out));
+  if (op == ReduceOp::kLogSumExp)
+    return value == kFloat32 && out == kFloat32 ? "" : absl::StrCat(what, ": the JIT's logsumexp is float32 only");
+  if (float_compute(out)) return {};
+  if (out == kInt64)
+    return op == ReduceOp::kSum && (small_integer(value) || value == kInt32)
+               ? ""
+               : absl::StrCat(what, ": int64 results of integer sums only (the reference wraps in int64)");
+  if (small_integer(out) && (op == ReduceOp::kMax || op == ReduceOp::kMin)) return {};
+  return absl::StrCat(what, ": not exact in float32");
+}
 
 // Whether float32 gives node n's reference result exactly (the reference
 // computes in the promoted dtype, int64 for integers); else why not.
@@ -444,24 +456,39 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
   }
   if (l.ir.reduce == ReduceOp::kArgMax || l.ir.reduce == ReduceOp::kArgMin) {  // one load, an int64 store
     const DType in = t.value(last.inputs[0]).dtype;
-    if (!single || in != kFloat32) {
+    if (!single || !float_compute(in)) {
       l.declined = absl::StrCat(last.op->name, " of a ", std::string(dtype_name(in)), " value in a ",
-                                trace::group_kind_name(g.kind), " group: the JIT takes float32 alone");
+                                trace::group_kind_name(g.kind), " group: the JIT takes a float alone");
       return l;
     }
-    l.ir.dtypes = {kFloat32, kInt64};
+    l.ir.dtypes = {in, kInt64};
     l.ir.inputs = 1;
     l.ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}};
     l.ir.stores = {0};
     return l;
   }
-  l.declined = float32_only(t, values);
+  const trace::ValueId out = values.ids[size_t(values.inputs)];
+  for (trace::ValueId id : values.ids) {
+    const DType d = t.value(id).dtype;
+    if (!loadable(d) && !(id == out && d == kInt64)) {
+      l.declined = absl::StrCat("%", id, " is ", std::string(dtype_name(d)),
+                                ": the JIT computes in float32 (operands float32, float16, bfloat16, bool, uint8, "
+                                "int8 or int32; an int64 sum)");
+      return l;
+    }
+  }
+  const DType value = t.value(last.inputs[0]).dtype;
+  l.declined = reduction_dtypes(l.ir.reduce, value, t.value(out).dtype);
   if (!l.ok()) return l;
+  for (int32_t k = 0; k <= values.inputs; ++k) l.ir.dtypes.push_back(t.value(values.ids[size_t(k)]).dtype);
   absl::flat_hash_map<trace::ValueId, int32_t> expr_of;
   Builder b(t, l.ir);
   l.declined = lower_nodes(t, g, g.nodes.size() - 1, values, b, l.ir, expr_of);
   if (!l.ok()) return l;
   l.ir.stores.push_back(expr_of.at(last.inputs[0]));
+  const Expr& stored = l.ir.exprs[size_t(l.ir.stores[0])];
+  if (value == kInt32 && stored.prim != Prim::kLoad)  // a loaded int32 is summed exactly, as an integer
+    l.declined = "an int32 value computed in the prologue: float32 rounds it past 2^24";
   return l;
 }
 

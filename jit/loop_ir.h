@@ -153,7 +153,11 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
 
 // Lowers a reduction group: kReduction (a pointwise prologue, then sum,
 // mean, amax, amin, max, min, prod or logsumexp over dims), or kSingle with one such
-// reduction, or argmax/argmin alone; every value float32 but an arg reduction's int64 output.
+// reduction, or argmax/argmin of a float alone. Operands as lower_pointwise's
+// (the prologue under its exactness rule); the result float32, float16,
+// bfloat16, an int64 sum of integers or bool, or a bool/uint8/int8 extremum:
+// each where the reference's result is exact from the kernel's float32
+// values and double sums.
 Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
 
 // How the inner loop reads or writes one operand.

@@ -1,11 +1,13 @@
 #include "nnvm/jit/reduce_jit.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/loops.h"
 #include "nnvm/kernels/cpu/reduce.h"
 
 namespace nnvm::jit {
@@ -17,8 +19,6 @@ std::atomic<int64_t> runs{0};
 
 // Elements one call covers at most: rows (or inner columns) of a few cache-resident vectors.
 constexpr int64_t kTaskElements = 32768;
-// Inner outputs per call of a column reduction: a multiple of every ISA's lanes.
-constexpr int64_t kInnerBlock = 256;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
@@ -26,6 +26,8 @@ bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kAr
 
 // Extents an arg kernel's int32 lane indices cover.
 constexpr int64_t kMaxArgExtent = int64_t(1) << 30;
+// Extents whose int32 sums every double partial sum holds exactly (|x| <= 2^31).
+constexpr int64_t kMaxInt32SumExtent = int64_t(1) << 22;
 
 }  // namespace
 
@@ -39,7 +41,7 @@ CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x8
                                   : x86::ReduceKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
   if (is_arg(ir.reduce)) {
-    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa);
+    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa, ir.dtype(0));
   } else {
     try {
       kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
@@ -209,6 +211,10 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
     fall_back(absl::StrCat(reduced, " elements per output: the arg kernel's indices cover ", kMaxArgExtent));
     return nullptr;
   }
+  if (x86::sums_int32(ir) && reduced > kMaxInt32SumExtent) {
+    fall_back(absl::StrCat(reduced, " int32 elements per output: double sums are exact up to ", kMaxInt32SumExtent));
+    return nullptr;
+  }
   Launch& l = *launch;
   l.rank = rank;
   l.axis = axis;
@@ -220,7 +226,7 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   int64_t outer = 1;
   for (size_t d = 0; d < l.outer_dims; ++d) outer *= space.sizes[d];
   l.across = rows ? (l.has_rows ? space.sizes[l.split] : 1) : space.sizes[rank - 1];
-  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : kInnerBlock;
+  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : x86::kInnerBlock;
   l.blocks = (l.across + l.block - 1) / l.block;
   l.tasks = outer * l.blocks;
   l.parallel = outer * l.across * reduced >= 2 * kTaskElements;
@@ -260,31 +266,39 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const bool rows = l.rows, has_rows = l.has_rows;
   const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks;
 
-  // bytes per element of each operand: an arg reduction's output is int64
-  auto bytes = [&](size_t k) -> int64_t { return is_arg(ir.reduce) && k + 1 == operands ? 8 : 4; };
+  auto bytes = [&](size_t k) { return int64_t(itemsize(ir.dtype(k))); };
+  // An output that is not float32 (an arg reduction's int64 indices aside):
+  // the kernel writes floats to a staging buffer (an int64 sum: doubles to
+  // `partial`), converted to the output's dtype as the reference's store does.
+  const DType out_dtype = ir.dtype(operands - 1);
+  const bool staged = out_dtype != kFloat32 && !is_arg(ir.reduce);
+  const bool to_int64 = staged && out_dtype == kInt64;
+  auto store_floats = [&](const float* from, char* to, int64_t stride, int64_t n) {
+    cpu::scatter<float>(from, to, stride, n, out_dtype);
+  };
+  auto store_doubles = [&](const double* from, char* to, int64_t stride, int64_t n) {
+    cpu::scatter<double>(from, to, stride, n, out_dtype);
+  };
 
-  // A row longer than the reference's block: each block's double result,
-  // then the blocks in order (cpu::reduce), then the finish.
+  // A row longer than the reference's block (then one row a task): its
+  // blocks are units of their own, run in parallel, each block's double
+  // result in `parts`; then per row the blocks merged in order (cpu::reduce)
+  // and finished.
   const bool in_double = ir.reduce == ReduceOp::kSum || ir.reduce == ReduceOp::kMean || ir.reduce == ReduceOp::kProd;
-  auto row_in_blocks = [&](x86::ReduceCall call, int64_t rows_here) {
-    const int64_t row_blocks = (reduced + cpu::kRowBlock - 1) / cpu::kRowBlock;
-    std::vector<double> partial(static_cast<size_t>(row_blocks));
-    const std::vector<const char*> first(call.ptr, call.ptr + operands);
-    for (int64_t r = 0; r < rows_here; ++r) {
-      for (int64_t b = 0; b < row_blocks; ++b) {
-        for (size_t k = 0; k + 1 < operands; ++k)
-          call.ptr[k] = first[k] + (r * call.row_stride[k] + b * cpu::kRowBlock * space.strides[k][axis] * 4);
-        call.rows = 1;
-        call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - b * cpu::kRowBlock);
-        call.partial = &partial[size_t(b)];
-        kernel(&call);
-      }
-      double acc = partial[0];
-      for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * partial[size_t(b)]
-                                                                                  : acc + partial[size_t(b)];
+  const bool long_rows = rows && in_double && reduced > cpu::kRowBlock;
+  const int64_t row_blocks = long_rows ? (reduced + cpu::kRowBlock - 1) / cpu::kRowBlock : 1;
+  std::vector<double> parts(long_rows ? size_t(l.tasks * row_blocks) : 0);
+  std::vector<char*> row_out(long_rows ? size_t(l.tasks) : 0);
+  auto finish_long_rows = [&] {
+    for (int64_t task = 0; task < l.tasks; ++task) {
+      const double* p = &parts[size_t(task * row_blocks)];
+      double acc = p[0];
+      for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * p[b] : acc + p[b];
       if (ir.reduce == ReduceOp::kMean) acc /= double(reduced);
-      *reinterpret_cast<float*>(const_cast<char*>(first[operands - 1]) + r * call.row_stride[operands - 1]) =
-          float(acc);
+      char* out = row_out[size_t(task)];
+      if (to_int64) store_doubles(&acc, out, 0, 1);
+      else if (staged) store_floats(std::array<float, 1>{float(acc)}.data(), out, 0, 1);
+      else *reinterpret_cast<float*>(out) = float(acc);
     }
   };
   // logsumexp: the kernel stores each output's shift and leaves its double
@@ -299,8 +313,10 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
-    std::vector<double> partial(lse ? size_t(std::max(block, kInnerBlock)) : 0);
-    call.partial = lse ? partial.data() : nullptr;
+    const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
+    std::vector<double> partial(!rows && in_double ? 2 * per_call : lse || to_int64 ? per_call : 0);
+    std::vector<float> staging(staged && !to_int64 ? per_call : 0);
+    call.partial = partial.empty() ? nullptr : partial.data();
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
@@ -310,7 +326,10 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       call.row_stride[k] = has_rows ? space.strides[k][split] * bytes(k) : 0;
       call.red_stride[k] = space.strides[k][axis] * bytes(k);
     }
-    for (int64_t task = begin; task < end; ++task) {
+    // the output's stride between the call's outputs (rows: row_stride; columns: unit)
+    const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t task = unit / row_blocks;
       const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
       for (size_t k = 0; k < operands; ++k) {
         int64_t offset = 0;
@@ -321,8 +340,14 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         if (has_rows || !rows) offset += first * space.strides[k][rows ? split : rank - 1];
         call.ptr[k] = base[k] + offset * bytes(k);
       }
-      if (rows && in_double && reduced > cpu::kRowBlock) {
-        row_in_blocks(call, count);
+      if (long_rows) {  // block rb of the task's one row
+        const int64_t rb = unit % row_blocks;
+        if (rb == 0) row_out[size_t(task)] = const_cast<char*>(call.ptr[operands - 1]);
+        for (size_t k = 0; k + 1 < operands; ++k) call.ptr[k] += rb * cpu::kRowBlock * space.strides[k][axis] * bytes(k);
+        call.rows = 1;
+        call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - rb * cpu::kRowBlock);
+        call.partial = &parts[size_t(unit)];
+        kernel(&call);
         continue;
       }
       if (rows) {
@@ -332,12 +357,21 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         call.inner = count;
         call.tail = count;
       }
+      char* out = const_cast<char*>(call.ptr[operands - 1]);
+      if (!staging.empty()) {  // contiguous floats in place of the output
+        call.ptr[operands - 1] = reinterpret_cast<const char*>(staging.data());
+        call.row_stride[operands - 1] = 4;
+      }
       kernel(&call);
-      if (lse) finish_lse(call, count, rows ? call.row_stride[operands - 1] : 4);
+      if (lse) finish_lse(call, count, out_stride);
+      else if (to_int64) store_doubles(partial.data(), out, out_stride, count);
+      else if (staged) store_floats(staging.data(), out, out_stride, count);
+      call.row_stride[operands - 1] = has_rows ? space.strides[operands - 1][split] * bytes(operands - 1) : 0;
     }
   };
-  if (l.parallel) parallel_for(0, l.tasks, 1, run_tasks);
-  else run_tasks(0, l.tasks);
+  if (l.parallel) parallel_for(0, l.tasks * row_blocks, 1, run_tasks);
+  else run_tasks(0, l.tasks * row_blocks);
+  if (long_rows) finish_long_rows();
   runs.fetch_add(1);
   if (fell_back_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,18 +1,23 @@
 // The JIT path of a reduction group (DESIGN §3.8): a pointwise prologue closed
 // by sum, mean, amax/max, amin/min, prod or logsumexp, or one such reduction
-// alone, all in float32; or argmax/argmin alone (int64 indices out). The
+// alone, computed in float32 and double (lower_reduction says which dtypes);
+// or argmax/argmin alone (int64 indices out). A result that is not float32
+// is written by the kernel to a staging buffer (floats; an int64 sum's
+// doubles) and stored in its dtype as the reference stores it. The
 // group is lowered to LoopIR once (lower_reduction); each run computes its
 // ReduceSpace (the loop with merged dims, the reduced block and the dims
 // around it) and takes the kernel for (ISA, axis, accesses) from the
 // KernelCache under "x86-<isa>-reduce-<rows|cols>-<accesses>:<group key>": a
 // new batch size reuses it; a run with the last run's operand layouts reuses
 // that run's space and kernel without recomputing them (launch_key.h). Rows
-// (kept dims) split over the thread pool in blocks; one output is always
-// reduced by one call in a fixed order, so results do not depend on the
-// thread count.
+// (kept dims) split over the thread pool in blocks, and a row longer than the
+// reference's block (a sum of a whole large tensor) in its blocks; each
+// output's order of operations is fixed by the sizes, so results do not
+// depend on the thread count.
 //
 // What runs the portable program or the reference kernel instead, each a
-// recorded reason: another dtype (float64 stays portable), reduced dims that
+// recorded reason: another dtype (float64 stays portable), an int32 sum over
+// more than 2^22 elements per output, reduced dims that
 // are not one block in memory after merging, an input strided along the
 // vector axis, an output that is not unit-stride, an empty reduction, an arg
 // reduction over more than 2^30 elements or of a broadcast input, a prologue

@@ -25,7 +25,7 @@ constexpr uint32_t kNone = 0x7fffffffu;  // an index no element has
 
 }  // namespace
 
-ArgReduceKernel::ArgReduceKernel(bool max, ReduceAxis axis, Isa isa) : Generator(isa), max_(max) {
+ArgReduceKernel::ArgReduceKernel(bool max, ReduceAxis axis, Isa isa, DType in) : Generator(isa), max_(max), in_(in) {
   preamble(0);
   mov(rcx, qword[kCall + AT(tail)]);
   and_(ecx, lanes() - 1);
@@ -111,7 +111,7 @@ void ArgReduceKernel::generate_rows() {
   L(vec);
   cmp(kN, lanes());
   jb(tail, T_NEAR);
-  vmovups(x, ptr[kX + kJ]);
+  load_as_float(*this, x, in_, kX, kJ, 0, false, kN);
   update(0, x, at);
   vpaddd(at, at, vconst_bits(uint32_t(lanes())));
   add(kJ, lanes() * 4);
@@ -120,13 +120,10 @@ void ArgReduceKernel::generate_rows() {
   L(tail);
   test(kN, kN);
   jz(done, T_NEAR);
-  vmovups(x, vconst(identity));
-  if (avx512()) {
-    vmovups(x | kTail, ptr[kX + kJ]);
-  } else {
-    vmaskmovps(Ymm(kT0), Ymm(kMaskReg), ptr[kX + kJ]);
-    vblendvps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kT0), Ymm(kMaskReg));
-  }
+  vmovups(x, vconst(identity));  // the lanes past the row
+  load_as_float(*this, vreg(kT0), in_, kX, kJ, 0, true, kN);
+  if (avx512()) vmovaps(x | kTail, vreg(kT0));
+  else vblendvps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kT0), Ymm(kMaskReg));
   update(0, x, at);
   L(done);
   horizontal_index();
@@ -187,10 +184,7 @@ void ArgReduceKernel::generate_columns() {
     Label r;
     L(r);
     for (int u = 0; u < vectors; ++u) {
-      const Address src = ptr[kP + kJ + u * lanes() * 4];
-      if (!tail) vmovups(x, src);
-      else if (avx512()) vmovups(x | kTail | T_z, src);
-      else vmaskmovps(Ymm(x.getIdx()), Ymm(kMaskReg), src);
+      load_as_float(*this, x, in_, kP, kJ, u, tail, kN);
       update(u, x, at);
     }
     vpaddd(at, at, vconst_bits(1));

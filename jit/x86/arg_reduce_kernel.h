@@ -1,5 +1,5 @@
-// The arg-reduction kernel (DESIGN §3.8): argmax or argmin of a float32
-// input along the reduction axis of a ReduceSpace, int64 indices out, for one
+// The arg-reduction kernel (DESIGN §3.8): argmax or argmin of a float32,
+// float16 or bfloat16 input along the reduction axis of a ReduceSpace, int64 indices out, for one
 // ISA and one axis; the argument block is ReduceCall (reduce_kernel.h; the
 // output's strides are in int64 bytes).
 //
@@ -25,7 +25,8 @@ namespace nnvm::jit::x86 {
 
 class ArgReduceKernel final : public Generator {
  public:
-  ArgReduceKernel(bool max, ReduceAxis axis, Isa isa);
+  // `in`: float32, float16 or bfloat16 (widened exactly on load)
+  ArgReduceKernel(bool max, ReduceAxis axis, Isa isa, DType in = kFloat32);
 
   void operator()(ReduceCall* call) const { reinterpret_cast<void (*)(ReduceCall*)>(entry())(call); }
 
@@ -40,6 +41,7 @@ class ArgReduceKernel final : public Generator {
   void store_indices(int u, bool tail);
 
   bool max_;
+  DType in_;
 };
 
 }  // namespace nnvm::jit::x86

@@ -338,15 +338,7 @@ void PointwiseKernel::emit_int_compare(int32_t i) {
 void PointwiseKernel::emit_cast(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
   const Xmm x = reg_of(e.a);
-  const Xmm d = dest_for(i, e.a);
-  vcvttps2dq(d, x);
-  if (DType(e.arg) == kUInt8) {
-    vand(d, d, vconst_bits(0xff));
-  } else if (DType(e.arg) == kInt8) {
-    vpslld(d, d, 24);
-    vpsrad(d, d, 24);
-  }
-  vcvtdq2ps(d, d);
+  x86::emit_cast(*this, dest_for(i, e.a), x, DType(e.arg));
 }
 
 void PointwiseKernel::emit_expr(int32_t i, bool tail) {

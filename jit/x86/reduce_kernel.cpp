@@ -21,6 +21,7 @@ const Reg64 kOperandRegs[kMaxReduceOperands] = {rbx, rbp, rsi, r8, r9, r10, r11,
 const Opmask kTail = k1, kOff = k3;
 constexpr int kUnroll = 4;
 constexpr int kFirstPooled = 4;  // 0-3 are the accumulators
+constexpr int32_t kInnerBlockBytes = int32_t(kInnerBlock) * 8;
 
 // The pool of vector registers ends at this one, the temporary; after it:
 // logsumexp's shift (the row's max), then on AVX2 the tail mask (15).
@@ -32,8 +33,40 @@ int32_t red_stride_at(int k) { return int32_t(offsetof(ReduceCall, red_stride) +
 #define AT(field) int32_t(offsetof(ReduceCall, field))
 
 int scratch_of(Prim p) {
-  if (p == Prim::kMax || p == Prim::kMin) return 1;  // the AVX2 mask of the NaN check
-  return injector_scratch(p);
+  switch (p) {
+    case Prim::kMax: case Prim::kMin: return 1;  // the AVX2 mask of the NaN check
+    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe:
+    case Prim::kSelect: return 1;  // the AVX2 mask of the comparison
+    default: return injector_scratch(p);
+  }
+}
+
+// Whether emit_expr has code for p: a primitive added to LoopIR for the
+// pointwise kernel declines here until this kernel learns it.
+bool has_code(Prim p) {
+  switch (p) {
+    case Prim::kLoad: case Prim::kArg: case Prim::kConst: case Prim::kAdd: case Prim::kSub: case Prim::kMul:
+    case Prim::kDiv: case Prim::kMax: case Prim::kMin: case Prim::kClampMin: case Prim::kClampMax: case Prim::kFma:
+    case Prim::kNeg: case Prim::kAbs: case Prim::kRelu: case Prim::kSqrt: case Prim::kRecip: case Prim::kEq:
+    case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: case Prim::kSelect:
+    case Prim::kCast: case Prim::kExp: case Prim::kLog: case Prim::kTanh: case Prim::kSigmoid: case Prim::kErf:
+    case Prim::kExpm1: case Prim::kLog1p: case Prim::kSoftplus: case Prim::kPow: case Prim::kExp2: case Prim::kElu:
+    case Prim::kLeakyRelu: case Prim::kSign: case Prim::kRound: case Prim::kFloor: case Prim::kCeil:
+    case Prim::kTrunc: return true;
+    default: return false;
+  }
+}
+
+// The _CMP_ predicate of a comparison primitive, as the pointwise kernel's.
+int predicate_of(Prim p) {
+  switch (p) {
+    case Prim::kEq: return _CMP_EQ_OQ;
+    case Prim::kNe: return _CMP_NEQ_UQ;
+    case Prim::kLt: return _CMP_LT_OQ;
+    case Prim::kLe: return _CMP_LE_OQ;
+    case Prim::kGt: return _CMP_GT_OQ;
+    default: return _CMP_GE_OQ;
+  }
 }
 
 // Marks the expressions the store reads and, per expression, its last reader.
@@ -73,6 +106,81 @@ int pressure(const LoopIR& ir) {
 
 }  // namespace
 
+bool sums_int32(const LoopIR& ir) {
+  if (ir.dtype(size_t(ir.inputs)) != kInt64 || ir.stores.empty()) return false;
+  const Expr& e = ir.exprs[size_t(ir.stores[0])];
+  return e.prim == Prim::kLoad && ir.dtype(size_t(e.arg)) == kInt32;
+}
+
+void load_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, const Reg64& j, int u, bool tail,
+                   const Reg64& count, bool raw) {
+  const int bytes = int(itemsize(t)), lanes = g.lanes();
+  if (bytes == 4) {
+    const Address src = g.ptr[p + j + u * lanes * 4];
+    if (!tail) g.vmovups(dst, src);
+    else if (g.avx512()) g.vmovups(dst | k1 | T_z, src);
+    else g.vmaskmovps(dst, Ymm(15), src);
+    if (t == kInt32 && !raw) g.vcvtdq2ps(dst, dst);
+    return;
+  }
+  g.mov(rax, j);  // the narrow elements' byte offset: j / 4 * bytes
+  g.shr(rax, bytes == 2 ? 1 : 2);
+  const int32_t at = u * lanes * bytes;
+  const AddressFrame& frame = lanes * bytes == 32 ? g.yword : lanes * bytes == 16 ? g.xword : g.qword;
+  const Address mem = frame[p + rax + at];
+  const Xbyak::Xmm low(dst.getIdx());
+  // EVEX masking suppresses faults on the lanes it leaves out; AVX2 has no
+  // 8- or 16-bit masked load: the tail's elements one by one into low
+  const bool masked = tail && g.avx512();
+  if (tail && !g.avx512()) {
+    g.vpxor(low, low, low);
+    Label done;
+    for (int i = 0; i < lanes; ++i) {
+      g.cmp(count, u * lanes + i);
+      g.jbe(done, CodeGenerator::T_NEAR);
+      if (bytes == 2) g.vpinsrw(low, low, g.word[p + rax + at + i * 2], i);
+      else g.vpinsrb(low, low, g.byte[p + rax + at + i], i);
+    }
+    g.L(done);
+  }
+  const Operand& src = tail && !g.avx512() ? static_cast<const Operand&>(low) : static_cast<const Operand&>(mem);
+  const Xmm to = masked ? dst | k1 | T_z : dst;
+  switch (t) {
+    case kFloat16: g.vcvtph2ps(to, src); return;
+    case kBFloat16:
+      g.vpmovzxwd(to, src);
+      g.vpslld(dst, dst, 16);
+      return;
+    case kInt8: g.vpmovsxbd(to, src); break;
+    default: g.vpmovzxbd(to, src);  // bool, uint8
+  }
+  g.vcvtdq2ps(dst, dst);
+}
+
+void broadcast_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, bool raw) {
+  const Xbyak::Xmm low(dst.getIdx());
+  switch (t) {
+    case kFloat32: g.vbroadcastss(dst, g.dword[p]); return;
+    case kInt32:
+      g.vbroadcastss(dst, g.dword[p]);
+      if (!raw) g.vcvtdq2ps(dst, dst);
+      return;
+    case kFloat16: case kBFloat16:
+      g.movzx(eax, g.word[p]);
+      if (t == kBFloat16) g.shl(eax, 16);
+      g.vmovd(low, eax);
+      if (t == kFloat16) g.vcvtph2ps(low, low);
+      g.vbroadcastss(dst, low);
+      return;
+    default:
+      if (t == kInt8) g.movsx(eax, g.byte[p]);
+      else g.movzx(eax, g.byte[p]);
+      g.vmovd(low, eax);
+      g.vpbroadcastd(dst, low);
+      g.vcvtdq2ps(dst, dst);
+  }
+}
+
 std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
   if (isa == Isa::kPortable) return "the ISA is portable";
   if (ir.reduce == ReduceOp::kNone || ir.stores.size() != 1) return "not a reduction IR";
@@ -81,6 +189,8 @@ std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, 
   if (ir.args.size() > size_t(kMaxReduceArgs)) return absl::StrCat(ir.args.size(), " Scalar arguments");
   NNVM_CHECK(accesses.size() == size_t(ir.inputs), "ReduceKernel", "an access per input: got ", accesses.size(),
              " for ", ir.inputs);
+  for (const Expr& e : ir.exprs)
+    if (!has_code(e.prim)) return absl::StrCat(prim_name(e.prim), " has no code in the reduction kernel");
   const int have = pool_end(isa == Isa::kAvx512, ir.reduce) - kFirstPooled;
   const int need = std::max(pressure(ir), ir.reduce == ReduceOp::kLogSumExp ? 1 + kExpReferenceScratch : 0);
   if (need > have) return absl::StrCat("the prologue needs ", need, " vector registers; ", have, " are free");
@@ -88,7 +198,11 @@ std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, 
 }
 
 ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa)
-    : Generator(isa), ir_(ir), accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
+    : Generator(isa),
+      ir_(ir),
+      raw_int32_(sums_int32(ir)),
+      double_out_(ir.dtype(size_t(ir.inputs)) == kInt64),
+      accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "ReduceKernel", why);
   liveness(ir, needed_, last_use_);
@@ -151,11 +265,10 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
   auto in = [&](int32_t o) { return vreg(reg_[size_t(o)]); };
   switch (e.prim) {
     case Prim::kLoad: {
-      const Reg64& p = kOperandRegs[e.arg];
-      if (accesses_[size_t(e.arg)] == 'b') vbroadcastss(d, dword[p]);
-      else if (!tail) vmovups(d, ptr[p + kJ + u * lanes() * 4]);
-      else if (avx512()) vmovups(d | kTail | T_z, ptr[p + kJ + u * lanes() * 4]);
-      else vmaskmovps(d, Ymm(15), ptr[p + kJ + u * lanes() * 4]);
+      const DType t = ir_.dtype(size_t(e.arg));
+      const bool raw = raw_int32_ && i == ir_.stores[0];
+      if (accesses_[size_t(e.arg)] == 'b') broadcast_as_float(*this, d, t, kOperandRegs[e.arg], raw);
+      else load_as_float(*this, d, t, kOperandRegs[e.arg], kJ, u, tail, kN, raw);
       return;
     }
     case Prim::kArg: vmovups(d, ptr[kCall + int32_t(offsetof(ReduceCall, args)) + e.arg * 64]); return;
@@ -174,6 +287,25 @@ void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
       free_reg(t);
       return;
     }
+    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: {
+      const int t = alloc();  // 1.0 where true, else 0.0
+      const VMask m = mask(vreg(t));
+      compare(m, in(e.a), in(e.b), predicate_of(e.prim));
+      if (avx512()) vmovups(d | m.k | T_z, vconst(1.0f));
+      else vand(d, vreg(t), vconst(1.0f));
+      free_reg(t);
+      return;
+    }
+    case Prim::kSelect: {  // a != 0 ? b : c (NaN counts as nonzero)
+      const int t = alloc();
+      const VMask m = mask(vreg(t));
+      compare(m, in(e.a), vconst(0.0f), _CMP_NEQ_UQ);
+      vmovaps(d, in(e.c));
+      blend(m, d, in(e.b));
+      free_reg(t);
+      return;
+    }
+    case Prim::kCast: emit_cast(*this, d, in(e.a), DType(e.arg)); return;
     case Prim::kClampMin: vmaxps(d, in(e.b), in(e.a)); return;  // bound first: a NaN x stays
     case Prim::kClampMax: vminps(d, in(e.b), in(e.a)); return;
     case Prim::kFma:
@@ -236,16 +368,18 @@ void ReduceKernel::accumulate_double(const Xmm& lo, const Xmm& hi, const Xmm& v,
     if (ir_.reduce == ReduceOp::kProd) vmulpd(acc, acc, temp);
     else vaddpd(acc, acc, temp);
   };
+  // to double: v's float lanes, or its int32 lanes when summed exactly
+  auto widen = [&](const Xmm& d, const Operand& s) { raw_int32_ ? vcvtdq2pd(d, s) : vcvtps2pd(d, s); };
   if (avx512()) {
-    vcvtps2pd(Zmm(temp.getIdx()), Ymm(v.getIdx()));
+    widen(Zmm(temp.getIdx()), Ymm(v.getIdx()));
     op(lo);
     vextractf64x4(Ymm(temp.getIdx()), Zmm(v.getIdx()), 1);
-    vcvtps2pd(Zmm(temp.getIdx()), Ymm(temp.getIdx()));
+    widen(Zmm(temp.getIdx()), Ymm(temp.getIdx()));
   } else {
-    vcvtps2pd(Ymm(temp.getIdx()), Xbyak::Xmm(v.getIdx()));
+    widen(Ymm(temp.getIdx()), Xbyak::Xmm(v.getIdx()));
     op(lo);
     vextractf128(Xbyak::Xmm(temp.getIdx()), Ymm(v.getIdx()), 1);
-    vcvtps2pd(Ymm(temp.getIdx()), Xbyak::Xmm(temp.getIdx()));
+    widen(Ymm(temp.getIdx()), Xbyak::Xmm(temp.getIdx()));
   }
   op(hi);
 }
@@ -306,6 +440,15 @@ void ReduceKernel::generate_rows() {
   inc(kRow);
   cmp(kRow, qword[kCall + AT(rows)]);
   jb(row, T_NEAR);
+}
+
+void ReduceKernel::prefetch_ahead(int vectors) {
+  for (int k = 0; k < ir_.inputs; ++k) {
+    if (accesses_[size_t(k)] != 'c' || itemsize(ir_.dtype(size_t(k))) != 4) continue;
+    mov(rax, qword[kCall + red_stride_at(k)]);
+    lea(rax, ptr[kJ + rax * 4]);  // four rows on
+    for (int32_t at = 0; at < vectors * lanes() * 4; at += 64) prefetcht0(ptr[kOperandRegs[k] + rax + at]);
+  }
 }
 
 void ReduceKernel::generate_columns() {
@@ -422,8 +565,12 @@ void ReduceKernel::generate_rows_double() {
   jb(row, T_NEAR);
 }
 
-// One float vector of the inner dim at a time: its lanes' doubles in
-// (0, 1), a block of reduced rows at a time, the blocks' sums in (2, 3).
+// A block of reduced rows at a time, and in it a row at a time across every
+// inner vector of the call (contiguous runs, as the reference streams whole
+// rows): each output's block sum in double, kept in memory at `partial` +
+// kInnerBlock, then merged into its total at `partial`; last, the totals
+// finished and stored as floats (an int64 result: left in `partial` for the
+// caller).
 void ReduceKernel::generate_columns_double() {
   const int inputs = ir_.inputs;
   const Reg64& out = kOperandRegs[inputs];
@@ -434,29 +581,63 @@ void ReduceKernel::generate_columns_double() {
     for (int a = first; a < first + 2; ++a)
       vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
   };
-  auto chunk = [&](bool tail) {
-    identity_into(2);
-    for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
-    mov(kR, qword[kCall + AT(reduced)]);
-    Label block, r;
-    L(block);
-    identity_into(0);
-    mov(r15, qword[kCall + AT(block)]);
-    cmp(kR, r15);
-    cmovb(r15, kR);
-    sub(kR, r15);
-    L(r);
-    accumulate_double(vreg(0), vreg(1), vreg(evaluate(0, tail)), temp);
-    release();
-    for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
-    dec(r15);
-    jnz(r, T_NEAR);
-    for (int a = 0; a < 2; ++a) {
-      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(2 + a), vreg(2 + a), vreg(a));
-      else vaddpd(vreg(2 + a), vreg(2 + a), vreg(a));
+  // the doubles of lanes [half * lanes / 2, ...) of vector u from kJ: totals, or (block) the block's sums
+  auto sums = [&](int u, int half, bool block) {
+    return ptr[rax + kJ * 2 + u * lanes() * 8 + half * lanes() * 4 + (block ? kInnerBlockBytes : 0)];
+  };
+  // body(vectors, tail) over the vectors of the inner dim from kJ (bytes of float32), the last one masked;
+  // whole vectors of sums even in the tail: `partial` holds 2 * kInnerBlock doubles
+  auto over_inner = [&](int unroll, auto body) {
+    mov(kN, qword[kCall + AT(inner)]);
+    float_loop(kJ, kN, unroll, body);
+  };
+  auto reset = [&](bool block) {
+    over_inner(1, [&](int, bool) {
+      identity_into(0);
+      mov(rax, qword[kCall + AT(partial)]);
+      for (int a = 0; a < 2; ++a) vmovupd(sums(0, a, block), vreg(a));
+    });
+  };
+  reset(false);
+  for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  mov(kR, qword[kCall + AT(reduced)]);
+  Label block, row;
+  L(block);
+  mov(r15, qword[kCall + AT(block)]);
+  cmp(kR, r15);
+  cmovb(r15, kR);
+  sub(kR, r15);
+  reset(true);
+  L(row);
+  over_inner(kUnroll, [&](int vectors, bool tail) {
+    prefetch_ahead(vectors);
+    for (int u = 0; u < vectors; ++u) {
+      const Xmm v = vreg(evaluate(u, tail));
+      mov(rax, qword[kCall + AT(partial)]);  // after the loads, which may use rax
+      for (int a = 0; a < 2; ++a) vmovupd(vreg(a), sums(u, a, true));
+      accumulate_double(vreg(0), vreg(1), v, temp);
+      release();
+      for (int a = 0; a < 2; ++a) vmovupd(sums(u, a, true), vreg(a));
     }
-    test(kR, kR);
-    jnz(block, T_NEAR);
+  });
+  for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+  dec(r15);
+  jnz(row, T_NEAR);
+  over_inner(1, [&](int, bool) {  // the blocks merge in order
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int a = 0; a < 2; ++a) {
+      vmovupd(vreg(a), sums(0, a, true));
+      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(a), vreg(a), sums(0, a, false));
+      else vaddpd(vreg(a), vreg(a), sums(0, a, false));
+      vmovupd(sums(0, a, false), vreg(a));
+    }
+  });
+  test(kR, kR);
+  jnz(block, T_NEAR);
+  if (double_out_) return;  // the caller converts the sums to int64
+  over_inner(1, [&](int, bool tail) {
+    mov(rax, qword[kCall + AT(partial)]);
+    for (int a = 0; a < 2; ++a) vmovupd(vreg(2 + a), sums(0, a, false));
     if (ir_.reduce == ReduceOp::kMean) {
       if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
       else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);
@@ -475,22 +656,7 @@ void ReduceKernel::generate_columns_double() {
     if (!tail) vmovups(ptr[out + kJ], vreg(2));
     else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(2));
     else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(2));
-  };
-  Label single, tail, done;
-  xor_(kJ, kJ);
-  mov(kN, qword[kCall + AT(inner)]);
-  L(single);
-  cmp(kN, lanes());
-  jb(tail, T_NEAR);
-  chunk(false);
-  add(kJ, lanes() * 4);
-  sub(kN, lanes());
-  jmp(single, T_NEAR);
-  L(tail);
-  test(kN, kN);
-  jz(done, T_NEAR);
-  chunk(true);
-  L(done);
+  });
 }
 
 // Two vectors of the inner dim's outputs at a time (four cache lines of a

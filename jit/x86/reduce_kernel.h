@@ -1,7 +1,9 @@
 // The reduction kernel kind (DESIGN §3.8): one class generating the code of a
 // reduction LoopIR (a pointwise prologue DAG whose one store is reduced by
 // sum, mean, max, min, prod or logsumexp) for one ISA, one reduction axis and one access
-// pattern (per input: contiguous or broadcast along the vector axis).
+// pattern (per input: contiguous or broadcast along the vector axis). Inputs
+// of any loadable dtype are widened to float32 exactly (load_as_float); a
+// loaded int32 summed into int64 widens straight to double.
 //
 // Sums, means and products accumulate in double in exactly the reference's
 // order (kernels/cpu/reduce.h), so a hot trace's JIT result is bit-identical
@@ -12,7 +14,8 @@
 //     (`partial`) the caller adds in order.
 //   - kColumns (a kept dim lies inside the reduced one): per output, the
 //     reduced elements in order within blocks of `block` rows, the blocks'
-//     sums added in order. One vector of the inner dim at a time.
+//     sums added in order. A block at a time, and in it a row at a time
+//     across the call's outputs (the block's sums in memory), streaming rows.
 // max and min are exact in any order: float, four vectors per step into four
 // accumulators ((a0 op a1) op (a2 op a3)) and a lane butterfly for kRows,
 // four vectors of the inner dim at a time for kColumns; NaN wins. Lanes past
@@ -39,6 +42,8 @@ namespace nnvm::jit::x86 {
 
 inline constexpr int kMaxReduceOperands = 8;  // the inputs, then the output; one GPR each
 inline constexpr int kMaxReduceArgs = 16;
+// kColumns: outputs along the inner dim per call at most, a multiple of every ISA's lanes.
+inline constexpr int64_t kInnerBlock = 1024;
 
 enum class ReduceAxis : uint8_t { kRows, kColumns };
 
@@ -55,8 +60,25 @@ struct alignas(64) ReduceCall {
   int64_t block = 0;                           // kColumns: reduced rows per block of the double sums
   double count = 0;                            // the mean's divisor
   double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead;
-                                               // logsumexp: per output, its sum of exps (always)
+                                               // logsumexp: per output, its sum of exps (always);
+                                               // kColumns sum/mean/prod: 2 * kInnerBlock doubles, per
+                                               // output its total (an int64 result's, for the caller),
+                                               // then per output its block's sum
 };
+
+// Whether `ir` sums loaded int32 values into int64: the kernel converts them
+// to double exactly (float32 would round past 2^24), exact below 2^22 elements.
+bool sums_int32(const LoopIR& ir);
+
+// Loads vector `u` of a contiguous operand of dtype `t` at `p` (its elements
+// from j / 4 + u * lanes(): `j` counts float32 bytes) into `dst` as float32,
+// exactly (int32: rounded to nearest even, as static_cast<float>; `raw`: kept
+// as int32). A tail loads the lanes below `count` - u * lanes() (`count` a
+// register) and zeroes the others; 4-byte AVX2 tails are masked by ymm15.
+void load_as_float(Generator& g, const Xbyak::Xmm& dst, DType t, const Xbyak::Reg64& p, const Xbyak::Reg64& j, int u,
+                   bool tail, const Xbyak::Reg64& count, bool raw = false);
+// Every lane of `dst` = the element at `p`, of dtype `t`, as float32 (int32 kept when `raw`).
+void broadcast_as_float(Generator& g, const Xbyak::Xmm& dst, DType t, const Xbyak::Reg64& p, bool raw = false);
 
 class ReduceKernel final : public Generator {
  public:
@@ -77,6 +99,10 @@ class ReduceKernel final : public Generator {
   // logsumexp: m = 0 where infinite, copied into shift().
   void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
   void generate_columns_lse();
+  // kColumns sums: prefetches the lines of `vectors` vectors from kJ four reduced
+  // rows on, of each contiguous float32 or int32 input: rows far apart each
+  // start a stream the hardware prefetcher has not seen. Never faults.
+  void prefetch_ahead(int vectors);
   // v = exp(v - shift) as the reference kernel's exp.
   void shifted_exp(const Xbyak::Xmm& v, const Xbyak::Operand& shift);
   Xbyak::Xmm shift() const;
@@ -100,6 +126,8 @@ class ReduceKernel final : public Generator {
   float identity() const;
 
   const LoopIR& ir_;
+  bool raw_int32_;                 // sums_int32: the stored load stays int32 until accumulated
+  bool double_out_;                // an int64 result: the double sums go to `partial`
   std::string accesses_;
   ReduceAxis axis_;
   ReduceOp pass_op_;               // the reduction the pass being emitted applies (logsumexp: max, then the sum)

@@ -499,4 +499,15 @@ void emit_injector(Generator& g, Prim p, const Xmm& v, const Xbyak::Operand& b, 
   }
 }
 
+void emit_cast(Generator& g, const Xmm& d, const Xmm& x, DType to) {
+  g.vcvttps2dq(d, x);
+  if (to == kUInt8) {
+    g.vand(d, d, g.vconst_bits(0xff));
+  } else if (to == kInt8) {
+    g.vpslld(d, d, 24);
+    g.vpsrad(d, d, 24);
+  }
+  g.vcvtdq2ps(d, d);
+}
+
 }  // namespace nnvm::jit::x86

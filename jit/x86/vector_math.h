@@ -82,4 +82,8 @@ int injector_scratch(Prim p);
 void emit_injector(Generator& g, Prim p, const Xbyak::Xmm& v, const Xbyak::Operand& b, const Xbyak::Operand& c,
                    const Xbyak::Xmm* scratch);
 
+// d = x truncated toward zero to int32, wrapped to the width of `to` (int32,
+// uint8, int8), back to float32: the kCast both kernels emit.
+void emit_cast(Generator& g, const Xbyak::Xmm& d, const Xbyak::Xmm& x, DType to);
+
 }  // namespace nnvm::jit::x86

@@ -2,8 +2,9 @@
 // ISA this CPU has, equal to the reference kernel's indices: along the
 // innermost dim, outer dims and all dims, keepdim or not, empty, single, odd
 // and long extents, ties (the first index), NaN (the first NaN), infinities,
-// signed zeros, rows of -inf; strided rows and the layouts that fall back;
-// rows ending against a guard page; the API in traced mode equal to eager.
+// signed zeros, rows of -inf; float16 and bfloat16 inputs; strided rows and
+// the layouts that fall back; rows ending against a guard page; the API in
+// traced mode equal to eager.
 #include <cmath>
 
 #include "guard_page.h"
@@ -90,6 +91,33 @@ TEST(ArgReduceJit, NanInfinitiesAndSignedZeros) {
         SCOPED_TRACE(::testing::Message() << name << " dim " << dim);
         expect_matches(arg_of(name, x, {dim}, false), x, isa);
       }
+}
+
+// float16 and bfloat16 inputs widen exactly: the same indices, ties (many,
+// at half precision), NaN and infinities included; strided rows too.
+TEST(ArgReduceJit, HalfInputsEqualTheReference) {
+  const Case cases[] = {{{7}, {0}},       {{17}, {}},      {{3, 7}, {1}},      {{5, 17}, {0}},
+                        {{4, 1025}, {0}}, {{64, 300}, {1}}, {{2, 3, 33}, {1}}, {{300, 33}, {0}}};
+  for (Isa isa : jit_isas())
+    for (DType dtype : {kFloat16, kBFloat16})
+      for (const Case& c : cases)
+        for (const char* name : {"argmax", "argmin"}) {
+          SCOPED_TRACE(::testing::Message() << name << " " << dtype_name(dtype) << shape_str(c.shape) << " dims "
+                                            << shape_str(c.dims));
+          Tensor values = testing::random(c.shape, kFloat32, 13, -3, 3);
+          float* p = values.data_ptr<float>();
+          const int64_t n = values.numel();
+          p[n / 3] = NAN;
+          p[n / 2] = INFINITY;
+          p[n - 1] = -INFINITY;
+          const Tensor x = values.to(dtype);
+          expect_matches(arg_of(name, x, c.dims, false), x, isa);
+        }
+  for (Isa isa : jit_isas()) {
+    const Tensor rows = testing::random({12, 40}, kFloat16, 14).narrow(1, 3, 29);
+    expect_matches(arg_of("argmax", rows, {1}, false), rows, isa);
+    expect_matches(arg_of("argmin", rows, {0}, true), rows, isa);
+  }
 }
 
 TEST(ArgReduceJit, StridedRowsRunAndOtherLayoutsFallBack) {
