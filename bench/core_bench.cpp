@@ -1,7 +1,9 @@
 // Eager-mode benchmarks of the core engine: dispatch overhead of a tiny op,
 // and throughput of large pointwise ops, reductions, softmax and the reference
-// GEMM, each beside a handwritten loop where one is meaningful. Figures and
-// the command that produced them: docs/BENCHMARKS.md.
+// GEMM, each beside a handwritten loop where one is meaningful (each sets
+// eager mode: traced, the results would be lazy tensors that die unrun).
+// BM_Sum/fused/* runs the same reductions traced (a hot plan: the JIT
+// reduction). Figures and the command that produced them: docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -33,6 +35,7 @@ struct FaultCounter {
 };
 
 void BM_EagerAddTiny(benchmark::State& state) {
+  const EagerGuard eager;
   const Tensor a = randn({16}), b = randn({16});
   for (auto _ : state) benchmark::DoNotOptimize(a + b);
 }
@@ -41,6 +44,7 @@ BENCHMARK(BM_EagerAddTiny);
 constexpr int64_t kRows = 4096, kCols = 1024;
 
 void BM_Add(benchmark::State& state) {
+  const EagerGuard eager;
   const Tensor a = randn({kRows, kCols}), b = randn({kRows, kCols});
   FaultCounter faults{state};
   for (auto _ : state) benchmark::DoNotOptimize(a + b);
@@ -61,6 +65,7 @@ void BM_AddHandwritten(benchmark::State& state) {
 BENCHMARK(BM_AddHandwritten)->Name("BM_Add/handwritten")->UseRealTime();
 
 void BM_Exp(benchmark::State& state) {
+  const EagerGuard eager;
   const Tensor a = randn({kRows, kCols});
   FaultCounter faults{state};
   for (auto _ : state) benchmark::DoNotOptimize(a.exp());
@@ -68,21 +73,28 @@ void BM_Exp(benchmark::State& state) {
 }
 BENCHMARK(BM_Exp)->Name("BM_Exp/eager")->UseRealTime();
 
-void BM_Sum(benchmark::State& state) {
+// A sum over the rows (dim 1) or the columns (dim 0) of [4096, 1024]:
+// eager runs the reference kernel; fused records it and reads the result (a
+// hot one-op plan: the JIT reduction).
+void BM_Sum(benchmark::State& state, Mode mode, int64_t dim) {
+  const Mode previous = nnvm::mode();
+  set_mode(mode);
   const Tensor a = randn({kRows, kCols});
-  for (auto _ : state) benchmark::DoNotOptimize(a.sum({1}));
+  mark_step();
+  for (auto _ : state) {
+    Tensor s = a.sum({dim});
+    benchmark::DoNotOptimize(s.data_ptr());
+  }
+  set_mode(previous);
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 4);
 }
-BENCHMARK(BM_Sum)->Name("BM_Sum/eager/rows")->UseRealTime();
-
-void BM_SumColumns(benchmark::State& state) {
-  const Tensor a = randn({kRows, kCols});
-  for (auto _ : state) benchmark::DoNotOptimize(a.sum({0}));
-  state.SetBytesProcessed(state.iterations() * kRows * kCols * 4);
-}
-BENCHMARK(BM_SumColumns)->Name("BM_Sum/eager/columns")->UseRealTime();
+BENCHMARK_CAPTURE(BM_Sum, eager_rows, Mode::Eager, 1)->Name("BM_Sum/eager/rows")->UseRealTime();
+BENCHMARK_CAPTURE(BM_Sum, eager_columns, Mode::Eager, 0)->Name("BM_Sum/eager/columns")->UseRealTime();
+BENCHMARK_CAPTURE(BM_Sum, fused_rows, Mode::Traced, 1)->Name("BM_Sum/fused/rows")->UseRealTime();
+BENCHMARK_CAPTURE(BM_Sum, fused_columns, Mode::Traced, 0)->Name("BM_Sum/fused/columns")->UseRealTime();
 
 void BM_Softmax(benchmark::State& state) {
+  const EagerGuard eager;
   const Tensor a = randn({kRows, kCols});
   FaultCounter faults{state};
   for (auto _ : state) benchmark::DoNotOptimize(softmax(a, -1).data_ptr());
@@ -114,6 +126,7 @@ void BM_SoftmaxHandwritten(benchmark::State& state) {
 BENCHMARK(BM_SoftmaxHandwritten)->Name("BM_SoftmaxOp/handwritten")->UseRealTime();
 
 void BM_Matmul(benchmark::State& state) {
+  const EagerGuard eager;
   const int64_t n = state.range(0);
   const Tensor a = randn({n, n}), b = randn({n, n});
   for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b));

@@ -22,6 +22,17 @@ constexpr int64_t kTaskElements = 32768;
 
 float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
+// Columns per task of a column reduction: the kernel's block, narrowed (in
+// whole vectors) until every thread has a task when the outer dims give too
+// few ([4096, 1024].sum(0) is one block of 1024 columns otherwise). Columns
+// are independent, so the split leaves every sum's order as it was.
+int64_t column_block(int64_t outer, int64_t across) {
+  const int64_t threads = get_num_threads();
+  if (outer >= threads) return x86::kInnerBlock;
+  const int64_t per_task = (across + (threads + outer - 1) / outer - 1) / ((threads + outer - 1) / outer);
+  return std::clamp<int64_t>((per_task + 15) / 16 * 16, 16, x86::kInnerBlock);
+}
+
 bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin; }
 
 // Extents an arg kernel's int32 lane indices cover.
@@ -226,7 +237,7 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   int64_t outer = 1;
   for (size_t d = 0; d < l.outer_dims; ++d) outer *= space.sizes[d];
   l.across = rows ? (l.has_rows ? space.sizes[l.split] : 1) : space.sizes[rank - 1];
-  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : x86::kInnerBlock;
+  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : column_block(outer, l.across);
   l.blocks = (l.across + l.block - 1) / l.block;
   l.tasks = outer * l.blocks;
   l.parallel = outer * l.across * reduced >= 2 * kTaskElements;

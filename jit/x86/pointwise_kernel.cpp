@@ -333,7 +333,6 @@ void PointwiseKernel::emit_int_compare(int32_t i) {
   free_reg(t.getIdx());
 }
 
-// Each half of the lanes as 8 qwords, converted, then side by side.
 // Toward zero to int32, wrapped to the target's width, back to float32.
 void PointwiseKernel::emit_cast(int32_t i) {
   const Expr& e = ir_.exprs[size_t(i)];
