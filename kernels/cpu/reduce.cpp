@@ -3,6 +3,8 @@
 // of kernels/cpu/reduce.h.
 #include "nnvm/kernels/cpu/reduce.h"
 
+#include <type_traits>
+
 namespace nnvm::cpu {
 
 DType compute_dtype(DType t) {
@@ -61,6 +63,8 @@ template <class T> struct ProdReducer {
   acc_t step(acc_t a, T x, int64_t) const { return merge(a, acc_t(x)); }
   acc_t merge(acc_t a, acc_t b) const {
     if constexpr (std::is_same_v<acc_t, bool>) return a && b;
+    else if constexpr (std::is_integral_v<acc_t>)  // wraps on overflow, as torch's does (unsigned: defined)
+      return acc_t(std::make_unsigned_t<acc_t>(a) * std::make_unsigned_t<acc_t>(b));
     else return a * b;
   }
 };
