@@ -20,7 +20,6 @@ std::atomic<int64_t> runs{0};
 // Elements one call covers at most: rows (or inner columns) of a few cache-resident vectors.
 constexpr int64_t kTaskElements = 32768;
 
-float scalar_value(const Scalar& s) { return s.is_floating() ? float(s.to_double()) : float(s.to_int()); }
 
 // Columns per task of a column reduction: the kernel's block, narrowed (in
 // whole vectors) until every thread has a task when the outer dims give too
@@ -67,7 +66,7 @@ CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x8
 CompiledReduce::~CompiledReduce() = default;
 
 std::string CompiledReduce::describe() const {
-  if (!kernel_) return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " declined: ", declined_);
+  if (!kernel_ && !arg_kernel_) return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " declined: ", declined_);
   const size_t bytes = kernel_ ? kernel_->code_bytes() : arg_kernel_->code_bytes();
   return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " ", bytes, " bytes");
 }
@@ -329,7 +328,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     std::vector<float> staging(staged && !to_int64 ? per_call : 0);
     call.partial = partial.empty() ? nullptr : partial.data();
     for (size_t a = 0; a < ir.args.size(); ++a)
-      std::fill_n(call.args[a], 16, scalar_value(attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+      std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
     call.count = double(reduced);
     call.block = lse ? reduced : cpu::kColumnBlock;  // the reference adds a column's exps in one run

@@ -8,6 +8,7 @@
 
 #include "nnvm/core/error.h"
 #include "nnvm/jit/x86/operand_io.h"
+#include "nnvm/jit/x86/vector_math.h"
 
 namespace nnvm::jit::x86 {
 
@@ -101,17 +102,7 @@ void PointwiseKernel::emit_load_half(int k, const Xmm& dst, bool tail) {
     vbroadcastss(dst, low);
     return;
   }
-  const Address src = narrow_source(k, tail);
-  // EVEX masking suppresses faults on the lanes it leaves out
-  const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
-  if (half) {
-    if (masked) vcvtph2ps(dst | kTailMask | T_z, src);
-    else vcvtph2ps(dst, src);
-  } else {
-    if (masked) vpmovzxwd(dst | kTailMask | T_z, src);
-    else vpmovzxwd(dst, src);
-    vpslld(dst, dst, 16);
-  }
+  emit_widen_narrow(k, dst, tail);
 }
 
 void PointwiseKernel::emit_store_half(int k, const Xmm& v, bool tail) {
@@ -165,17 +156,14 @@ void PointwiseKernel::emit_load_byte(int k, const Xmm& dst, bool tail) {
     vcvtdq2ps(dst, dst);
     return;
   }
+  emit_widen_narrow(k, dst, tail);
+}
+
+void PointwiseKernel::emit_widen_narrow(int k, const Xmm& dst, bool tail) {
   const Address src = narrow_source(k, tail);
-  // EVEX masking suppresses faults on the lanes it leaves out
+  // EVEX masking suppresses faults on the lanes it leaves out (a strided operand is staged whole)
   const bool masked = tail && avx512() && accesses_[size_t(k)] != 's';
-  if (sign) {
-    if (masked) vpmovsxbd(dst | kTailMask | T_z, src);
-    else vpmovsxbd(dst, src);
-  } else {
-    if (masked) vpmovzxbd(dst | kTailMask | T_z, src);
-    else vpmovzxbd(dst, src);
-  }
-  vcvtdq2ps(dst, dst);
+  emit_widen(*this, dst, ir_.dtype(size_t(k)), src, masked ? &kTailMask : nullptr);
 }
 
 Address PointwiseKernel::narrow_source(int k, bool tail) {

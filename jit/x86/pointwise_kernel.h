@@ -102,6 +102,7 @@ class PointwiseKernel final : public Generator {
   void emit_load_half(int k, const Xbyak::Xmm& dst, bool tail);
   void emit_store_half(int k, const Xbyak::Xmm& v, bool tail);
   void emit_load_byte(int k, const Xbyak::Xmm& dst, bool tail);
+  void emit_widen_narrow(int k, const Xbyak::Xmm& dst, bool tail);  // a 16- or 8-bit operand's vector
   void emit_stage_strided(int k, bool tail);
   // What a vector (or the tail) of operand k's 8- or 16-bit lanes loads from:
   // the operand, or the staging slot once its lanes are copied there.

@@ -133,17 +133,7 @@ void load_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, const 
     g.L(done);
   }
   const Operand& src = tail && !g.avx512() ? static_cast<const Operand&>(low) : static_cast<const Operand&>(mem);
-  const Xmm to = masked ? dst | k1 | T_z : dst;
-  switch (t) {
-    case kFloat16: g.vcvtph2ps(to, src); return;
-    case kBFloat16:
-      g.vpmovzxwd(to, src);
-      g.vpslld(dst, dst, 16);
-      return;
-    case kInt8: g.vpmovsxbd(to, src); break;
-    default: g.vpmovzxbd(to, src);  // bool, uint8
-  }
-  g.vcvtdq2ps(dst, dst);
+  emit_widen(g, dst, t, src, masked ? &k1 : nullptr);
 }
 
 void broadcast_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, bool raw) {

@@ -510,4 +510,18 @@ void emit_cast(Generator& g, const Xmm& d, const Xmm& x, DType to) {
   g.vcvtdq2ps(d, d);
 }
 
+void emit_widen(Generator& g, const Xmm& dst, DType t, const Xbyak::Operand& src, const Xbyak::Opmask* mask) {
+  const Xmm to = mask ? dst | *mask | Xbyak::util::T_z : dst;
+  switch (t) {
+    case kFloat16: g.vcvtph2ps(to, src); return;
+    case kBFloat16:  // the upper half of a float32
+      g.vpmovzxwd(to, src);
+      g.vpslld(dst, dst, 16);
+      return;
+    case kInt8: g.vpmovsxbd(to, src); break;
+    default: g.vpmovzxbd(to, src);  // bool, uint8
+  }
+  g.vcvtdq2ps(dst, dst);
+}
+
 }  // namespace nnvm::jit::x86

@@ -86,4 +86,11 @@ void emit_injector(Generator& g, Prim p, const Xbyak::Xmm& v, const Xbyak::Opera
 // uint8, int8), back to float32: the kCast both kernels emit.
 void emit_cast(Generator& g, const Xbyak::Xmm& d, const Xbyak::Xmm& x, DType to);
 
+// dst = the lanes of narrow dtype t (float16, bfloat16, bool, uint8, int8) at
+// src (memory, or a register's low bits) widened to float32, exactly; `mask`:
+// EVEX zero-masking of the lanes a tail leaves out (faults suppressed there).
+// The load both kernels emit.
+void emit_widen(Generator& g, const Xbyak::Xmm& dst, DType t, const Xbyak::Operand& src,
+                const Xbyak::Opmask* mask = nullptr);
+
 }  // namespace nnvm::jit::x86
