@@ -23,9 +23,7 @@ bool same_layout(const Value& v, const Tensor& t) {
 // included) are the same in a signature.
 bool same_node(const Trace& a, const Trace& b, size_t at) {
   const Node &x = a.nodes()[at], &y = b.nodes()[at];
-  if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || x.attrs.size() != y.attrs.size()) return false;
-  for (size_t k = 0; k < x.attrs.size(); ++k)
-    if (!same_attr(x.attrs[k], y.attrs[k])) return false;
+  if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || !same_attrs(x, y)) return false;
   for (ValueId v : x.inputs) {
     const Value &p = a.value(v), &q = b.value(v);
     if (p.is_input() && !(q.is_input() && p.dtype == q.dtype && p.shape == q.shape && p.strides == q.strides))

@@ -146,6 +146,13 @@ bool same_attr(const AttrValue& a, const AttrValue& b) {
       a);
 }
 
+bool same_attrs(const Node& x, const Node& y) {
+  if (x.attrs.size() != y.attrs.size()) return false;
+  for (size_t k = 0; k < x.attrs.size(); ++k)
+    if (!same_attr(x.attrs[k], y.attrs[k])) return false;
+  return true;
+}
+
 uint64_t signature_hash(const Trace& t) {
   WordHash h;
   for (ValueId v : t.inputs()) {
@@ -193,11 +200,8 @@ bool same_signature(const Trace& a, const Trace& b) {
     if (!same_layout(a.value(a.inputs()[i]), b.value(b.inputs()[i]))) return false;
   for (size_t n = 0; n < a.nodes().size(); ++n) {
     const Node &x = a.nodes()[n], &y = b.nodes()[n];
-    if ((x.op != y.op && x.op->name != y.op->name) || !same_ids(a, x.inputs, b, y.inputs) ||
-        x.attrs.size() != y.attrs.size())
+    if ((x.op != y.op && x.op->name != y.op->name) || !same_ids(a, x.inputs, b, y.inputs) || !same_attrs(x, y))
       return false;
-    for (size_t k = 0; k < x.attrs.size(); ++k)
-      if (!same_attr(x.attrs[k], y.attrs[k])) return false;
   }
   for (size_t i = 0; i < a.constants().size(); ++i) {
     const ValueId ca = a.constants()[i], cb = b.constants()[i];

@@ -38,6 +38,8 @@ bool same_signature(const Trace& a, const Trace& b);
 // Whether two attributes are the same in a signature: Scalars by kind and
 // pinned constant (trace/ir.h), everything else by value.
 bool same_attr(const AttrValue& a, const AttrValue& b);
+// Every attribute of x and y the same in a signature.
+bool same_attrs(const Node& x, const Node& y);
 
 // The ops and topology without shapes, dtypes or attributes: traces that
 // share it differ in something explain_difference can name (the trace cache
