@@ -34,14 +34,13 @@ bool same_node(const Trace& a, const Trace& b, size_t at) {
 
 }  // namespace
 
-const Node* TraceCursor::repeated_node(const Trace& recording, const OpDef& op, absl::Span<const Tensor> inputs,
+const Node* TraceCursor::repeated_node(size_t nodes, size_t values, const OpDef& op, absl::Span<const Tensor> inputs,
                                        absl::Span<const ValueId> ids, const Attrs& attrs) {
   if (!following_) return nullptr;
-  if (!recording.nodes().empty())
-    return entry() ? repeated_by(*entry(), recording, op, inputs, ids, attrs) : nullptr;
+  if (nodes > 0) return entry() ? repeated_by(*entry(), nodes, values, op, inputs, ids, attrs) : nullptr;
   for (size_t k = 0; k < recent_.size(); ++k) {
     if (!recent_[k].entry) continue;
-    if (const Node* n = repeated_by(*recent_[k].entry, recording, op, inputs, ids, attrs)) {
+    if (const Node* n = repeated_by(*recent_[k].entry, 0, values, op, inputs, ids, attrs)) {
       at_ = k;
       return n;
     }
@@ -49,10 +48,9 @@ const Node* TraceCursor::repeated_node(const Trace& recording, const OpDef& op, 
   return nullptr;
 }
 
-const Node* TraceCursor::repeated_by(const Trace& entry, const Trace& recording, const OpDef& op,
+const Node* TraceCursor::repeated_by(const Trace& entry, size_t at, size_t values, const OpDef& op,
                                      absl::Span<const Tensor> inputs, absl::Span<const ValueId> ids,
                                      const Attrs& attrs) const {
-  const size_t at = recording.nodes().size();
   if (at >= entry.nodes().size()) return nullptr;
   const Node& n = entry.nodes()[at];
   if (n.op != &op || n.inputs.size() != ids.size() || n.attrs.size() != attrs.size()) return nullptr;
@@ -60,7 +58,7 @@ const Node* TraceCursor::repeated_by(const Trace& entry, const Trace& recording,
     if (!identical_attr(n.attrs[k], attrs[k])) return nullptr;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] != n.inputs[i]) return nullptr;
-    const bool fresh = size_t(ids[i]) >= recording.values().size();
+    const bool fresh = size_t(ids[i]) >= values;
     if (fresh && (!entry.value(ids[i]).is_input() || !same_layout(entry.value(ids[i]), inputs[i]))) return nullptr;
   }
   return &n;
@@ -79,11 +77,10 @@ void TraceCursor::follow(const Trace& recording) {
   following_ = at_ < recent_.size();
 }
 
-bool TraceCursor::repeats(const Trace& recording) const {
+bool TraceCursor::repeats(size_t nodes, size_t values, size_t inputs, absl::Span<const ValueId> outputs) const {
   const Trace* e = entry();
-  return following_ && e && recording.nodes().size() == e->nodes().size() &&
-         recording.values().size() == e->values().size() && recording.inputs().size() == e->inputs().size() &&
-         e->constants().empty() && recording.outputs() == e->outputs();
+  return following_ && e && nodes == e->nodes().size() && values == e->values().size() &&
+         inputs == e->inputs().size() && e->constants().empty() && outputs == absl::MakeConstSpan(e->outputs());
 }
 
 CacheLookup TraceCursor::look_up(TraceCache& cache, const Trace& t, bool repeated) {
@@ -92,10 +89,19 @@ CacheLookup TraceCursor::look_up(TraceCache& cache, const Trace& t, bool repeate
     while (k < recent_.size() && !(recent_[k].entry && same_signature(*recent_[k].entry, t))) ++k;
   CacheLookup found =
       k < recent_.size() ? cache.lookup(t, {recent_[k].entry.get(), recent_[k].hash}) : cache.lookup(t);
-  k = std::min(k, recent_.size() - 1);
+  make_latest(std::min(k, recent_.size() - 1), found);
+  return found;
+}
+
+std::optional<CacheLookup> TraceCursor::look_up_compiled(TraceCache& cache) {
+  std::optional<CacheLookup> found = cache.lookup_compiled({recent_[at_].entry.get(), recent_[at_].hash});
+  if (found) make_latest(at_, *found);
+  return found;
+}
+
+void TraceCursor::make_latest(size_t k, const CacheLookup& found) {
   std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
   recent_[0] = {found.entry, found.hash};
-  return found;
 }
 
 }  // namespace nnvm::trace

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "nnvm/trace/trace_cache.h"
 
@@ -21,11 +22,12 @@ namespace nnvm::trace {
 
 class TraceCursor {
  public:
-  // The entry's node that an op about to be appended to `recording`
-  // repeats exactly, when it does; `ids`: the value id each input will have
-  // (a new trace input numbered on from recording's values). At the
-  // recording's first node, this chooses the entry.
-  const Node* repeated_node(const Trace& recording, const OpDef& op, absl::Span<const Tensor> inputs,
+  // The entry's node that an op about to be appended to a recording of
+  // `nodes` nodes and `values` values repeats exactly, when it does; `ids`:
+  // the value id each input will have (a new trace input numbered on from
+  // the recording's values). At the recording's first node, this chooses
+  // the entry.
+  const Node* repeated_node(size_t nodes, size_t values, const OpDef& op, absl::Span<const Tensor> inputs,
                             absl::Span<const ValueId> ids, const Attrs& attrs);
   // After any node is appended to `recording`: whether it still repeats the
   // entry (at the first node, whether it repeats any recent entry).
@@ -34,12 +36,22 @@ class TraceCursor {
   // The entry it follows, or null.
   const Trace* entry() const { return at_ < recent_.size() ? recent_[at_].entry.get() : nullptr; }
   // Whether `recording`, its outputs marked, repeats the entry whole.
-  bool repeats(const Trace& recording) const;
+  bool repeats(const Trace& recording) const {
+    return repeats(recording.nodes().size(), recording.values().size(), recording.inputs().size(),
+                   recording.outputs());
+  }
+  // The same for a recording the cursor has followed from its first node
+  // without building it: its counts and outputs.
+  bool repeats(size_t nodes, size_t values, size_t inputs, absl::Span<const ValueId> outputs) const;
 
   // The cache entry of a flushed trace t (`repeated`: repeats(t) held),
   // through the recent entries: a program that repeats a few traces skips
   // hashing them. Makes it the latest entry.
   CacheLookup look_up(TraceCache& cache, const Trace& t, bool repeated);
+  // The compiled plan of the entry a recording repeats whole, without the
+  // recording's trace: nullopt when the entry is no longer cached or not yet
+  // compiled (look_up needs the trace then).
+  std::optional<CacheLookup> look_up_compiled(TraceCache& cache);
   // A new trace starts (after a flush).
   void restart() {
     following_ = true;
@@ -47,8 +59,10 @@ class TraceCursor {
   }
 
  private:
-  const Node* repeated_by(const Trace& entry, const Trace& recording, const OpDef& op, absl::Span<const Tensor> inputs,
-                          absl::Span<const ValueId> ids, const Attrs& attrs) const;
+  const Node* repeated_by(const Trace& entry, size_t at, size_t values, const OpDef& op,
+                          absl::Span<const Tensor> inputs, absl::Span<const ValueId> ids, const Attrs& attrs) const;
+  // Makes recent_[k] the latest entry, now `found`'s.
+  void make_latest(size_t k, const CacheLookup& found);
 
   struct Recent {
     std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it

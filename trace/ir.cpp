@@ -115,6 +115,18 @@ ValueId Trace::add_node_like(const OpDef& op, absl::Span<const ValueId> inputs, 
   return first;
 }
 
+void Trace::assign_prefix(const Trace& from, size_t nodes, size_t values) {
+  NNVM_DCHECK(from.constants_.empty() && nodes <= from.nodes_.size() && values <= from.values_.size());
+  clear();
+  values_.assign(from.values_.begin(), from.values_.begin() + ptrdiff_t(values));
+  nodes_.assign(from.nodes_.begin(), from.nodes_.begin() + ptrdiff_t(nodes));
+  for (ValueId v : from.inputs_)
+    if (size_t(v) < values) inputs_.push_back(v);
+  size_t slots = 0;  // numbered in node order
+  for (const Node& n : nodes_) slots += n.slots.size();
+  scalars_.assign(from.scalars_.begin(), from.scalars_.begin() + ptrdiff_t(slots));
+}
+
 void Trace::clear() {
   values_.clear();
   nodes_.clear();

@@ -79,6 +79,10 @@ class Trace {
   // (the recorder's cursor: a node it has recorded and inferred before).
   ValueId add_node_like(const OpDef& op, absl::Span<const ValueId> inputs, const Attrs& attrs, const Trace& from,
                         const Node& like);
+  // Makes this trace the first `nodes` nodes and `values` values of `from`
+  // (a recorded trace without constants), with their Scalar slots: the
+  // recorder builds the prefix its cursor has followed without building it.
+  void assign_prefix(const Trace& from, size_t nodes, size_t values);
   // Empties the trace and keeps its memory: a recorder reuses one trace's
   // buffers for the next.
   void clear();

@@ -97,7 +97,7 @@ class Recorder {
   // on have values. It runs on a fresh thread: this one's other thread_locals
   // (kernels' scratch buffers) may already be destroyed.
   ~Recorder() {
-    if (trace_.nodes().empty() && owed_.empty()) return;
+    if (node_count() == 0 && owed_.empty()) return;
     try {
       std::thread([this] {
         try {
@@ -115,15 +115,23 @@ class Recorder {
     size_t count;
     absl::InlinedVector<ValueId, 4> ids;
     const Node* known = cursor_.following() && predict_ids(op, inputs, ids)
-                            ? cursor_.repeated_node(trace_, op, inputs, ids, attrs)
+                            ? cursor_.repeated_node(node_count(), value_count(), op, inputs, ids, attrs)
                             : nullptr;
     if (known) {
       for (size_t i = 0; i < inputs.size(); ++i)  // the node's new trace inputs
-        if (size_t(known->inputs[i]) >= trace_.values().size()) value_of(inputs[i], op.name);
-      first = trace_.add_node_like(op, known->inputs, attrs, *cursor_.entry(), *known);
+        if (size_t(known->inputs[i]) >= value_count()) value_of(inputs[i], op.name);
+      if (unbuilt_) {
+        first = ValueId(followed_values_);
+        NNVM_DCHECK(known->outputs.empty() || known->outputs[0] == first);
+        followed_values_ += known->outputs.size();
+        ++followed_nodes_;
+      } else {
+        first = trace_.add_node_like(op, known->inputs, attrs, *cursor_.entry(), *known);
+      }
       count = known->outputs.size();
       ++stats_.nodes_repeated;
     } else {
+      build();
       const OutputSpecs specs = op.infer(inputs, attrs);  // before values_of: a failing op records nothing
       const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
       first = trace_.add_inferred_node(op, ins, attrs, specs);
@@ -132,12 +140,13 @@ class Recorder {
     }
     const Device device = inputs.empty() ? Device() : inputs[0].device();
     for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name));
-    if (int64_t(trace_.nodes().size()) >= trace_cap()) flush();
+    if (int64_t(node_count()) >= trace_cap()) flush();
   }
 
   void record_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
                    const Tensor& out) {
     flush_if_needed(op, inputs, &out);
+    build();
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
     ValueId v = trace_.add_inferred_node(op, ins, attrs, {result});
     cursor_.follow(trace_);
@@ -176,7 +185,7 @@ class Recorder {
   }
 
   void flush() {
-    if (flushing_ || (trace_.nodes().empty() && owed_.empty())) return;
+    if (flushing_ || (node_count() == 0 && owed_.empty())) return;
     // Every storage still alive that the trace owes something is an output;
     // lazy storages no tensor refers to any more are not.
     std::vector<Bind>& binds = binds_;
@@ -184,21 +193,24 @@ class Recorder {
     for (Owed& o : owed_) {
       std::shared_ptr<Storage> s = o.storage.lock();
       if (o.record->kind == Record::kContents && !s) continue;
-      trace_.mark_output(o.record->value);
+      outputs_.push_back(o.record->value);
       if (s) s->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
     }
-    const bool repeated = cursor_.repeats(trace_);
+    if (!unbuilt_)
+      for (ValueId v : outputs_) trace_.mark_output(v);
+    const bool repeated = unbuilt_ ? cursor_.repeats(followed_nodes_, followed_values_, inputs_.size(), outputs_)
+                                   : cursor_.repeats(trace_);
     stats_.flushes_repeated += repeated;
     Trace& t = trace_;
     flushed_arena_ = std::move(arena_);
     const std::shared_ptr<RecordArena> records = flushed_arena_;
     std::vector<Tensor>& inputs = flushed_inputs_;
     inputs.clear();
-    for (size_t k = 0; k < inputs_.size(); ++k) inputs.push_back(as_recorded(inputs_[k], t.value(t.inputs()[k])));
+    for (size_t k = 0; k < inputs_.size(); ++k) inputs.push_back(as_recorded(inputs_[k], input_value(k)));
     reset();
     ++stats_.flushes;
-    stats_.nodes_flushed += int64_t(t.nodes().size());
+    stats_.nodes_flushed += int64_t(node_count());
 
     flushing_ = true;
     // Nothing records while the flush runs (it is eager), so it runs the
@@ -210,6 +222,9 @@ class Recorder {
       ~Done() {
         r.flushing_ = false;
         r.trace_.clear();
+        r.unbuilt_ = true;
+        r.followed_nodes_ = r.followed_values_ = 0;
+        r.outputs_.clear();
         r.cursor_.restart();
         r.binds_.clear();
         r.flushed_inputs_.clear();
@@ -225,16 +240,28 @@ class Recorder {
     written_into.assign(binds.size(), false);
     std::vector<std::shared_ptr<const std::string>> failure;
     std::shared_ptr<const std::string> first_failure;
+    // A trace that repeats a compiled entry whole runs its plan with the
+    // entry's Scalars (the cursor took them bit for bit), never built.
+    std::optional<CacheLookup> compiled;
     try {
-      if (observer_) observer_(t);
-      const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
-      if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
-                                    static_cast<unsigned long long>(found.hash), t.to_string().c_str());
-      if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
-      else results = interpret(t, inputs);
+      if (unbuilt_ && repeated && !observer_ && !log_trace())
+        compiled = cursor_.look_up_compiled(global_trace_cache());
+      if (compiled) {
+        ++stats_.flushes_unbuilt;
+        results = compiled->plan->run_into(inputs, compiled->entry->scalars(), targets, written_into);
+      } else {
+        build_with_outputs(cursor_.entry());
+        if (observer_) observer_(t);
+        const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
+        if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
+                                      static_cast<unsigned long long>(found.hash), t.to_string().c_str());
+        if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
+        else results = interpret(t, inputs);
+      }
     } catch (const std::exception&) {
       // Run it again node by node: what does not depend on the failing op
       // keeps its value, as it would have in eager mode.
+      if (compiled) build_with_outputs(compiled->entry.get());
       PartialRun partial = interpret_partial(t, inputs);
       results = std::move(partial.outputs);
       failure = std::move(partial.failure);
@@ -295,7 +322,7 @@ class Recorder {
 
   RecorderStats stats() const {
     RecorderStats s = stats_;
-    s.nodes = int64_t(trace_.nodes().size());
+    s.nodes = int64_t(node_count());
     return s;
   }
   void set_observer(std::function<void(const Trace&)> f) { observer_ = std::move(f); }
@@ -328,7 +355,7 @@ class Recorder {
   // on from the trace's values), recording nothing; false when reading one
   // records a view node.
   bool predict_ids(const OpDef& op, absl::Span<const Tensor> inputs, absl::InlinedVector<ValueId, 4>& ids) const {
-    ValueId fresh = ValueId(trace_.values().size());
+    ValueId fresh = ValueId(value_count());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       size_t twin = 0;
@@ -339,13 +366,39 @@ class Recorder {
         if (r->kind != Record::kWrite && !is_whole(t, r->value)) return false;
         ids.push_back(r->value);
       } else if (const Input* in = find_input(t.impl());
-                 in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], trace_.value(in->value))) {
+                 in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], value(in->value))) {
         ids.push_back(in->value);
       } else {
         ids.push_back(fresh++);
       }
     }
     return true;
+  }
+
+  // The trace being recorded while it is unbuilt_ is the first
+  // followed_nodes_ nodes and followed_values_ values of the cursor's entry.
+  size_t node_count() const { return unbuilt_ ? followed_nodes_ : trace_.nodes().size(); }
+  size_t value_count() const { return unbuilt_ ? followed_values_ : trace_.values().size(); }
+  const Value& value(ValueId v) const { return unbuilt_ ? cursor_.entry()->value(v) : trace_.value(v); }
+  // The layout of trace input k.
+  const Value& input_value(size_t k) const {
+    const Trace& t = unbuilt_ ? *cursor_.entry() : trace_;
+    return t.value(t.inputs()[k]);
+  }
+
+  // Builds the trace recorded so far, from `entry` while unbuilt_: before an
+  // op the cursor does not give its outputs, or a flush that needs the trace.
+  void build(const Trace* entry) {
+    if (!unbuilt_) return;
+    unbuilt_ = false;
+    if (followed_values_ > 0) trace_.assign_prefix(*entry, followed_nodes_, followed_values_);
+  }
+  void build() { build(cursor_.entry()); }
+  // At a flush: the trace with its outputs marked.
+  void build_with_outputs(const Trace* entry) {
+    if (!unbuilt_) return;
+    build(entry);
+    for (ValueId v : outputs_) trace_.mark_output(v);
   }
 
   void reset() {
@@ -384,7 +437,7 @@ class Recorder {
   }
 
   bool is_whole(const Tensor& t, ValueId v) const {
-    const Value& whole = trace_.value(v);
+    const Value& whole = value(v);
     return t.storage_offset() == 0 && t.sizes() == IntArrayRef(whole.shape) && t.is_contiguous();
   }
 
@@ -397,6 +450,7 @@ class Recorder {
   ValueId value_of(const Tensor& t, std::string_view op) {
     if (const Record* r = own_record(*t.storage(), op)) {
       if (r->kind == Record::kWrite || is_whole(t, r->value)) return r->value;
+      NNVM_DCHECK(!unbuilt_);  // predict_ids declines the cursor: the op builds the trace first
       static const OpDef& as_strided = op_named("as_strided");
       const ValueId view =
           trace_.add_node1(as_strided, {r->value}, {dims(t.sizes()), dims(t.strides()), t.storage_offset()});
@@ -404,8 +458,8 @@ class Recorder {
       return view;
     }
     Input& in = input_for(t.impl());
-    if (in.value < 0 || !unchanged(*t.impl(), inputs_[in.index], trace_.value(in.value))) {
-      in.value = trace_.add_input(t);
+    if (in.value < 0 || !unchanged(*t.impl(), inputs_[in.index], value(in.value))) {
+      in.value = unbuilt_ ? ValueId(followed_values_++) : trace_.add_input(t);
       in.index = inputs_.size();
       inputs_.push_back({t, t.storage(), t.storage_offset(), t.impl()->is_view});
     }
@@ -462,7 +516,7 @@ class Recorder {
   }
 
   Tensor make_lazy(ValueId v, Device device, std::string_view op) {
-    const Value& value = trace_.value(v);
+    const Value& value = this->value(v);
     auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(),
                                                  checked_nbytes(value.shape, itemsize(value.dtype), op), device,
                                                  Storage::Lazy{});
@@ -499,6 +553,12 @@ class Recorder {
 
   const std::thread::id thread_ = std::this_thread::get_id();  // the recorder is thread_local
   Trace trace_;
+  // While the cursor follows an entry from the trace's first node, the trace
+  // is not built: an op the cursor gives its outputs only counts its values,
+  // and a flush that repeats a compiled entry whole needs no trace at all.
+  bool unbuilt_ = true;
+  size_t followed_nodes_ = 0, followed_values_ = 0;
+  std::vector<ValueId> outputs_;  // the trace's, at a flush
   std::shared_ptr<RecordArena> arena_, flushed_arena_;
   std::vector<InputRef> inputs_;  // by input position
   static constexpr size_t kFewInputs = 16;

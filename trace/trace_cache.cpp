@@ -49,10 +49,8 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry* entry = entries_.find(hash);
-    if (entry && ((known && entry->trace.get() == known) || same_signature(*entry->trace, t))) {
-      result.hit = true;
-      ++stats_.hits;
-    } else {
+    result.hit = entry && ((known && entry->trace.get() == known) || same_signature(*entry->trace, t));
+    if (!result.hit) {
       const uint64_t structure = structure_hash(t);
       result.miss_reason = entry ? "another signature with the same hash" : explain_miss(hash, structure, t);
       ++stats_.misses;
@@ -67,14 +65,8 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       }
       entry = entries_.find(hash);
     }
-    structures_.put(entry->structure, entry->trace);
-    result.count = ++entry->count;
-    result.hot = result.count >= hot_;
-    stats_.entries = int64_t(entries_.size());
-    if (result.hit && log_)
-      log(absl::StrCat("cache hit ", hex(hash), " count=", result.count, result.hot ? " hot" : " cold"));
+    count_sighting(*entry, result);
     if (result.hot) slot = entry->slot;
-    result.entry = entry->trace;
   }
   if (!slot) return result;
   if (!slot->ready.load(std::memory_order_acquire)) {
@@ -96,6 +88,33 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   result.plan = slot->plan;
   result.compile_seconds = slot->seconds;
   return result;
+}
+
+std::optional<CacheLookup> TraceCache::lookup_compiled(const LookupHint& hint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Entry* entry = entries_.find(hint.hash);
+  if (!entry || entry->trace.get() != hint.entry || !entry->slot->ready.load(std::memory_order_acquire))
+    return std::nullopt;
+  CacheLookup result;
+  result.hash = hint.hash;
+  result.hit = true;
+  count_sighting(*entry, result);
+  result.plan = entry->slot->plan;
+  result.compile_seconds = entry->slot->seconds;
+  return result;
+}
+
+// Counts a sighting of `entry` (and a hit when result.hit: a miss has made
+// the entry and counted itself).
+void TraceCache::count_sighting(Entry& entry, CacheLookup& result) {
+  if (result.hit) ++stats_.hits;
+  structures_.put(entry.structure, entry.trace);
+  result.count = ++entry.count;
+  result.hot = result.count >= hot_;
+  stats_.entries = int64_t(entries_.size());
+  if (result.hit && log_)
+    log(absl::StrCat("cache hit ", hex(result.hash), " count=", result.count, result.hot ? " hot" : " cold"));
+  result.entry = entry.trace;
 }
 
 TraceCacheStats TraceCache::stats() const {

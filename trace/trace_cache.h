@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "nnvm/core/knobs.h"
@@ -84,6 +85,10 @@ class TraceCache {
   // The same, without hashing t, and without the exact check while the
   // hinted entry is still cached (a repeating program's every flush).
   CacheLookup lookup(const Trace& t, const LookupHint& hint);
+  // A hit on the hinted entry when it is still cached and compiled, counted
+  // as lookup counts it; nullopt, counting nothing, otherwise. Needs no
+  // trace: the recorder's way for a trace that repeats the entry whole.
+  std::optional<CacheLookup> lookup_compiled(const LookupHint& hint);
 
   TraceCacheStats stats() const;
 
@@ -109,6 +114,8 @@ class TraceCache {
   };
 
   CacheLookup lookup_hashed(const Trace& t, uint64_t hash, const Trace* known);
+  // Counts a sighting of `entry` into `result` (under mutex_).
+  void count_sighting(Entry& entry, CacheLookup& result);
   std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
   void log(const std::string& line);
 
