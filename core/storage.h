@@ -39,9 +39,19 @@ class Storage {
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
-  PendingWork* pending() const { return pending_.get(); }
-  const std::shared_ptr<PendingWork>& pending_ptr() const { return pending_; }
-  void set_pending(std::shared_ptr<PendingWork> p) { pending_ = std::move(p); }
+  PendingWork* pending() const { return pending_; }
+  // Work the recorder owns: it clears it here before the work dies (no
+  // reference count to keep per lazy storage).
+  void set_pending(PendingWork* p) {
+    pending_ = p;
+    owned_pending_.reset();
+  }
+  // Work the storage owns from now on (a failed trace's record stays with
+  // the trace's tensors).
+  void set_pending(std::unique_ptr<PendingWork> p) {
+    pending_ = p.get();
+    owned_pending_ = std::move(p);
+  }
   bool has_memory() const { return data_ != nullptr || nbytes_ == 0; }
   // Memory the caller owns (from_blob): the program may read it behind our back.
   bool is_external() const { return !from_allocator_ && data_ != nullptr; }
@@ -57,7 +67,8 @@ class Storage {
   bool from_allocator_;
   std::function<void(void*)> deleter_;
   std::atomic<uint64_t> version_{0};
-  std::shared_ptr<PendingWork> pending_;
+  PendingWork* pending_ = nullptr;
+  std::unique_ptr<PendingWork> owned_pending_;
 };
 
 }  // namespace nnvm

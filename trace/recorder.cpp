@@ -33,20 +33,20 @@ struct Record final : PendingWork {
   std::shared_ptr<const std::string> failure;  // why its trace failed, once it has
 };
 
-// A trace's records, made in chunks: a storage's pending pointer aliases the
-// arena (one allocation per kChunk records, not one per lazy tensor). Once
-// no storage points into it, a later trace reuses it.
+// A trace's records, made in chunks (one allocation per kChunk records, not
+// one per lazy tensor). A storage's pending pointer points into the arena
+// until the flush, which clears it first thing (a failed trace gives its
+// storages records of their own); the next trace then reuses the arena.
 class RecordArena {
  public:
   static constexpr size_t kChunk = 64;
 
-  // A record, owned through the arena by `owner`'s pending pointer.
-  static Record* make(const std::shared_ptr<RecordArena>& arena, Storage& owner) {
-    RecordArena& a = *arena;
-    if (a.used_ == a.chunks_.size() * kChunk) a.chunks_.push_back(std::make_unique<Record[]>(kChunk));
-    Record* r = &a.chunks_[a.used_ / kChunk][a.used_ % kChunk];
-    ++a.used_;
-    owner.set_pending(std::shared_ptr<PendingWork>(arena, r));
+  // A record that `owner`'s pending pointer points to.
+  Record* make(Storage& owner) {
+    if (used_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Record[]>(kChunk));
+    Record* r = &chunks_[used_ / kChunk][used_ % kChunk];
+    ++used_;
+    owner.set_pending(r);
     return r;
   }
 
@@ -203,8 +203,6 @@ class Recorder {
                                    : cursor_.repeats(trace_);
     stats_.flushes_repeated += repeated;
     Trace& t = trace_;
-    flushed_arena_ = std::move(arena_);
-    const std::shared_ptr<RecordArena> records = flushed_arena_;
     std::vector<Tensor>& inputs = flushed_inputs_;
     inputs.clear();
     for (size_t k = 0; k < inputs_.size(); ++k) inputs.push_back(as_recorded(inputs_[k], input_value(k)));
@@ -225,6 +223,7 @@ class Recorder {
         r.unbuilt_ = true;
         r.followed_nodes_ = r.followed_values_ = 0;
         r.outputs_.clear();
+        r.arena_.clear();
         r.cursor_.restart();
         r.binds_.clear();
         r.flushed_inputs_.clear();
@@ -285,7 +284,7 @@ class Recorder {
       if (written_into[i]) continue;
       if (!failure.empty() && failure[i]) {
         binds[i].record->failure = failure[i];
-        if (binds[i].storage) binds[i].storage->set_pending(std::shared_ptr<Record>(records, binds[i].record));
+        if (binds[i].storage) binds[i].storage->set_pending(std::make_unique<Record>(*binds[i].record));
         continue;
       }
       bind(binds[i].storage, binds[i].target, results[i], copy_kernel);
@@ -531,24 +530,11 @@ class Recorder {
   }
 
   Record* make_record(Record::Kind kind, ValueId v, Storage& owner) {
-    Record* r = RecordArena::make(arena(), owner);
+    Record* r = arena_.make(owner);
     r->kind = kind;
     r->thread = thread_;
     r->value = v;
     return r;
-  }
-
-  // The arena of the trace being recorded: the last flushed trace's, when
-  // nothing holds that one any more (a failed trace's storages keep theirs).
-  const std::shared_ptr<RecordArena>& arena() {
-    if (arena_) return arena_;
-    if (flushed_arena_.use_count() == 1) {
-      flushed_arena_->clear();
-      arena_ = std::move(flushed_arena_);
-    } else {
-      arena_ = std::make_shared<RecordArena>();
-    }
-    return arena_;
   }
 
   const std::thread::id thread_ = std::this_thread::get_id();  // the recorder is thread_local
@@ -559,7 +545,7 @@ class Recorder {
   bool unbuilt_ = true;
   size_t followed_nodes_ = 0, followed_values_ = 0;
   std::vector<ValueId> outputs_;  // the trace's, at a flush
-  std::shared_ptr<RecordArena> arena_, flushed_arena_;
+  RecordArena arena_;  // the records of the trace being recorded
   std::vector<InputRef> inputs_;  // by input position
   static constexpr size_t kFewInputs = 16;
   absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
