@@ -139,6 +139,11 @@ std::vector<std::string> op_names();
 std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
 // The same, for an op with exactly one output.
 Tensor call1(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+// The same for one input, without a copy of it (a copy is two atomic
+// reference-count updates): call1(op, {x}, ...) picks this one.
+inline Tensor call1(const OpDef& op, const Tensor& input, const Attrs& attrs = {}) {
+  return call1(op, absl::MakeConstSpan(&input, 1), attrs);
+}
 // Runs a computing op writing its single output into `out` (in-place ops and
 // out= variants): the inferred shape must equal out's, and the inferred dtype
 // must be castable to out's. Bumps out's storage version. When `out` shares

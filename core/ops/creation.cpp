@@ -26,7 +26,7 @@ Tensor creation(std::string_view name, IntArrayRef shape, DType dtype, std::init
   check_shape(shape, name);
   Attrs attrs{dims(shape), dtype};
   for (const AttrValue& v : extra) attrs.push_back(v);
-  return call1(find_op(name), {}, attrs);
+  return call1(find_op(name), absl::Span<const Tensor>(), attrs);
 }
 
 DType dtype_or(const std::optional<TensorOptions>& o, DType fallback) { return o ? o->dtype_ : fallback; }
@@ -43,7 +43,7 @@ Tensor random_op(std::string_view name, IntArrayRef shape, DType dtype, Generato
   const auto s = gen_or_default(gen).reserve(2 * uint64_t(numel_of(shape)));
   Attrs attrs{dims(shape), dtype, seed_attr(s), counter_attr(s)};
   for (const AttrValue& v : extra) attrs.push_back(v);
-  return call1(find_op(name), {}, attrs);
+  return call1(find_op(name), absl::Span<const Tensor>(), attrs);
 }
 
 }  // namespace

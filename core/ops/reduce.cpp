@@ -303,14 +303,14 @@ Attrs reduce_attrs(IntArrayRef d, bool keepdim, std::initializer_list<AttrValue>
   return attrs;
 }
 
-Tensor reduce1(std::string_view name, const Tensor& x, IntArrayRef d, bool keepdim,
+Tensor reduce1(const OpDef& op, const Tensor& x, IntArrayRef d, bool keepdim,
                std::initializer_list<AttrValue> extra = {}) {
-  return call1(find_op(name), {x}, reduce_attrs(d, keepdim, extra));
+  return call1(op, absl::MakeConstSpan(&x, 1), reduce_attrs(d, keepdim, extra));
 }
 
-std::tuple<Tensor, Tensor> reduce2(std::string_view name, const Tensor& x, IntArrayRef d, bool keepdim,
+std::tuple<Tensor, Tensor> reduce2(const OpDef& op, const Tensor& x, IntArrayRef d, bool keepdim,
                                    std::initializer_list<AttrValue> extra = {}) {
-  std::vector<Tensor> out = call(find_op(name), {x}, reduce_attrs(d, keepdim, extra));
+  std::vector<Tensor> out = call(op, absl::MakeConstSpan(&x, 1), reduce_attrs(d, keepdim, extra));
   return {std::move(out[0]), std::move(out[1])};
 }
 
@@ -318,51 +318,71 @@ std::tuple<Tensor, Tensor> reduce2(std::string_view name, const Tensor& x, IntAr
 
 Tensor Tensor::sum(std::optional<DType> dtype) const { return sum({}, false, dtype); }
 Tensor Tensor::sum(IntArrayRef d, bool keepdim, std::optional<DType> dtype) const {
-  return reduce1("sum", *this, d, keepdim, {dtype.value_or(widened(this->dtype()))});
+  static const OpDef& op = find_op("sum");
+  return reduce1(op, *this, d, keepdim, {dtype.value_or(widened(this->dtype()))});
 }
 Tensor Tensor::mean(std::optional<DType> dtype) const { return mean({}, false, dtype); }
 Tensor Tensor::mean(IntArrayRef d, bool keepdim, std::optional<DType> dtype) const {
-  return reduce1("mean", *this, d, keepdim, {dtype.value_or(this->dtype())});
+  static const OpDef& op = find_op("mean");
+  return reduce1(op, *this, d, keepdim, {dtype.value_or(this->dtype())});
 }
 Tensor Tensor::prod(std::optional<DType> dtype) const {
-  return reduce1("prod", *this, {}, false, {dtype.value_or(widened(this->dtype()))});
+  static const OpDef& op = find_op("prod");
+  return reduce1(op, *this, {}, false, {dtype.value_or(widened(this->dtype()))});
 }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
-  return reduce1("prod", *this, {dim}, keepdim, {dtype.value_or(widened(this->dtype()))});
+  static const OpDef& op = find_op("prod");
+  return reduce1(op, *this, {dim}, keepdim, {dtype.value_or(widened(this->dtype()))});
 }
-Tensor Tensor::max() const { return reduce1("max", *this, {}, false); }
-Tensor Tensor::min() const { return reduce1("min", *this, {}, false); }
+Tensor Tensor::max() const { static const OpDef& op = find_op("max");
+  return reduce1(op, *this, {}, false); }
+Tensor Tensor::min() const { static const OpDef& op = find_op("min");
+  return reduce1(op, *this, {}, false); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
-  return reduce2("max.dim", *this, {dim}, keepdim);
+  static const OpDef& op = find_op("max.dim");
+  return reduce2(op, *this, {dim}, keepdim);
 }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
-  return reduce2("min.dim", *this, {dim}, keepdim);
+  static const OpDef& op = find_op("min.dim");
+  return reduce2(op, *this, {dim}, keepdim);
 }
-Tensor Tensor::amax(IntArrayRef d, bool keepdim) const { return reduce1("amax", *this, d, keepdim); }
-Tensor Tensor::amin(IntArrayRef d, bool keepdim) const { return reduce1("amin", *this, d, keepdim); }
+Tensor Tensor::amax(IntArrayRef d, bool keepdim) const { static const OpDef& op = find_op("amax");
+  return reduce1(op, *this, d, keepdim); }
+Tensor Tensor::amin(IntArrayRef d, bool keepdim) const { static const OpDef& op = find_op("amin");
+  return reduce1(op, *this, d, keepdim); }
 // Without a dim, the index is into the flattened tensor.
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
-  return reduce1("argmax", *this, dim ? IntArrayRef(&*dim, 1) : IntArrayRef(), keepdim);
+  static const OpDef& op = find_op("argmax");
+  return reduce1(op, *this, dim ? IntArrayRef(&*dim, 1) : IntArrayRef(), keepdim);
 }
 Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
-  return reduce1("argmin", *this, dim ? IntArrayRef(&*dim, 1) : IntArrayRef(), keepdim);
+  static const OpDef& op = find_op("argmin");
+  return reduce1(op, *this, dim ? IntArrayRef(&*dim, 1) : IntArrayRef(), keepdim);
 }
 Tensor Tensor::var(IntArrayRef d, int64_t correction, bool keepdim) const {
-  return reduce1("var", *this, d, keepdim, {correction});
+  static const OpDef& op = find_op("var");
+  return reduce1(op, *this, d, keepdim, {correction});
 }
 Tensor Tensor::std(IntArrayRef d, int64_t correction, bool keepdim) const {
-  return reduce1("std", *this, d, keepdim, {correction});
+  static const OpDef& op = find_op("std");
+  return reduce1(op, *this, d, keepdim, {correction});
 }
 Tensor Tensor::logsumexp(IntArrayRef d, bool keepdim) const {
-  return reduce1("logsumexp", *this, d, keepdim);
+  static const OpDef& op = find_op("logsumexp");
+  return reduce1(op, *this, d, keepdim);
 }
 Tensor Tensor::norm(const Scalar& p, IntArrayRef d, bool keepdim) const {
-  return reduce1("norm", *this, d, keepdim, {Scalar(p.to_double())});
+  static const OpDef& op = find_op("norm");
+  return reduce1(op, *this, d, keepdim, {Scalar(p.to_double())});
 }
-Tensor Tensor::all() const { return reduce1("all", *this, {}, false); }
-Tensor Tensor::all(int64_t dim, bool keepdim) const { return reduce1("all", *this, {dim}, keepdim); }
-Tensor Tensor::any() const { return reduce1("any", *this, {}, false); }
-Tensor Tensor::any(int64_t dim, bool keepdim) const { return reduce1("any", *this, {dim}, keepdim); }
+Tensor Tensor::all() const { static const OpDef& op = find_op("all");
+  return reduce1(op, *this, {}, false); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { static const OpDef& op = find_op("all");
+  return reduce1(op, *this, {dim}, keepdim); }
+Tensor Tensor::any() const { static const OpDef& op = find_op("any");
+  return reduce1(op, *this, {}, false); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { static const OpDef& op = find_op("any");
+  return reduce1(op, *this, {dim}, keepdim); }
 Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype) const {
   static const OpDef& op = find_op("cumsum");
   return call1(op, {*this}, {dim, dtype.value_or(widened(this->dtype()))});
@@ -381,7 +401,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
 }
 Tensor logsumexp(const Tensor& x, IntArrayRef d, bool keepdim) { return x.logsumexp(d, keepdim); }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef d, int64_t correction, bool keepdim) {
-  return reduce2("var_mean", x, d, keepdim, {correction});
+  static const OpDef& op = find_op("var_mean");
+  return reduce2(op, x, d, keepdim, {correction});
 }
 
 }  // namespace nnvm
