@@ -105,6 +105,9 @@ struct OpDef {
   // and throws nnvm::Error on bad ones. A trace keeps such a node even when
   // nothing reads its result, so the error surfaces as it would eagerly.
   bool checks_values = false;
+  // The same for integer inputs only: integer division by zero, an integer
+  // to a negative power (a float division by zero is inf, no error).
+  bool checks_integer_values = false;
   GradFn grad;                    // null: not differentiable (an error if a gradient reaches it)
   bool grad_saves_inputs = true;  // what `grad` reads from the context
   bool grad_saves_outputs = false;
@@ -116,6 +119,7 @@ struct OpDef {
   OpDef& kernel(DeviceType d, KernelFn f) { kernels[size_t(d)] = std::move(f); return *this; }
   OpDef& is_elementwise() { elementwise = true; return *this; }
   OpDef& checks_input_values() { checks_values = true; return *this; }
+  OpDef& checks_integer_input_values() { checks_integer_values = true; return *this; }
   // Declares the gradient and which forward tensors it needs kept alive.
   OpDef& grad_with(GradFn f, bool saves_inputs = true, bool saves_outputs = false) {
     grad = std::move(f);

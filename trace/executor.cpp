@@ -176,7 +176,7 @@ void FusedPlan::plan_direct_writes() {
   // reruns the trace from its inputs: none of them may have been overwritten.
   int32_t last_check = -1;
   for (size_t n = 0; n < t.nodes().size(); ++n)
-    if (t.nodes()[n].op->checks_values)
+    if (checks_values(t, t.nodes()[n]))
       last_check = std::max(last_check, step_of_group[size_t(fusion_.group_of[n])]);
   for (ValueId out : t.outputs()) {
     DirectWrite d;

@@ -158,6 +158,14 @@ bool scalar_is_known(const Node& n, size_t attr) {
   return true;
 }
 
+bool checks_values(const Trace& t, const Node& n) {
+  if (n.op->checks_values) return true;
+  if (!n.op->checks_integer_values) return false;
+  for (ValueId v : n.inputs)
+    if (!is_floating(t.value(v).dtype)) return true;
+  return false;
+}
+
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
   if (n.slots.empty()) return n.attrs;
   Attrs bound;

@@ -140,6 +140,12 @@ int pinned_constant(const Scalar& s);
 // trace that shares n's signature: a compile-time Scalar, or a pinned one.
 bool scalar_is_known(const Node& n, size_t attr);
 
+// Whether n's kernel checks its input values and may throw (OpDef::checks_values,
+// or checks_integer_values over an integral input): a trace keeps such a
+// node even when nothing reads it, and a plan writes no output into a
+// caller's tensor before it has run.
+bool checks_values(const Trace& t, const Node& n);
+
 // The node's attributes with its slotted Scalars taken from `scalars`.
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
 

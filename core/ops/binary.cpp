@@ -127,6 +127,9 @@ NNVM_REGISTER(binary_ops) {
   NNVM_BOOL_BINARY(DECLARE_BOOL)
   DECLARE_SAME(add)                                        // attr: alpha (add.Scalar: other, alpha)
   declare_pointwise("pow.ScalarBase", 1, 1, ResultType::Same);  // base ** x
+  for (const char* name : {"remainder", "remainder.Scalar", "div_floor", "div_floor.Scalar", "div_trunc",
+                           "div_trunc.Scalar", "pow", "pow.Scalar", "pow.ScalarBase"})
+    register_op(name).checks_integer_input_values();
   // where(condition, a, b): the condition does not take part in promotion.
   register_op("where").inputs(3).is_elementwise().infer_with(
       [](absl::Span<const Tensor> in, const Attrs&) -> OutputSpecs {

@@ -182,6 +182,43 @@ TEST(DirectWrite, UpdateBeforeAFailingIndexCheckHappensOnce) {
   }
 }
 
+// An integer division checks its divisor: a hot plan must not drop an
+// unused one (dead-code elimination) nor write the parameter update before
+// it runs, or the error would vanish or the update happen twice.
+TEST(DirectWrite, AnUnusedIntegerDivisionByZeroInAHotPlanStillThrowsAfterOneUpdate) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  Tensor p, g, numerator;
+  {
+    EagerGuard eager;
+    p = testing::random({6, 8}, kFloat32, 17);
+    g = testing::random({6, 8}, kFloat32, 18);
+    numerator = full({6}, 7, kInt64);
+  }
+  for (int run = 0; run < 4; ++run) {
+    SCOPED_TRACE(::testing::Message() << "traced run " << run);
+    Tensor want, divisor;
+    {
+      EagerGuard eager;
+      want = p - g * 0.5;
+      divisor = full({6}, run < 3 ? 2 : 0, kInt64);
+    }
+    p.sub_(g, 0.5);
+    (numerator.div(divisor, "floor") + numerator % divisor).numel();  // results unused
+    if (run < 3) {
+      mark_step();
+    } else {
+      testing::expect_error([] { mark_step(); }, {"division by zero"});
+    }
+    expect_tensors_close(p, want);
+  }
+  // A float division by zero is inf, no error: an unused one is dropped.
+  const Tensor x = testing::random({6}, kFloat32, 19);
+  for (int run = 0; run < 3; ++run) {
+    (x / zeros({6})).numel();
+    mark_step();
+  }
+}
+
 // Peak bytes the allocator held during one MLP training step above what it
 // held before it (parameters, data), after warm-up steps (the traced ones
 // turn the step's trace hot).

@@ -7,7 +7,7 @@ int dce(Trace& t) {
   for (ValueId v : t.outputs()) live_value[size_t(v)] = true;
   for (size_t n = t.nodes().size(); n-- > 0;) {  // consumers come after producers
     const Node& node = t.nodes()[n];
-    keep[n] = node.op->checks_values;  // its error must surface even when its result is unused
+    keep[n] = checks_values(t, node);  // its error must surface even when its result is unused
     for (ValueId out : node.outputs) keep[n] = keep[n] || live_value[size_t(out)];
     if (keep[n])
       for (ValueId in : node.inputs) live_value[size_t(in)] = true;
