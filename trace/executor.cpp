@@ -8,6 +8,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/trace/block_pool.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
 
@@ -105,8 +106,10 @@ bool same_layout(const Tensor& a, const Tensor& b) {
          a.sizes() == b.sizes() && a.strides() == b.strides();
 }
 
+// Each run makes its outputs' storages and tensors, which the recorder
+// adopts and drops: their blocks wait on the thread's free lists (trace/block_pool.h).
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
   impl->storage = std::move(storage);
   impl->shape = v.shape;
   impl->strides = contiguous_strides(v.shape);
@@ -320,8 +323,9 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
     for (ValueId v : own_values_[k]) {  // allocated when computed, not for the whole run
       const Value& val = t.value(v);
       if (!env[size_t(v)].defined())
-        env[size_t(v)] =
-            tensor_on(std::make_shared<Storage>(numel_of(val.shape) * itemsize(val.dtype), Device()), val);
+        env[size_t(v)] = tensor_on(
+            std::allocate_shared<Storage>(BlockPool<Storage>(), numel_of(val.shape) * itemsize(val.dtype), Device()),
+            val);
     }
     const Group& group = groups_[size_t(g)];
     const bool bind = !scalars.empty() && group.slotted > 0;

@@ -121,6 +121,10 @@ class TraceCache {
   // structure hash -> the trace of the entry last seen with that structure
   BoundedCache<uint64_t, std::shared_ptr<const Trace>> structures_;
   BoundedCache<uint64_t, int64_t> evicted_;  // signature hash -> sightings before eviction
+  // The entry the last lookup found (the most recently used), or null. An
+  // entry's node in entries_ only moves until it is evicted, and an eviction
+  // comes with a lookup that finds another entry.
+  Entry* last_ = nullptr;
   TraceCacheStats stats_;
   LogSink log_;
 };
