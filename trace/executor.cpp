@@ -164,8 +164,14 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
   }
   for (ValueId out : trace_.outputs())
     arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
-  for (size_t g = 0; g < groups_.size(); ++g)
-    for (int32_t n : fusion_.groups[g].nodes) groups_[g].slotted += !trace_.nodes()[size_t(n)].slots.empty();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::vector<int32_t>& nodes = fusion_.groups[g].nodes;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const Node& node = trace_.nodes()[size_t(nodes[k])];
+      groups_[g].attrs.push_back(&node.attrs);
+      if (!node.slots.empty()) groups_[g].slotted.push_back(int32_t(k));
+    }
+  }
   for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
   plan_direct_writes();
   if (!knobs().dump_dir.empty()) dump(knobs().dump_dir);
@@ -328,20 +334,22 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
             val);
     }
     const Group& group = groups_[size_t(g)];
-    const bool bind = !scalars.empty() && group.slotted > 0;
-    group_attrs.clear();
-    bound.clear();
-    if (bind) bound.reserve(size_t(group.slotted));  // the pointers into it stay valid
-    for (int32_t n : fusion_.groups[size_t(g)].nodes) {
-      const Node& node = t.nodes()[size_t(n)];
-      if (!bind || node.slots.empty() || holds_scalars(node, scalars)) {
-        group_attrs.push_back(&node.attrs);
-      } else {
+    absl::Span<const Attrs* const> attrs = group.attrs;
+    if (!scalars.empty() && !group.slotted.empty()) {  // the recorded attributes, unless the replayed Scalars differ
+      const std::vector<int32_t>& nodes = fusion_.groups[size_t(g)].nodes;
+      bound.clear();
+      bound.reserve(group.slotted.size());  // the pointers into it stay valid
+      for (int32_t step : group.slotted) {
+        const Node& node = t.nodes()[size_t(nodes[size_t(step)])];
+        if (holds_scalars(node, scalars)) continue;
+        if (group_attrs.empty()) group_attrs.assign(group.attrs.begin(), group.attrs.end());
         bound.push_back(bind_scalars(node, scalars));
-        group_attrs.push_back(&bound.back());
+        group_attrs[size_t(step)] = &bound.back();
       }
+      if (!group_attrs.empty()) attrs = group_attrs;
     }
-    group.program->run(group.values.ids, env, group_attrs, group.tiling);
+    group.program->run(group.values.ids, env, attrs, group.tiling);
+    group_attrs.clear();
   }
   std::vector<Tensor> results;
   results.reserve(t.outputs().size());

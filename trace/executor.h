@@ -38,6 +38,9 @@ class FusedPlan final : public Plan {
  public:
   // `t` is an optimised trace (the passes have run).
   explicit FusedPlan(Trace t);
+  // Its groups point at its own trace's attributes.
+  FusedPlan(const FusedPlan&) = delete;
+  FusedPlan& operator=(const FusedPlan&) = delete;
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
   std::vector<Tensor> run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
@@ -66,7 +69,8 @@ class FusedPlan final : public Plan {
     std::shared_ptr<const GroupProgram> program;
     GroupValues values;
     Tiling tiling;
-    int32_t slotted = 0;  // its nodes with Scalar slots
+    std::vector<const Attrs*> attrs;  // its nodes' recorded attributes, in order
+    std::vector<int32_t> slotted;     // its steps whose nodes have Scalar slots
   };
 
   // How trace output i may be computed straight into a caller's tensor.
