@@ -162,6 +162,10 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
     });
     arena_values_.push_back({ValueId(v), same == arena_values_.end() ? int32_t(arena_values_.size()) : same->slice});
   }
+  std::vector<bool> in_arena(trace_.values().size(), false);
+  for (const ArenaValue& a : arena_values_) in_arena[size_t(a.value)] = true;
+  for (size_t v = 0; v < trace_.values().size(); ++v)
+    if (!in_arena[v]) transient_.push_back(ValueId(v));
   for (ValueId out : trace_.outputs())
     arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -244,35 +248,59 @@ std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
   return *kept;
 }
 
+// The tensors-by-value buffer of the thread's last run of a plan with no
+// arena: such plans share it and take none of the kept slots.
+std::vector<Tensor>& FusedPlan::spare_env() {
+  static thread_local std::vector<Tensor>* spare __attribute__((tls_model("initial-exec"))) = nullptr;
+  if (!spare) [[unlikely]] {
+    thread_local std::vector<Tensor> v;
+    spare = &v;
+  }
+  return *spare;
+}
+
 void FusedPlan::keep_arena(ArenaTensors arena) const {
+  for (ValueId v : transient_) arena.env[size_t(v)] = Tensor();
+  if (arena_values_.empty()) {
+    spare_env() = std::move(arena.env);
+    return;
+  }
+  if (arena_escapes_ || memory_.arena_bytes > kKeptArenaBytes) return;
   std::array<ArenaTensors, 2>& kept = kept_arenas();
-  if (kept[0].storage && kept[0].plan != id_) kept[1] = std::move(kept[0]);
+  if (kept[0].plan != 0 && kept[0].plan != id_) kept[1] = std::move(kept[0]);
   kept[0] = std::move(arena);
 }
 
 FusedPlan::ArenaTensors FusedPlan::take_arena() const {
-  for (ArenaTensors& kept : kept_arenas())
-    if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
   ArenaTensors a;
   a.plan = id_;
+  if (arena_values_.empty()) {
+    a.env = std::move(spare_env());
+    a.env.resize(trace_.values().size());
+    return a;
+  }
+  for (ArenaTensors& kept : kept_arenas())
+    if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
+  a.env.resize(trace_.values().size());
   a.storage = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
   char* base = static_cast<char*>(a.storage->data());
   for (size_t k = 0; k < arena_values_.size(); ++k) {
     const ArenaValue& av = arena_values_[k];
     const size_t v = size_t(av.value), first = size_t(av.slice);
     const Value &val = trace_.value(av.value), &first_val = trace_.value(arena_values_[first].value);
+    const Tensor& first_tensor = a.env[size_t(arena_values_[first].value)];
     if (first != k && val.dtype == first_val.dtype && val.shape == first_val.shape) {
-      a.values.push_back(a.values[first]);  // the same memory seen the same way
+      a.env[v] = first_tensor;  // the same memory seen the same way
       continue;
     }
     const std::shared_ptr<Storage>& arena = a.storage;
     std::shared_ptr<Storage> slice =
-        first != k      ? a.values[first].storage()
+        first != k      ? first_tensor.storage()
         : arena_escapes_ ? std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
                                                      [arena](void*) {})
                          : std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
                                                      nullptr);  // as_strided offsets count from a value's start
-    a.values.push_back(tensor_on(std::move(slice), val));
+    a.env[v] = tensor_on(std::move(slice), val);
   }
   return a;
 }
@@ -289,15 +317,11 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
   NNVM_CHECK(inputs.size() == t.inputs().size(), "FusedPlan", "the trace takes ", t.inputs().size(),
              " inputs but got ", inputs.size());
-  // The run's tensors by value, in the buffer of this thread's last run (a
-  // nested run finds it taken and makes its own).
-  static thread_local std::vector<Tensor>* spare_env __attribute__((tls_model("initial-exec"))) = nullptr;
-  if (!spare_env) [[unlikely]] {
-    thread_local std::vector<Tensor> v;
-    spare_env = &v;
-  }
-  std::vector<Tensor> env = std::move(*spare_env);
-  env.resize(t.values().size());
+  // The run's tensors by value with the arena's bound (a nested run finds
+  // the thread's kept arena taken and makes its own). The run holds the
+  // arena and its values' tensors until it returns.
+  ArenaTensors arena = take_arena();
+  std::vector<Tensor>& env = arena.env;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
     NNVM_CHECK(inputs[i].dtype() == v.dtype && inputs[i].sizes() == IntArrayRef(v.shape), "FusedPlan", "input ",
@@ -309,9 +333,6 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   EagerGuard eager;  // a kernel that calls an op runs it now
   NoGradGuard no_grad;
 
-  // The run holds the arena and its values' tensors until it returns.
-  ArenaTensors arena = arena_values_.empty() ? ArenaTensors() : take_arena();
-  for (size_t k = 0; k < arena_values_.size(); ++k) env[size_t(arena_values_[k].value)] = arena.values[k];
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
              t.outputs().size(), " outputs but got ", targets.size(), " targets");
   written.assign(targets.size(), false);
@@ -354,9 +375,7 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   std::vector<Tensor> results;
   results.reserve(t.outputs().size());
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
-  env.clear();
-  *spare_env = std::move(env);
-  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) keep_arena(std::move(arena));
+  keep_arena(std::move(arena));
   return results;
 }
 
