@@ -7,7 +7,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "absl/container/inlined_vector.h"
 #include "nnvm/core/tensor.h"
@@ -70,6 +73,40 @@ LaunchKey key_of(const Describe& describe) {
   KeyBuilder builder(key);
   describe(builder);
   return key;
+}
+
+// A JIT program's id among every program of the process (never reused).
+inline uint64_t next_program_id() {
+  static std::atomic<uint64_t> ids{0};
+  return ++ids;
+}
+
+// The launch a run of program `program` uses: the calling thread's copy of
+// the program's last launch when `describe` matches its key (no atomic
+// operation: a tiny kernel's run notices the four of loading a shared
+// pointer atomically), else the program's shared `last` when it matches,
+// else plan() (a new launch, or null: nothing runs). The thread keeps a few
+// programs' launches, by id; its copy lives until it runs another program
+// in that place, so the launch outlives the run.
+template <class Launch, class Describe, class Plan>
+const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const Launch>>& last,
+                          const Describe& describe, const Plan& plan) {
+  struct Slot {
+    uint64_t program = 0;
+    std::shared_ptr<const Launch> launch;
+  };
+  thread_local std::array<Slot, 8> slots;
+  Slot& slot = slots[program % slots.size()];
+  if (slot.program == program && key_matches(slot.launch->key, describe)) return slot.launch.get();
+  std::shared_ptr<const Launch> launch = last.load();
+  if (!launch || !key_matches(launch->key, describe)) {
+    launch = plan();
+    if (!launch) return nullptr;
+    last.store(launch);
+  }
+  slot.program = program;
+  slot.launch = std::move(launch);
+  return slot.launch.get();
 }
 
 }  // namespace nnvm::jit

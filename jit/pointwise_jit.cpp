@@ -234,12 +234,9 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     for (size_t k = size_t(ir.inputs); k < operands && may_stream; ++k)
       key.value(reinterpret_cast<uintptr_t>(base[k]) % 64 == 0);
   };
-  std::shared_ptr<const Launch> launch = last_.load();
-  if (!launch || !key_matches(launch->key, describe)) {
-    launch = plan_launch(key_of(describe), isa, ids, env, loop);
-    if (!launch) return false;
-    last_.store(launch);
-  }
+  const Launch* launch =
+      find_launch(id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); });
+  if (!launch) return false;
   const Launch& l = *launch;
   const LoopSpace& space = l.space;
   const size_t rank = space.sizes.size();

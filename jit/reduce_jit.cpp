@@ -264,13 +264,11 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     key.value(red.b(1));
     for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
   };
-  std::shared_ptr<const Launch> launch = last_.load();
-  if (!launch || !key_matches(launch->key, describe)) {
+  const Launch* launch = find_launch(id_, last_, describe, [&] {
     const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
-    launch = plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
-    if (!launch) return false;
-    last_.store(launch);
-  }
+    return plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
+  });
+  if (!launch) return false;
   const Launch& l = *launch;
   const ReduceSpace& space = l.space;
   const CompiledReduce& kernel = *l.compiled;
