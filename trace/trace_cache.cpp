@@ -77,7 +77,12 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
     stats_.entries = int64_t(entries_.size());
     if (result.hit && log_)
       log(absl::StrCat("cache hit ", hex(hash), " count=", result.count, result.hot ? " hot" : " cold"));
-    if (result.hot) slot = entry->slot;
+    if (result.hot && entry->slot->ready.load(std::memory_order_acquire)) {  // a hot entry's every later hit
+      result.plan = entry->slot->plan;
+      result.compile_seconds = entry->slot->seconds;
+    } else if (result.hot) {
+      slot = entry->slot;
+    }
     result.entry = entry->trace;
   }
   if (!slot) return result;
