@@ -34,7 +34,9 @@ class KeyMatch {
   explicit KeyMatch(const LaunchKey& key) : at_(key.data()), end_(key.data() + key.size()) {}
   void value(int64_t v) { ok_ = ok_ && at_ != end_ && *at_++ == v; }
   void raw(IntArrayRef v) {
-    ok_ = ok_ && size_t(end_ - at_) >= v.size() && std::equal(v.begin(), v.end(), at_);
+    ok_ = ok_ && size_t(end_ - at_) >= v.size();
+    // a loop, not std::equal: that calls memcmp, which costs more than a few dims' compare
+    for (size_t i = 0; ok_ && i < v.size(); ++i) ok_ = at_[i] == v[i];
     if (ok_) at_ += v.size();
   }
   bool matched() const { return ok_ && at_ == end_; }
