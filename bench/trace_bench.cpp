@@ -10,6 +10,7 @@
 
 #include "bench_math.h"
 #include "nnvm/nnvm.h"
+#include "nnvm/trace/executor.h"
 
 namespace {
 
@@ -62,6 +63,26 @@ void BM_ReplayOverhead(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ReplayOverhead)->UseRealTime();
+
+// BM_ReplayOverhead's plan alone: the replay side of its flush (binding the
+// inputs and Scalars, the arena, the JIT reduction's launch, the output),
+// without recording, the signature check or the cache lookup.
+void BM_PlanReplay(benchmark::State& state) {
+  EagerGuard eager;
+  const Tensor a = randn({16}), b = randn({16});
+  trace::Trace t;
+  const trace::ValueId x = t.add_input(a), y = t.add_input(b);
+  auto node = [&](const char* op, std::vector<trace::ValueId> in, Attrs attrs = {}) {
+    return t.add_node1(find_op(op), in, std::move(attrs));
+  };
+  const trace::ValueId e = node("exp", {node("add", {node("mul", {x, y}), x}, {Scalar(1)})});
+  t.mark_output(node("sum", {node("relu", {node("add", {e, y}, {Scalar(-1)})})}, {DimVector{}, false, kFloat32}));
+  const trace::FusedPlan plan(t);
+  const std::vector<Tensor> inputs = {a, b};
+  std::vector<bool> written;
+  for (auto _ : state) benchmark::DoNotOptimize(plan.run_into(inputs, t.scalars(), {}, written));
+}
+BENCHMARK(BM_PlanReplay)->UseRealTime();
 
 // h = tanh(x_t W + h U + b), hidden 64, batch 1, until |h| crosses a
 // threshold (read every step) or kMaxSteps. Time per step; traced, a step is

@@ -61,6 +61,11 @@ void* CpuCachingAllocator::allocate_guarded_locked(size_t nbytes) {
   return p;
 }
 
+std::vector<void*>& CpuCachingAllocator::free_list(size_t size) {
+  if (size <= small_lists_.size() * kAlign) return small_lists_[size / kAlign - 1];
+  return free_lists_[size];
+}
+
 void* CpuCachingAllocator::allocate(size_t nbytes) {
   const size_t size = round_size(nbytes);
   std::lock_guard<std::mutex> lock(mu_);
@@ -74,10 +79,10 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     return p;
   }
-  auto it = free_lists_.find(size);
-  if (it != free_lists_.end() && !it->second.empty()) {
-    p = it->second.back();
-    it->second.pop_back();
+  std::vector<void*>& list = free_list(size);
+  if (!list.empty()) {
+    p = list.back();
+    list.pop_back();
     ++stats_.cache_hits;
   } else {
     if (stats_.bytes_reserved + int64_t(size) > cache_limit_) release_cached_locked();
@@ -106,14 +111,14 @@ void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.frees;
   stats_.bytes_in_use -= size;
-  if (auto it = guarded_.find(ptr); it != guarded_.end()) {
+  if (auto it = guarded_.empty() ? guarded_.end() : guarded_.find(ptr); it != guarded_.end()) {
     munmap(it->second.first, it->second.second);
     guarded_.erase(it);
     stats_.bytes_reserved -= size;
     return;
   }
   NNVM_POISON(ptr, size);
-  free_lists_[size].push_back(ptr);
+  free_list(size).push_back(ptr);
 }
 
 void CpuCachingAllocator::set_guard(bool on) {
@@ -127,14 +132,16 @@ bool CpuCachingAllocator::guard() const {
 }
 
 void CpuCachingAllocator::release_cached_locked() {
-  for (auto& [size, blocks] : free_lists_) {
+  auto release = [&](size_t size, std::vector<void*>& blocks) {
     for (void* p : blocks) {
       NNVM_UNPOISON(p, size);
       std::free(p);
     }
     stats_.bytes_reserved -= int64_t(size * blocks.size());
     blocks.clear();
-  }
+  };
+  for (size_t k = 0; k < small_lists_.size(); ++k) release((k + 1) * kAlign, small_lists_[k]);
+  for (auto& [size, blocks] : free_lists_) release(size, blocks);
 }
 
 AllocatorStats CpuCachingAllocator::stats() const {

@@ -24,6 +24,7 @@
 // were allocated: the mode may change while blocks of either kind are live.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -69,8 +70,14 @@ class CpuCachingAllocator {
   void* allocate_guarded_locked(size_t nbytes);
 
 
+  // The free list of a size class (under mu_).
+  std::vector<void*>& free_list(size_t size);
+
   mutable std::mutex mu_;
-  absl::flat_hash_map<size_t, std::vector<void*>> free_lists_;  // size class -> blocks
+  // size class -> blocks: the classes up to 1 KiB (64-byte steps) by index,
+  // so a tiny tensor's allocation hashes nothing; larger ones in the map
+  std::array<std::vector<void*>, 16> small_lists_;
+  absl::flat_hash_map<size_t, std::vector<void*>> free_lists_;
   absl::flat_hash_map<void*, std::pair<void*, size_t>> guarded_;  // block -> its mapping (start, bytes)
   bool guard_;
   AllocatorStats stats_;

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "absl/container/inlined_vector.h"
 #include "nnvm/core/tensor.h"
@@ -31,7 +34,9 @@ class KeyMatch {
   explicit KeyMatch(const LaunchKey& key) : at_(key.data()), end_(key.data() + key.size()) {}
   void value(int64_t v) { ok_ = ok_ && at_ != end_ && *at_++ == v; }
   void raw(IntArrayRef v) {
-    ok_ = ok_ && size_t(end_ - at_) >= v.size() && std::equal(v.begin(), v.end(), at_);
+    ok_ = ok_ && size_t(end_ - at_) >= v.size();
+    // a loop, not std::equal: that calls memcmp, which costs more than a few dims' compare
+    for (size_t i = 0; ok_ && i < v.size(); ++i) ok_ = at_[i] == v[i];
     if (ok_) at_ += v.size();
   }
   bool matched() const { return ok_ && at_ == end_; }
@@ -70,6 +75,40 @@ LaunchKey key_of(const Describe& describe) {
   KeyBuilder builder(key);
   describe(builder);
   return key;
+}
+
+// A JIT program's id among every program of the process (never reused).
+inline uint64_t next_program_id() {
+  static std::atomic<uint64_t> ids{0};
+  return ++ids;
+}
+
+// The launch a run of program `program` uses: the calling thread's copy of
+// the program's last launch when `describe` matches its key (no atomic
+// operation: a tiny kernel's run notices the four of loading a shared
+// pointer atomically), else the program's shared `last` when it matches,
+// else plan() (a new launch, or null: nothing runs). The thread keeps a few
+// programs' launches, by id; its copy lives until it runs another program
+// in that place, so the launch outlives the run.
+template <class Launch, class Describe, class Plan>
+const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const Launch>>& last,
+                          const Describe& describe, const Plan& plan) {
+  struct Slot {
+    uint64_t program = 0;
+    std::shared_ptr<const Launch> launch;
+  };
+  thread_local std::array<Slot, 8> slots;
+  Slot& slot = slots[program % slots.size()];
+  if (slot.program == program && key_matches(slot.launch->key, describe)) return slot.launch.get();
+  std::shared_ptr<const Launch> launch = last.load();
+  if (!launch || !key_matches(launch->key, describe)) {
+    launch = plan();
+    if (!launch) return nullptr;
+    last.store(launch);
+  }
+  slot.program = program;
+  slot.launch = std::move(launch);
+  return slot.launch.get();
 }
 
 }  // namespace nnvm::jit

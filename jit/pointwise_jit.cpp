@@ -234,12 +234,9 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     for (size_t k = size_t(ir.inputs); k < operands && may_stream; ++k)
       key.value(reinterpret_cast<uintptr_t>(base[k]) % 64 == 0);
   };
-  std::shared_ptr<const Launch> launch = last_.load();
-  if (!launch || !key_matches(launch->key, describe)) {
-    launch = plan_launch(key_of(describe), isa, ids, env, loop);
-    if (!launch) return false;
-    last_.store(launch);
-  }
+  const Launch* launch =
+      find_launch(id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); });
+  if (!launch) return false;
   const Launch& l = *launch;
   const LoopSpace& space = l.space;
   const size_t rank = space.sizes.size();
@@ -253,14 +250,18 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     std::copy_n(l.vec_step, operands, call.vec_step);
     std::copy_n(l.lane_stride, operands, call.lane_stride);
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t c = b % l.col_blocks, r = (b / l.col_blocks) % l.row_blocks;
-      int64_t o = b / (l.col_blocks * l.row_blocks);
+      // block 0 starts every operand at its base: a small loop's only call divides nothing
+      const int64_t c = b == 0 ? 0 : b % l.col_blocks, r = b == 0 ? 0 : (b / l.col_blocks) % l.row_blocks;
+      const int64_t o = b == 0 ? 0 : b / (l.col_blocks * l.row_blocks);
       for (size_t k = 0; k < operands; ++k) {
-        int64_t offset = c * l.col_block * space.strides[k].back();
-        if (rank >= 2) offset += r * l.row_block * space.strides[k][rank - 2];
-        for (int64_t d = int64_t(rank) - 3, rest = o; d >= 0; --d) {
-          offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
-          rest /= space.sizes[size_t(d)];
+        int64_t offset = 0;
+        if (b != 0) {
+          offset = c * l.col_block * space.strides[k].back();
+          if (rank >= 2) offset += r * l.row_block * space.strides[k][rank - 2];
+          for (int64_t d = int64_t(rank) - 3, rest = o; d >= 0; --d) {
+            offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
+            rest /= space.sizes[size_t(d)];
+          }
         }
         call.ptr[k] = base[k] + offset * l.bytes[k];
       }

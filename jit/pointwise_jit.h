@@ -93,6 +93,7 @@ class PointwiseJit {
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
   // The last launch: plans replay on several threads at once, so it is swapped whole.
   mutable std::atomic<std::shared_ptr<const Launch>> last_;
+  const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 
 // x86 kernels compiled by this process (a test counts re-JITs with it).

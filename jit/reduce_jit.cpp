@@ -169,6 +169,7 @@ struct ReduceJit::Launch {
   bool has_rows = false;
   int64_t across = 0, block = 0, blocks = 0, tasks = 0;
   bool parallel = false;
+  int64_t bytes[x86::kMaxReduceOperands] = {};  // per operand: its element size
 };
 
 std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, Isa isa,
@@ -226,6 +227,7 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
     return nullptr;
   }
   Launch& l = *launch;
+  for (size_t k = 0; k < operands; ++k) l.bytes[k] = int64_t(itemsize(ir.dtype(k)));
   l.rank = rank;
   l.axis = axis;
   l.rows = rows;
@@ -262,13 +264,11 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     key.value(red.b(1));
     for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
   };
-  std::shared_ptr<const Launch> launch = last_.load();
-  if (!launch || !key_matches(launch->key, describe)) {
+  const Launch* launch = find_launch(id_, last_, describe, [&] {
     const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
-    launch = plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
-    if (!launch) return false;
-    last_.store(launch);
-  }
+    return plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
+  });
+  if (!launch) return false;
   const Launch& l = *launch;
   const ReduceSpace& space = l.space;
   const CompiledReduce& kernel = *l.compiled;
@@ -276,7 +276,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const bool rows = l.rows, has_rows = l.has_rows;
   const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks;
 
-  auto bytes = [&](size_t k) { return int64_t(itemsize(ir.dtype(k))); };
+  auto bytes = [&](size_t k) { return l.bytes[k]; };
   // An output that is not float32 (an arg reduction's int64 indices aside):
   // the kernel writes floats to a staging buffer (an int64 sum: doubles to
   // `partial`), converted to the output's dtype as the reference's store does.
@@ -339,15 +339,18 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     // the output's stride between the call's outputs (rows: row_stride; columns: unit)
     const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
     for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t task = unit / row_blocks;
-      const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
+      // task 0 starts every operand at its base: a small reduction's only call divides nothing
+      const int64_t task = unit == 0 ? 0 : unit / row_blocks;
+      const int64_t b = task == 0 ? 0 : task % blocks, first = b * block, count = std::min(block, across - first);
       for (size_t k = 0; k < operands; ++k) {
         int64_t offset = 0;
-        for (int64_t d = int64_t(outer_dims) - 1, rest = task / blocks; d >= 0; --d) {
-          offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
-          rest /= space.sizes[size_t(d)];
+        if (task != 0) {
+          for (int64_t d = int64_t(outer_dims) - 1, rest = task / blocks; d >= 0; --d) {
+            offset += (rest % space.sizes[size_t(d)]) * space.strides[k][size_t(d)];
+            rest /= space.sizes[size_t(d)];
+          }
+          if (has_rows || !rows) offset += first * space.strides[k][rows ? split : rank - 1];
         }
-        if (has_rows || !rows) offset += first * space.strides[k][rows ? split : rank - 1];
         call.ptr[k] = base[k] + offset * bytes(k);
       }
       if (long_rows) {  // block rb of the task's one row

@@ -111,6 +111,7 @@ class ReduceJit {
   mutable std::atomic<bool> fell_back_{false};  // last_fallback_ is not empty: a run clears it
   // The last launch: plans replay on several threads at once, so it is swapped whole.
   mutable std::atomic<std::shared_ptr<const Launch>> last_;
+  const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 
 // Reduction kernels compiled, and runs that used one, in this process.

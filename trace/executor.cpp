@@ -8,6 +8,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/trace/block_pool.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
 
@@ -105,8 +106,10 @@ bool same_layout(const Tensor& a, const Tensor& b) {
          a.sizes() == b.sizes() && a.strides() == b.strides();
 }
 
+// Each run makes its outputs' storages and tensors, which the recorder
+// adopts and drops: their blocks wait on the thread's free lists (trace/block_pool.h).
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
   impl->storage = std::move(storage);
   impl->shape = v.shape;
   impl->strides = contiguous_strides(v.shape);
@@ -159,10 +162,20 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
     });
     arena_values_.push_back({ValueId(v), same == arena_values_.end() ? int32_t(arena_values_.size()) : same->slice});
   }
+  std::vector<bool> in_arena(trace_.values().size(), false);
+  for (const ArenaValue& a : arena_values_) in_arena[size_t(a.value)] = true;
+  for (size_t v = 0; v < trace_.values().size(); ++v)
+    if (!in_arena[v]) transient_.push_back(ValueId(v));
   for (ValueId out : trace_.outputs())
     arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
-  for (size_t g = 0; g < groups_.size(); ++g)
-    for (int32_t n : fusion_.groups[g].nodes) groups_[g].slotted += !trace_.nodes()[size_t(n)].slots.empty();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::vector<int32_t>& nodes = fusion_.groups[g].nodes;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const Node& node = trace_.nodes()[size_t(nodes[k])];
+      groups_[g].attrs.push_back(&node.attrs);
+      if (!node.slots.empty()) groups_[g].slotted.push_back(int32_t(k));
+    }
+  }
   for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
   plan_direct_writes();
   if (!knobs().dump_dir.empty()) dump(knobs().dump_dir);
@@ -235,35 +248,59 @@ std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
   return *kept;
 }
 
+// The tensors-by-value buffer of the thread's last run of a plan with no
+// arena: such plans share it and take none of the kept slots.
+std::vector<Tensor>& FusedPlan::spare_env() {
+  static thread_local std::vector<Tensor>* spare __attribute__((tls_model("initial-exec"))) = nullptr;
+  if (!spare) [[unlikely]] {
+    thread_local std::vector<Tensor> v;
+    spare = &v;
+  }
+  return *spare;
+}
+
 void FusedPlan::keep_arena(ArenaTensors arena) const {
+  for (ValueId v : transient_) arena.env[size_t(v)] = Tensor();
+  if (arena_values_.empty()) {
+    spare_env() = std::move(arena.env);
+    return;
+  }
+  if (arena_escapes_ || memory_.arena_bytes > kKeptArenaBytes) return;
   std::array<ArenaTensors, 2>& kept = kept_arenas();
-  if (kept[0].storage && kept[0].plan != id_) kept[1] = std::move(kept[0]);
+  if (kept[0].plan != 0 && kept[0].plan != id_) kept[1] = std::move(kept[0]);
   kept[0] = std::move(arena);
 }
 
 FusedPlan::ArenaTensors FusedPlan::take_arena() const {
-  for (ArenaTensors& kept : kept_arenas())
-    if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
   ArenaTensors a;
   a.plan = id_;
+  if (arena_values_.empty()) {
+    a.env = std::move(spare_env());
+    a.env.resize(trace_.values().size());
+    return a;
+  }
+  for (ArenaTensors& kept : kept_arenas())
+    if (kept.plan == id_) return std::exchange(kept, ArenaTensors());
+  a.env.resize(trace_.values().size());
   a.storage = std::make_shared<Storage>(size_t(memory_.arena_bytes), Device());
   char* base = static_cast<char*>(a.storage->data());
   for (size_t k = 0; k < arena_values_.size(); ++k) {
     const ArenaValue& av = arena_values_[k];
     const size_t v = size_t(av.value), first = size_t(av.slice);
     const Value &val = trace_.value(av.value), &first_val = trace_.value(arena_values_[first].value);
+    const Tensor& first_tensor = a.env[size_t(arena_values_[first].value)];
     if (first != k && val.dtype == first_val.dtype && val.shape == first_val.shape) {
-      a.values.push_back(a.values[first]);  // the same memory seen the same way
+      a.env[v] = first_tensor;  // the same memory seen the same way
       continue;
     }
     const std::shared_ptr<Storage>& arena = a.storage;
     std::shared_ptr<Storage> slice =
-        first != k      ? a.values[first].storage()
+        first != k      ? first_tensor.storage()
         : arena_escapes_ ? std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
                                                      [arena](void*) {})
                          : std::make_shared<Storage>(base + memory_.offsets[v], size_t(memory_.bytes[v]), Device(),
                                                      nullptr);  // as_strided offsets count from a value's start
-    a.values.push_back(tensor_on(std::move(slice), val));
+    a.env[v] = tensor_on(std::move(slice), val);
   }
   return a;
 }
@@ -280,15 +317,11 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
   NNVM_CHECK(inputs.size() == t.inputs().size(), "FusedPlan", "the trace takes ", t.inputs().size(),
              " inputs but got ", inputs.size());
-  // The run's tensors by value, in the buffer of this thread's last run (a
-  // nested run finds it taken and makes its own).
-  static thread_local std::vector<Tensor>* spare_env __attribute__((tls_model("initial-exec"))) = nullptr;
-  if (!spare_env) [[unlikely]] {
-    thread_local std::vector<Tensor> v;
-    spare_env = &v;
-  }
-  std::vector<Tensor> env = std::move(*spare_env);
-  env.resize(t.values().size());
+  // The run's tensors by value with the arena's bound (a nested run finds
+  // the thread's kept arena taken and makes its own). The run holds the
+  // arena and its values' tensors until it returns.
+  ArenaTensors arena = take_arena();
+  std::vector<Tensor>& env = arena.env;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
     NNVM_CHECK(inputs[i].dtype() == v.dtype && inputs[i].sizes() == IntArrayRef(v.shape), "FusedPlan", "input ",
@@ -300,9 +333,6 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
   EagerGuard eager;  // a kernel that calls an op runs it now
   NoGradGuard no_grad;
 
-  // The run holds the arena and its values' tensors until it returns.
-  ArenaTensors arena = arena_values_.empty() ? ArenaTensors() : take_arena();
-  for (size_t k = 0; k < arena_values_.size(); ++k) env[size_t(arena_values_[k].value)] = arena.values[k];
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
              t.outputs().size(), " outputs but got ", targets.size(), " targets");
   written.assign(targets.size(), false);
@@ -320,31 +350,32 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
     for (ValueId v : own_values_[k]) {  // allocated when computed, not for the whole run
       const Value& val = t.value(v);
       if (!env[size_t(v)].defined())
-        env[size_t(v)] =
-            tensor_on(std::make_shared<Storage>(numel_of(val.shape) * itemsize(val.dtype), Device()), val);
+        env[size_t(v)] = tensor_on(
+            std::allocate_shared<Storage>(BlockPool<Storage>(), numel_of(val.shape) * itemsize(val.dtype), Device()),
+            val);
     }
     const Group& group = groups_[size_t(g)];
-    const bool bind = !scalars.empty() && group.slotted > 0;
-    group_attrs.clear();
-    bound.clear();
-    if (bind) bound.reserve(size_t(group.slotted));  // the pointers into it stay valid
-    for (int32_t n : fusion_.groups[size_t(g)].nodes) {
-      const Node& node = t.nodes()[size_t(n)];
-      if (!bind || node.slots.empty() || holds_scalars(node, scalars)) {
-        group_attrs.push_back(&node.attrs);
-      } else {
+    absl::Span<const Attrs* const> attrs = group.attrs;
+    if (!scalars.empty() && !group.slotted.empty()) {  // the recorded attributes, unless the replayed Scalars differ
+      const std::vector<int32_t>& nodes = fusion_.groups[size_t(g)].nodes;
+      bound.clear();
+      bound.reserve(group.slotted.size());  // the pointers into it stay valid
+      for (int32_t step : group.slotted) {
+        const Node& node = t.nodes()[size_t(nodes[size_t(step)])];
+        if (holds_scalars(node, scalars)) continue;
+        if (group_attrs.empty()) group_attrs.assign(group.attrs.begin(), group.attrs.end());
         bound.push_back(bind_scalars(node, scalars));
-        group_attrs.push_back(&bound.back());
+        group_attrs[size_t(step)] = &bound.back();
       }
+      if (!group_attrs.empty()) attrs = group_attrs;
     }
-    group.program->run(group.values.ids, env, group_attrs, group.tiling);
+    group.program->run(group.values.ids, env, attrs, group.tiling);
+    group_attrs.clear();
   }
   std::vector<Tensor> results;
   results.reserve(t.outputs().size());
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
-  env.clear();
-  *spare_env = std::move(env);
-  if (arena.storage && !arena_escapes_ && memory_.arena_bytes <= kKeptArenaBytes) keep_arena(std::move(arena));
+  keep_arena(std::move(arena));
   return results;
 }
 

@@ -38,6 +38,9 @@ class FusedPlan final : public Plan {
  public:
   // `t` is an optimised trace (the passes have run).
   explicit FusedPlan(Trace t);
+  // Its groups point at its own trace's attributes.
+  FusedPlan(const FusedPlan&) = delete;
+  FusedPlan& operator=(const FusedPlan&) = delete;
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
   std::vector<Tensor> run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
@@ -66,7 +69,8 @@ class FusedPlan final : public Plan {
     std::shared_ptr<const GroupProgram> program;
     GroupValues values;
     Tiling tiling;
-    int32_t slotted = 0;  // its nodes with Scalar slots
+    std::vector<const Attrs*> attrs;  // its nodes' recorded attributes, in order
+    std::vector<int32_t> slotted;     // its steps whose nodes have Scalar slots
   };
 
   // How trace output i may be computed straight into a caller's tensor.
@@ -81,16 +85,21 @@ class FusedPlan final : public Plan {
   };
   void plan_direct_writes();
 
-  // An arena and its values' tensors (by arena value), for the plan `plan` (an id_).
+  // An arena and a run's tensors by value with its values' set (the others
+  // empty), for the plan `plan` (an id_): a kept arena's next run binds only
+  // the other values.
   struct ArenaTensors {
     uint64_t plan = 0;
     std::shared_ptr<Storage> storage;
-    std::vector<Tensor> values;
+    std::vector<Tensor> env;
   };
   static constexpr int64_t kKeptArenaBytes = int64_t(1) << 16;
   // The calling thread's, from its runs of the last two plans it ran (a loop
   // may alternate between two traces), the latest first.
   static std::array<ArenaTensors, 2>& kept_arenas();
+  static std::vector<Tensor>& spare_env();
+  // Gives a run's arena back: kept for the plan's next run on the thread
+  // when it is small and no output sees it.
   void keep_arena(ArenaTensors arena) const;
   // The thread's kept arena of this plan, when it has one (left empty: a
   // nested run would make its own), else a new one; keep_arena gives it back.
@@ -107,6 +116,7 @@ class FusedPlan final : public Plan {
     int32_t slice;  // the index of the first arena value at the same offset and size
   };
   std::vector<ArenaValue> arena_values_;  // computed values placed in the arena
+  std::vector<ValueId> transient_;        // the values a run binds and drops: all but the arena's
   bool arena_escapes_ = false;            // a trace output is a view of an arena value
   std::vector<std::vector<ValueId>> own_values_;  // per step: values it computes into memory of their own
                                                  // (trace outputs, empty values)

@@ -7,6 +7,7 @@
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/jit/rowwise_jit.h"
+#include "nnvm/trace/block_pool.h"
 
 namespace nnvm::trace {
 
@@ -219,7 +220,7 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
   if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
     run_steps(ids, env, attrs, 0, 1);
-    std::vector<ValueId> operands;
+    absl::InlinedVector<ValueId, 8> operands;
     for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
     if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes()))
       run_steps(ids, env, attrs, 1);
@@ -244,7 +245,7 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
     for (int32_t i : step.inputs) ins.push_back(env[size_t(ids[size_t(i)])]);
     if (step.op->view) {  // a view of its input's memory: of the arena, an output or a trace input
       ViewSpec v = step.op->view(ins[0], *attrs[k]);
-      auto impl = std::make_shared<TensorImpl>();
+      auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
       impl->storage = ins[0].storage();
       impl->shape = std::move(v.shape);
       impl->strides = std::move(v.strides);

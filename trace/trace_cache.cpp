@@ -48,7 +48,10 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry* entry = entries_.find(hash);
+    // A repeating program's flush finds the entry its last lookup found: it
+    // is already the most recently used, and so is its structure.
+    const bool again = last_ && known && last_->hash == hash && last_->trace.get() == known;
+    Entry* entry = again ? last_ : entries_.find(hash);
     result.hit = entry && ((known && entry->trace.get() == known) || same_signature(*entry->trace, t));
     if (!result.hit) {
       const uint64_t structure = structure_hash(t);
@@ -65,8 +68,13 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       }
       entry = entries_.find(hash);
     }
-    count_sighting(*entry, result);
-    if (result.hot) slot = entry->slot;
+    count_sighting(*entry, result, again);
+    if (result.hot && entry->slot->ready.load(std::memory_order_acquire)) {  // a hot entry's every later hit
+      result.plan = entry->slot->plan;
+      result.compile_seconds = entry->slot->seconds;
+    } else if (result.hot) {
+      slot = entry->slot;
+    }
   }
   if (!slot) return result;
   if (!slot->ready.load(std::memory_order_acquire)) {
@@ -92,23 +100,25 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
 
 std::optional<CacheLookup> TraceCache::lookup_compiled(const LookupHint& hint) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Entry* entry = entries_.find(hint.hash);
+  const bool again = last_ && last_->hash == hint.hash && last_->trace.get() == hint.entry;
+  Entry* entry = again ? last_ : entries_.find(hint.hash);
   if (!entry || entry->trace.get() != hint.entry || !entry->slot->ready.load(std::memory_order_acquire))
     return std::nullopt;
   CacheLookup result;
   result.hash = hint.hash;
   result.hit = true;
-  count_sighting(*entry, result);
+  count_sighting(*entry, result, again);
   result.plan = entry->slot->plan;
   result.compile_seconds = entry->slot->seconds;
   return result;
 }
 
 // Counts a sighting of `entry` (and a hit when result.hit: a miss has made
-// the entry and counted itself).
-void TraceCache::count_sighting(Entry& entry, CacheLookup& result) {
+// the entry and counted itself); `again`: the last lookup found it too.
+void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
   if (result.hit) ++stats_.hits;
-  structures_.put(entry.structure, entry.trace);
+  if (!again) structures_.put(entry.structure, entry.trace);
+  last_ = &entry;
   result.count = ++entry.count;
   result.hot = result.count >= hot_;
   stats_.entries = int64_t(entries_.size());

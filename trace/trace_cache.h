@@ -115,7 +115,7 @@ class TraceCache {
 
   CacheLookup lookup_hashed(const Trace& t, uint64_t hash, const Trace* known);
   // Counts a sighting of `entry` into `result` (under mutex_).
-  void count_sighting(Entry& entry, CacheLookup& result);
+  void count_sighting(Entry& entry, CacheLookup& result, bool again);
   std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
   void log(const std::string& line);
 
@@ -128,6 +128,10 @@ class TraceCache {
   // structure hash -> the trace of the entry last seen with that structure
   BoundedCache<uint64_t, std::shared_ptr<const Trace>> structures_;
   BoundedCache<uint64_t, int64_t> evicted_;  // signature hash -> sightings before eviction
+  // The entry the last lookup found (the most recently used), or null. An
+  // entry's node in entries_ only moves until it is evicted, and an eviction
+  // comes with a lookup that finds another entry.
+  Entry* last_ = nullptr;
   TraceCacheStats stats_;
   LogSink log_;
 };

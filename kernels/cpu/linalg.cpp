@@ -31,10 +31,13 @@ std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
 }
 
 template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c) {
-  const int64_t m = c.size(-2), n = c.size(-1), k = a.size(-1);
-  if (c.dim() == 2) {  // one product: no batch offsets to build
-    gemm(m, n, k, MatrixRef<T>{a.data_ptr<T>(), a.stride(-2), a.stride(-1)},
-         MatrixRef<T>{b.data_ptr<T>(), b.stride(-2), b.stride(-1)}, T(0), c.data_ptr<T>(), n);
+  // off the arrays, not through checked size(d) calls: a small product (an RNN step's) feels them
+  const IntArrayRef cs = c.sizes(), as = a.strides(), bs = b.strides();
+  const size_t rank = cs.size(), ra = as.size(), rb = bs.size();
+  const int64_t m = cs[rank - 2], n = cs[rank - 1], k = a.sizes()[ra - 1];
+  if (rank == 2) {  // one product: no batch offsets to build
+    gemm(m, n, k, MatrixRef<T>{a.data_ptr<T>(), as[ra - 2], as[ra - 1]},
+         MatrixRef<T>{b.data_ptr<T>(), bs[rb - 2], bs[rb - 1]}, T(0), c.data_ptr<T>(), n);
     return;
   }
   const IntArrayRef batch = c.sizes().first(c.dim() - 2);

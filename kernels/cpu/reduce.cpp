@@ -138,6 +138,17 @@ DimVector rdims(const Tensor& x, const Attrs& a) { return reduction_dims(a.ints(
 // computing in the compute type of `compute` (the output's or the input's dtype).
 template <class Make, class Finish>
 void reduce_into(const Tensor& x, const Tensor& out, const Attrs& a, DType compute, Make make, Finish finish) {
+  // One output of one contiguous row of the compute type (a norm per step):
+  // what reduce() does with that layout, without building it.
+  if (out.numel() == 1 && x.dtype() == compute_dtype(compute) && x.numel() <= kRowBlock && x.is_contiguous()) {
+    with_compute_type(compute, [&](auto zero) {
+      using T = decltype(zero);
+      const auto red = make.template operator()<T>();
+      const T* p = static_cast<const T*>(x.data_ptr());
+      write_output<T>(out, [&](T* dst) { dst[0] = T(finish(reduce_run(red, p, x.numel(), 0))); });
+    });
+    return;
+  }
   const ReduceLayout L = reduce_layout(x, rdims(x, a), compute_dtype(compute));
   with_compute_type(compute, [&](auto zero) {
     using T = decltype(zero);

@@ -294,6 +294,29 @@ TEST(Allocator, CachesAndReturnsToBaseline) {
   }
 }
 
+// Classes up to 1 KiB have free lists of their own (no hashing): each is
+// reused by its class only, and empty_cache releases them with the rest.
+TEST(Allocator, SmallClassesAreCachedAndReleased) {
+  CpuCachingAllocator& a = CpuCachingAllocator::instance();
+  if (a.guard()) GTEST_SKIP() << "guarded blocks are never cached";
+  for (size_t n : {1ul, 64ul, 65ul, 640ul, 1024ul, 1025ul}) {
+    empty_cache();
+    const size_t next = CpuCachingAllocator::round_size(n) + 1;  // the next class up
+    void* p = a.allocate(n);
+    a.free(p, n);
+    const AllocatorStats before = a.stats();
+    void* other = a.allocate(next);
+    void* same = a.allocate(n);
+    EXPECT_EQ(same, p) << n;
+    EXPECT_NE(other, p) << n;
+    EXPECT_EQ(a.stats().cache_hits, before.cache_hits + 1) << n;
+    a.free(other, next);
+    a.free(same, n);
+  }
+  empty_cache();
+  EXPECT_EQ(cpu_memory_stats().bytes_reserved, cpu_memory_stats().bytes_in_use);
+}
+
 TEST(Allocator, ThreadSafe) {
   const AllocatorStats before = cpu_memory_stats();
   std::vector<std::thread> threads;

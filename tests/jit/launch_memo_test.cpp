@@ -104,6 +104,34 @@ TEST(LaunchMemo, ANewBatchSizeOrViewOffsetRecomputes) {
     }
 }
 
+// A thread keeps the launches of a few programs (find_launch): more programs
+// than it has places, in turn and with their layouts changing, share places
+// and must each find their own launch or make one.
+TEST(LaunchMemo, MoreProgramsThanAThreadKeepsInTurn) {
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    const Tensor row = testing::random({33}, kFloat32, 5);
+    std::vector<Trace> traces;
+    std::vector<std::unique_ptr<trace::FusedPlan>> plans;
+    for (int k = 0; k < 11; ++k) {  // k products with the row after the chain: eleven programs
+      Trace t;
+      const ValueId xv = t.add_input(testing::random({4, 33}, kFloat32, 1)), rv = t.add_input(row);
+      ValueId v = t.add_node1(find_op("tanh"), {t.add_node1(find_op("add"), {xv, rv}, {Scalar(0.5)})});
+      for (int i = 0; i < k; ++i) v = t.add_node1(find_op("mul"), {v, rv});
+      t.mark_output(v);
+      plans.push_back(std::make_unique<trace::FusedPlan>(t));
+      ASSERT_NE(plans.back()->program(0).jit(), nullptr) << plans.back()->to_string();
+      ASSERT_EQ(plans.back()->program(0).jit()->declined(), "");
+      traces.push_back(std::move(t));
+    }
+    // each round one layout for all: programs in one place see keys that match
+    for (const Tensor& x : layouts(33, 40))
+      for (size_t p = 0; p < plans.size(); ++p) expect_runs_match(*plans[p], traces[p], {x, row});
+  }
+}
+
 TEST(LaunchMemo, TwoThreadsRunOnePlanWithDifferentLayouts) {
   for (Isa isa : jit_isas()) {
     SCOPED_TRACE(isa_name(isa));

@@ -480,5 +480,32 @@ TEST(Reduce, SoftmaxIsStableForLargeAndMaskedInputs) {
   expect_values(softmax(tensor<float>({NAN, 1.f}), 0), {kNaN, kNaN});
 }
 
+// A single output of a contiguous input of the compute dtype skips the layout
+// (reduce_into's shortcut); a strided copy of the same values takes the full
+// path. Both must give the same bits, up to and past the blocked row length.
+TEST(Reduce, SingleOutputShortcutMatchesTheFullPath) {
+  EagerGuard eager;
+  for (int64_t n : {3, 64, 16384, 16385}) {
+    const Tensor wide = testing::random({n, 2}, kFloat32, 7);
+    const Tensor strided = wide.select(1, 0), contiguous = strided.contiguous();
+    ASSERT_TRUE(contiguous.is_contiguous() && !strided.is_contiguous());
+    for (auto [name, f] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
+             {"sum", [](const Tensor& x) { return x.sum(); }},
+             {"mean", [](const Tensor& x) { return x.mean(); }},
+             {"norm", [](const Tensor& x) { return x.norm(); }},
+             {"amax", [](const Tensor& x) { return x.amax(); }},
+             {"sum keepdim", [](const Tensor& x) { return x.unsqueeze(0).sum({1}, true); }}}) {
+      const Tensor fast = f(contiguous), full = f(strided);
+      EXPECT_EQ(fast.sizes(), full.sizes()) << name;
+      EXPECT_EQ(fast.item<float>(), full.item<float>()) << name << " of " << n;
+    }
+    expect_values(contiguous.norm(), {std::sqrt(reference(contiguous, {}, [](const Group& g) {
+                    double s = 0;
+                    for (double v : g) s += v * v;
+                    return s;
+                  })[0])}, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace nnvm

@@ -73,6 +73,51 @@ TEST(ArenaReuse, ThreePlansInTurnAndTwoInTurn) {
   }
 }
 
+// A kept arena keeps its own tensors bound for the next run, and nothing of
+// the run that kept it: its inputs and outputs are freed with their last user.
+TEST(ArenaReuse, AKeptArenaHoldsNoInputOrOutput) {
+  EagerGuard eager;
+  const Trace t = dense(3, 5, 4);
+  const FusedPlan plan(t);
+  ASSERT_GT(plan.arena_bytes(), 0) << plan.to_string();
+  std::vector<std::weak_ptr<Storage>> seen;
+  {
+    const std::vector<Tensor> in = dense_inputs(3, 5, 4, 1);
+    const std::vector<Tensor> out = plan.run(in, {});
+    for (const Tensor& x : in) seen.push_back(x.storage());
+    for (const Tensor& x : out) seen.push_back(x.storage());
+  }
+  for (const std::weak_ptr<Storage>& s : seen) EXPECT_TRUE(s.expired());
+  expect_run_matches(plan, t, dense_inputs(3, 5, 4, 2));
+}
+
+// A plan with no arena shares one buffer with the others like it and takes no
+// kept slot: two plans with arenas run in turn with it keep theirs (their
+// runs allocate only their outputs, as when they run alone).
+TEST(ArenaReuse, PlansWithNoArenaTakeNoKeptSlot) {
+  EagerGuard eager;
+  const Trace t1 = dense(3, 5, 4), t2 = dense(2, 7, 6);
+  Trace t0;
+  t0.mark_output(t0.add_node1(op("exp"), {t0.add_input(kFloat32, {5}, {1})}));
+  const FusedPlan p0(t0), p1(t1), p2(t2);
+  ASSERT_EQ(p0.arena_bytes(), 0) << p0.to_string();
+  const std::vector<Tensor> in1 = dense_inputs(3, 5, 4, 1), in2 = dense_inputs(2, 7, 6, 4);
+  const std::vector<Tensor> in0 = {testing::random({5}, kFloat32, 7)};
+  auto allocations = [](const FusedPlan& p, const std::vector<Tensor>& in) {
+    const int64_t before = cpu_memory_stats().allocations;
+    p.run(in, {});
+    return cpu_memory_stats().allocations - before;
+  };
+  allocations(p1, in1);
+  const int64_t alone = allocations(p1, in1);  // the arena kept from the run before
+  for (int i = 0; i < 3; ++i) {
+    allocations(p2, in2);
+    allocations(p0, in0);
+    EXPECT_EQ(allocations(p1, in1), alone);
+  }
+  expect_run_matches(p0, t0, in0);
+}
+
 TEST(ArenaReuse, AnOutputViewingTheArenaKeepsItsValues) {
   EagerGuard eager;
   Trace t;

@@ -219,6 +219,12 @@ TEST(FusedPlan, ReplaysWithOtherScalars) {
   const Tensor replayed = plan->run({p, g}, next.scalars())[0];
   expect_tensors_close(replayed, p * 0.9 - g * 0.5);
   expect_tensors_close(replayed, interpret(next, {p, g})[0], 0, 0);
+  // one of the group's two Scalars differs (the other node keeps its recorded
+  // attributes), then neither: no binding outlives its run
+  for (const Trace& other : {program(0.1, 0.9), program(0.5, 0.99), first}) {
+    const Tensor r = plan->run({p, g}, other.scalars())[0];
+    expect_tensors_close(r, interpret(other, {p, g})[0]);  // a fused multiply-add rounds once
+  }
 }
 
 TEST(FusedPlan, InputsAtOtherStorageOffsets) {

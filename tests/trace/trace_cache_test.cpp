@@ -243,5 +243,28 @@ TEST(TraceCache, HintedLookupsFindTheHintedEntryOrMiss) {
   EXPECT_TRUE(cache.lookup(program(4, 3, 0.3)).hit);  // under the same hash a plain lookup finds
 }
 
+// A repeating program's hinted lookups of the entry it found last skip the
+// LRU bookkeeping: the entry and its structure are already the most recent,
+// and stay so only until another signature is looked up.
+TEST(TraceCache, RepeatedHintedHitsKeepTheLruOrderAndTheStructureIndex) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), /*capacity=*/2, /*hot=*/2);
+  const Trace a = program(4, 3), b = program(6, 3), c = program(8, 3);
+  const CacheLookup first = cache.lookup(a);
+  const LookupHint hint{first.entry.get(), first.hash};
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(cache.lookup(a, hint).hit);
+  EXPECT_EQ(cache.lookup(b).miss_reason, "shape changed at input 0: [4, 3] -> [6, 3]");
+  // a is the least recently used until a hinted lookup makes it the most again
+  EXPECT_EQ(cache.lookup(a, hint).count, 5);
+  EXPECT_EQ(cache.lookup(a, hint).count, 6);
+  // c is explained against a, the structure's latest trace, and evicts b
+  EXPECT_EQ(cache.lookup(c).miss_reason, "shape changed at input 0: [4, 3] -> [8, 3]");
+  EXPECT_EQ(cache.lookup(b).miss_reason, "evicted after 1 sightings");  // evicts a
+  const CacheLookup stale = cache.lookup(a, hint);
+  EXPECT_FALSE(stale.hit);
+  EXPECT_EQ(stale.miss_reason, "evicted after 6 sightings");
+  EXPECT_EQ(cache.stats().evictions, 3);
+}
+
 }  // namespace
 }  // namespace nnvm::trace
