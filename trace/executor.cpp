@@ -307,11 +307,14 @@ FusedPlan::ArenaTensors FusedPlan::take_arena() const {
 
 std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
   std::vector<bool> written;
-  return run_into(inputs, scalars, {}, written);
+  std::vector<Tensor> results;
+  run_into(inputs, scalars, {}, written, results);
+  return results;
 }
 
-std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
-                                        absl::Span<const Tensor> targets, std::vector<bool>& written) const {
+void FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+                         absl::Span<const Tensor> targets, std::vector<bool>& written,
+                         std::vector<Tensor>& results) const {
   const Trace& t = trace_;
   NNVM_CHECK(scalars.empty() || scalars.size() == t.scalars().size(), "FusedPlan", "the trace has ",
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
@@ -372,11 +375,9 @@ std::vector<Tensor> FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::S
     group.program->run(group.values.ids, env, attrs, group.tiling);
     group_attrs.clear();
   }
-  std::vector<Tensor> results;
-  results.reserve(t.outputs().size());
+  results.clear();
   for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
   keep_arena(std::move(arena));
-  return results;
 }
 
 std::string FusedPlan::to_string() const {

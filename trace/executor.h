@@ -43,8 +43,8 @@ class FusedPlan final : public Plan {
   FusedPlan& operator=(const FusedPlan&) = delete;
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
-  std::vector<Tensor> run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
-                               absl::Span<const Tensor> targets, std::vector<bool>& written) const override;
+  void run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars, absl::Span<const Tensor> targets,
+                std::vector<bool>& written, std::vector<Tensor>& results) const override;
   const Trace& trace() const override { return trace_; }
   // The trace, the fusion plan, how each group runs, and the memory plan.
   std::string to_string() const override;

@@ -23,11 +23,13 @@ class Plan {
   // into targets[i] when nothing reads the target's old contents afterwards;
   // it then returns targets[i] as output i and sets written[i], and the
   // caller neither copies nor holds a second parameter-sized buffer. The
+  // outputs go into `results` (a caller's buffer, kept from run to run). The
   // default writes no target.
-  virtual std::vector<Tensor> run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
-                                       absl::Span<const Tensor> targets, std::vector<bool>& written) const {
+  virtual void run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+                        absl::Span<const Tensor> targets, std::vector<bool>& written,
+                        std::vector<Tensor>& results) const {
     written.assign(targets.size(), false);
-    return run(inputs, scalars);
+    results = run(inputs, scalars);
   }
   // The optimised trace the plan runs.
   virtual const Trace& trace() const = 0;

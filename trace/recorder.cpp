@@ -228,11 +228,12 @@ class Recorder {
         r.binds_.clear();
         r.flushed_inputs_.clear();
         r.targets_.clear();
+        r.results_.clear();
       }
     } done{*this};
     EagerGuard eager;
     NoGradGuard no_grad;
-    std::vector<Tensor> results;
+    std::vector<Tensor>& results = results_;
     std::vector<Tensor>& targets = targets_;
     for (const Bind& b : binds) targets.push_back(b.storage ? Tensor() : b.target);
     std::vector<bool>& written_into = written_into_;  // results a plan computed straight into their target
@@ -247,14 +248,14 @@ class Recorder {
         compiled = cursor_.look_up_compiled(global_trace_cache());
       if (compiled) {
         ++stats_.flushes_unbuilt;
-        results = compiled->plan->run_into(inputs, compiled->entry->scalars(), targets, written_into);
+        compiled->plan->run_into(inputs, compiled->entry->scalars(), targets, written_into, results);
       } else {
         build_with_outputs(cursor_.entry());
         if (observer_) observer_(t);
         const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
         if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                       static_cast<unsigned long long>(found.hash), t.to_string().c_str());
-        if (found.plan) results = found.plan->run_into(inputs, t.scalars(), targets, written_into);
+        if (found.plan) found.plan->run_into(inputs, t.scalars(), targets, written_into, results);
         else results = interpret(t, inputs);
       }
     } catch (const std::exception&) {
@@ -554,7 +555,7 @@ class Recorder {
   TraceCursor cursor_;  // the entries of the last flushes, and the one this trace repeats
   // A flush's buffers, empty between flushes (flushes do not nest).
   std::vector<Bind> binds_;
-  std::vector<Tensor> flushed_inputs_, targets_;
+  std::vector<Tensor> flushed_inputs_, targets_, results_;
   std::vector<bool> written_into_;
   std::vector<const Storage*> written_;
   bool flushing_ = false;

@@ -32,7 +32,7 @@ Written run_against_interpreter(const Trace& t, const std::vector<Tensor>& input
   for (Tensor& e : expected) e = e.clone();
   const FusedPlan plan(t);
   Written w;
-  w.results = plan.run_into(inputs, {}, targets, w.written);
+  plan.run_into(inputs, {}, targets, w.written, w.results);
   EXPECT_EQ(w.results.size(), expected.size());
   for (size_t i = 0; i < expected.size() && i < w.results.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "output " << i << "\n" << plan.to_string());
