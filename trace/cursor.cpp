@@ -16,7 +16,7 @@ bool identical_attr(const AttrValue& a, const AttrValue& b) {
 }
 
 bool same_layout(const Value& v, const Tensor& t) {
-  return v.dtype == t.dtype() && IntArrayRef(v.shape) == t.sizes() && IntArrayRef(v.strides) == t.strides();
+  return v.dtype == t.dtype() && same_dims(v.shape, t.sizes()) && same_dims(v.strides, t.strides());
 }
 
 // Node `at` of `a` and of `b` (traces alike before it, value ids and roles

@@ -127,6 +127,15 @@ class Trace {
   std::vector<Scalar> scalars_;
 };
 
+// The same dims, compared in a plain loop: shapes are short, and the
+// recorder compares a few per op (std::equal would call memcmp).
+inline bool same_dims(IntArrayRef a, IntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (a[d] != b[d]) return false;
+  return true;
+}
+
 // A few well-known constants are pinned (DESIGN §3.4, refined): a recorded
 // Scalar is a run-time argument, but a signature records which pinned
 // constant it is, if any: 0, -0, ±1, ±0.5, ±2, 3, √2, 1/√2, √(2/π), 0.044715.

@@ -65,8 +65,8 @@ class RecordArena {
 };
 
 bool same_layout(const Tensor& a, const Tensor& b) {
-  return a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
-         a.strides() == b.strides();
+  return a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() && same_dims(a.sizes(), b.sizes()) &&
+         same_dims(a.strides(), b.strides());
 }
 
 const OpDef& op_named(const char* name) { return find_op(name); }
@@ -438,7 +438,8 @@ class Recorder {
 
   bool is_whole(const Tensor& t, ValueId v) const {
     const Value& whole = value(v);
-    return t.storage_offset() == 0 && t.sizes() == IntArrayRef(whole.shape) && t.is_contiguous();
+    const TensorImpl& impl = *t.impl();
+    return impl.offset == 0 && same_dims(impl.shape, whole.shape) && is_contiguous_layout(impl.shape, impl.strides);
   }
 
   absl::InlinedVector<ValueId, 4> values_of(const OpDef& op, absl::Span<const Tensor> inputs) {
@@ -490,14 +491,8 @@ class Recorder {
 
   // t is still what the trace took as input `v`.
   static bool unchanged(const TensorImpl& t, const InputRef& input, const Value& v) {
-    auto same = [](const DimVector& a, const DimVector& b) {
-      if (a.size() != b.size()) return false;
-      for (size_t d = 0; d < a.size(); ++d)
-        if (a[d] != b[d]) return false;
-      return true;
-    };
-    return t.storage == input.storage && t.offset == input.offset && t.dtype == v.dtype && same(t.shape, v.shape) &&
-           same(t.strides, v.strides);
+    return t.storage == input.storage && t.offset == input.offset && t.dtype == v.dtype &&
+           same_dims(t.shape, v.shape) && same_dims(t.strides, v.strides);
   }
 
   // The tensor to run input `v` with: the tensor itself, or, when the program
