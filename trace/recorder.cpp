@@ -139,7 +139,7 @@ class Recorder {
       cursor_.follow(trace_);
     }
     const Device device = inputs.empty() ? Device() : inputs[0].device();
-    for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name));
+    for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name, known != nullptr));
     if (int64_t(node_count()) >= trace_cap()) flush();
   }
 
@@ -510,11 +510,16 @@ class Recorder {
     return Tensor(std::move(impl));
   }
 
-  Tensor make_lazy(ValueId v, Device device, std::string_view op) {
+  // `repeated`: the value repeats one whose size was checked when it was inferred.
+  Tensor make_lazy(ValueId v, Device device, std::string_view op, bool repeated) {
     const Value& value = this->value(v);
-    auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(),
-                                                 checked_nbytes(value.shape, itemsize(value.dtype), op), device,
-                                                 Storage::Lazy{});
+    size_t nbytes = itemsize(value.dtype);
+    if (repeated) {
+      for (int64_t s : value.shape) nbytes *= size_t(s);
+    } else {
+      nbytes = checked_nbytes(value.shape, nbytes, op);
+    }
+    auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(), nbytes, device, Storage::Lazy{});
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
     auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
     impl->storage = std::move(storage);
