@@ -339,9 +339,9 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     // the output's stride between the call's outputs (rows: row_stride; columns: unit)
     const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
     for (int64_t unit = begin; unit < end; ++unit) {
-      // task 0 starts every operand at its base: a small reduction's only call divides nothing
-      const int64_t task = unit == 0 ? 0 : unit / row_blocks;
-      const int64_t b = task == 0 ? 0 : task % blocks, first = b * block, count = std::min(block, across - first);
+      // task 0 starts every operand at its base: a small reduction's only call computes no offsets
+      const int64_t task = unit / row_blocks;
+      const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
       for (size_t k = 0; k < operands; ++k) {
         int64_t offset = 0;
         if (task != 0) {

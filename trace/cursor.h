@@ -35,13 +35,8 @@ class TraceCursor {
   bool following() const { return following_; }
   // The entry it follows, or null.
   const Trace* entry() const { return at_ < recent_.size() ? recent_[at_].entry.get() : nullptr; }
-  // Whether `recording`, its outputs marked, repeats the entry whole.
-  bool repeats(const Trace& recording) const {
-    return repeats(recording.nodes().size(), recording.values().size(), recording.inputs().size(),
-                   recording.outputs());
-  }
-  // The same for a recording the cursor has followed from its first node
-  // without building it: its counts and outputs.
+  // Whether a recording of `nodes` nodes, `values` values and `inputs`
+  // inputs, with these outputs, repeats the entry whole (built or not).
   bool repeats(size_t nodes, size_t values, size_t inputs, absl::Span<const ValueId> outputs) const;
 
   // The cache entry of a flushed trace t (`repeated`: repeats(t) held),

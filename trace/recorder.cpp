@@ -197,10 +197,7 @@ class Recorder {
       if (s) s->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
     }
-    if (!unbuilt_)
-      for (ValueId v : outputs_) trace_.mark_output(v);
-    const bool repeated = unbuilt_ ? cursor_.repeats(followed_nodes_, followed_values_, inputs_.size(), outputs_)
-                                   : cursor_.repeats(trace_);
+    const bool repeated = cursor_.repeats(node_count(), value_count(), inputs_.size(), outputs_);
     stats_.flushes_repeated += repeated;
     Trace& t = trace_;
     std::vector<Tensor>& inputs = flushed_inputs_;
@@ -394,9 +391,8 @@ class Recorder {
     if (followed_values_ > 0) trace_.assign_prefix(*entry, followed_nodes_, followed_values_);
   }
   void build() { build(cursor_.entry()); }
-  // At a flush: the trace with its outputs marked.
+  // At a flush that needs the trace: the trace, built, with its outputs marked.
   void build_with_outputs(const Trace* entry) {
-    if (!unbuilt_) return;
     build(entry);
     for (ValueId v : outputs_) trace_.mark_output(v);
   }

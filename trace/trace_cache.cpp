@@ -48,10 +48,8 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // A repeating program's flush finds the entry its last lookup found: it
-    // is already the most recently used, and so is its structure.
-    const bool again = last_ && known && last_->hash == hash && last_->trace.get() == known;
-    Entry* entry = again ? last_ : entries_.find(hash);
+    bool again = false;
+    Entry* entry = find(hash, known, again);
     result.hit = entry && ((known && entry->trace.get() == known) || same_signature(*entry->trace, t));
     if (!result.hit) {
       const uint64_t structure = structure_hash(t);
@@ -69,12 +67,7 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       entry = entries_.find(hash);
     }
     count_sighting(*entry, result, again);
-    if (result.hot && entry->slot->ready.load(std::memory_order_acquire)) {  // a hot entry's every later hit
-      result.plan = entry->slot->plan;
-      result.compile_seconds = entry->slot->seconds;
-    } else if (result.hot) {
-      slot = entry->slot;
-    }
+    if (result.hot && !result.plan) slot = entry->slot;
   }
   if (!slot) return result;
   if (!slot->ready.load(std::memory_order_acquire)) {
@@ -100,21 +93,27 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
 
 std::optional<CacheLookup> TraceCache::lookup_compiled(const LookupHint& hint) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const bool again = last_ && last_->hash == hint.hash && last_->trace.get() == hint.entry;
-  Entry* entry = again ? last_ : entries_.find(hint.hash);
+  bool again = false;
+  Entry* entry = find(hint.hash, hint.entry, again);
   if (!entry || entry->trace.get() != hint.entry || !entry->slot->ready.load(std::memory_order_acquire))
     return std::nullopt;
   CacheLookup result;
   result.hash = hint.hash;
   result.hit = true;
   count_sighting(*entry, result, again);
-  result.plan = entry->slot->plan;
-  result.compile_seconds = entry->slot->seconds;
   return result;
 }
 
+// A repeating program's flush finds the entry its last lookup found: it is
+// already the most recently used, and so is its structure (`again`).
+TraceCache::Entry* TraceCache::find(uint64_t hash, const Trace* known, bool& again) {
+  again = last_ && known && last_->hash == hash && last_->trace.get() == known;
+  return again ? last_ : entries_.find(hash);
+}
+
 // Counts a sighting of `entry` (and a hit when result.hit: a miss has made
-// the entry and counted itself); `again`: the last lookup found it too.
+// the entry and counted itself); `again`: the last lookup found it too. A
+// hot entry already compiled gives its plan.
 void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
   if (result.hit) ++stats_.hits;
   if (!again) structures_.put(entry.structure, entry.trace);
@@ -125,6 +124,10 @@ void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
   if (result.hit && log_)
     log(absl::StrCat("cache hit ", hex(result.hash), " count=", result.count, result.hot ? " hot" : " cold"));
   result.entry = entry.trace;
+  if (result.hot && entry.slot->ready.load(std::memory_order_acquire)) {
+    result.plan = entry.slot->plan;
+    result.compile_seconds = entry.slot->seconds;
+  }
 }
 
 TraceCacheStats TraceCache::stats() const {

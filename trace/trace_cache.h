@@ -114,6 +114,9 @@ class TraceCache {
   };
 
   CacheLookup lookup_hashed(const Trace& t, uint64_t hash, const Trace* known);
+  // The entry for `hash` (under mutex_); `again`: it is last_, the entry the
+  // last lookup found, and `known` is its trace.
+  Entry* find(uint64_t hash, const Trace* known, bool& again);
   // Counts a sighting of `entry` into `result` (under mutex_).
   void count_sighting(Entry& entry, CacheLookup& result, bool again);
   std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
