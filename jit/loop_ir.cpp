@@ -324,6 +324,10 @@ std::string reduction_dtypes(ReduceOp op, DType value, DType out) {
   const std::string what = absl::StrCat(reduce_op_name(op), " of ", dt(value), " into ", dt(out));
   if (op == ReduceOp::kLogSumExp)
     return value == kFloat32 && out == kFloat32 ? "" : absl::StrCat(what, ": the JIT's logsumexp is float32 only");
+  if (op == ReduceOp::kArgMax || op == ReduceOp::kArgMin)
+    return float_compute(value) || small_integer(value)
+               ? ""
+               : absl::StrCat(what, ": the JIT compares float32 values (int32 rounds past 2^24)");
   if (float_compute(out)) return {};
   if (out == kInt64)
     return op == ReduceOp::kSum && (small_integer(value) || value == kInt32)
@@ -455,19 +459,6 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
                               "argmax, argmin)");
     return l;
   }
-  if (l.ir.reduce == ReduceOp::kArgMax || l.ir.reduce == ReduceOp::kArgMin) {  // one load, an int64 store
-    const DType in = t.value(last.inputs[0]).dtype;
-    if (!single || !float_compute(in)) {
-      l.declined = absl::StrCat(last.op->name, " of a ", std::string(dtype_name(in)), " value in a ",
-                                trace::group_kind_name(g.kind), " group: the JIT takes a float alone");
-      return l;
-    }
-    l.ir.dtypes = {in, kInt64};
-    l.ir.inputs = 1;
-    l.ir.exprs = {Expr{Prim::kLoad, -1, -1, -1, 0}};
-    l.ir.stores = {0};
-    return l;
-  }
   const trace::ValueId out = values.ids[size_t(values.inputs)];
   for (trace::ValueId id : values.ids) {
     const DType d = t.value(id).dtype;
@@ -490,6 +481,14 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
   const Expr& stored = l.ir.exprs[size_t(l.ir.stores[0])];
   if (value == kInt32 && stored.prim != Prim::kLoad)  // a loaded int32 is summed exactly, as an integer
     l.declined = "an int32 value computed in the prologue: float32 rounds it past 2^24";
+  if (l.ir.reduce == ReduceOp::kArgMax || l.ir.reduce == ReduceOp::kArgMin)
+    for (size_t k = 0; k + 1 < g.nodes.size() && l.ok(); ++k) {
+      const trace::Node& n = t.nodes()[size_t(g.nodes[k])];
+      const DType d = t.value(n.outputs[0]).dtype;
+      if (d == kFloat16 || d == kBFloat16)  // the JIT rounds 16-bit values on store only: ties would move
+        l.declined = absl::StrCat(last.op->name, " after ", n.op->name, " into ", std::string(dtype_name(d)),
+                                  ": the reference compares the rounded values");
+    }
   return l;
 }
 

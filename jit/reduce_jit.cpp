@@ -47,18 +47,15 @@ int64_t reduce_runs() { return runs.load(); }
 CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa)
     : isa_(isa),
       variant_(absl::StrCat(axis == x86::ReduceAxis::kRows ? "rows" : "cols", "[", accesses, "]")),
-      declined_(is_arg(ir.reduce) ? (accesses == "c" ? "" : "a broadcast input: every index ties")
+      declined_(is_arg(ir.reduce) ? x86::ArgReduceKernel::declines(ir, accesses, isa)
                                   : x86::ReduceKernel::declines(ir, accesses, isa)) {
   if (!declined_.empty()) return;
-  if (is_arg(ir.reduce)) {
-    arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir.reduce == ReduceOp::kArgMax, axis, isa, ir.dtype(0));
-  } else {
-    try {
-      kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
-    } catch (const Xbyak::Error& e) {  // a prologue too big for the code buffer: the reference kernels run it
-      declined_ = absl::StrCat("code generation failed: ", e.what());
-      return;
-    }
+  try {
+    if (is_arg(ir.reduce)) arg_kernel_ = std::make_unique<x86::ArgReduceKernel>(ir, accesses, axis, isa);
+    else kernel_ = std::make_unique<x86::ReduceKernel>(ir, accesses, axis, isa);
+  } catch (const Xbyak::Error& e) {  // a prologue too big for the code buffer: the reference kernels run it
+    declined_ = absl::StrCat("code generation failed: ", e.what());
+    return;
   }
   compiles.fetch_add(1);
 }

@@ -1,7 +1,7 @@
 // The JIT path of a reduction group (DESIGN §3.8): a pointwise prologue closed
 // by sum, mean, amax/max, amin/min, prod or logsumexp, or one such reduction
 // alone, computed in float32 and double (lower_reduction says which dtypes);
-// or argmax/argmin alone (int64 indices out). A result that is not float32
+// or argmax/argmin, alone or after a prologue (int64 indices out). A result that is not float32
 // is written by the kernel to a staging buffer (floats; an int64 sum's
 // doubles) and stored in its dtype as the reference stores it. The
 // group is lowered to LoopIR once (lower_reduction); each run computes its
@@ -20,7 +20,8 @@
 // more than 2^22 elements per output, reduced dims that
 // are not one block in memory after merging, an input strided along the
 // vector axis, an output that is not unit-stride, an empty reduction, an arg
-// reduction over more than 2^30 elements or of a broadcast input, a prologue
+// reduction over more than 2^30 elements or after 16-bit values computed in
+// its prologue, a prologue
 // too large for the register file, or the ISA forced to portable.
 #pragma once
 

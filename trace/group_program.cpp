@@ -17,12 +17,6 @@ namespace {
 // tensor (a draw keyed by its flat index): a tile would draw other numbers.
 bool keyed_by_position(const OpDef& op) { return op.name == "bernoulli"; }
 
-bool is_reduction(const OpDef& op) {
-  static const char* const names[] = {"sum", "mean", "prod", "amax", "amin",     "max",
-                                      "min", "all",  "any",  "norm", "logsumexp"};
-  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return op.name == n; });
-}
-
 // The layout class of a value: rank, its size-1 dims, contiguous or not.
 void append_layout(std::string& key, const Value& v) {
   absl::StrAppend(&key, std::string(dtype_name(v.dtype)), "[");

@@ -166,6 +166,12 @@ bool checks_values(const Trace& t, const Node& n) {
   return false;
 }
 
+bool is_reduction(const OpDef& op) {
+  static const char* const names[] = {"sum", "mean", "prod", "amax", "amin",      "max",    "min",
+                                      "all", "any",  "norm", "logsumexp", "argmax", "argmin"};
+  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return op.name == n; });
+}
+
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
   if (n.slots.empty()) return n.attrs;
   Attrs bound;

@@ -155,6 +155,11 @@ bool scalar_is_known(const Node& n, size_t attr);
 // caller's tensor before it has run.
 bool checks_values(const Trace& t, const Node& n);
 
+// Whether `op` reduces one input over the dims of its first attribute
+// (sum, mean, prod, amax/amin, max/min, all, any, norm, logsumexp,
+// argmax/argmin): a fusion group may close with it.
+bool is_reduction(const OpDef& op);
+
 // The node's attributes with its slotted Scalars taken from `scalars`.
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
 

@@ -4,33 +4,71 @@
 
 #include <cmath>
 #include <cstddef>
+#include <vector>
+
+#include "nnvm/core/error.h"
+#include "nnvm/jit/x86/reduce_regs.h"
 
 namespace nnvm::jit::x86 {
 
 using namespace Xbyak;
 using namespace Xbyak::util;
+using namespace reduce;
+
+#define AT(field) NNVM_REDUCE_AT(field)
 
 namespace {
 
-const Reg64 kCall = rdi, kX = rbx, kOut = rbp, kP = rsi, kJ = r13, kN = rcx, kRow = r14, kR = rdx;
-const Opmask kTail = k1, kHigh = k3, kA = k4, kB = k5;
+const Reg64 kOut = r15;  // the output (kOperandRegs hold the inputs)
+const Opmask kHigh = k3, kA = k4, kB = k5, kPast = k6;
 // Vector registers: per unrolled vector u the best values (u) and their
-// indices (4 + u); the current index, the loaded vector, temporaries; on AVX2
-// the tail mask.
+// indices (4 + u); the current index, temporaries, on AVX2 the tail mask. The
+// others are the prologue's.
 constexpr int kUnroll = 4;
 constexpr int kBest = 0, kIndex = 4, kAt = 8, kXv = 9, kT0 = 10, kT1 = 11, kT2 = 12, kT3 = 13, kMaskReg = 15;
 constexpr uint32_t kNone = 0x7fffffffu;  // an index no element has
 
-#define AT(field) int32_t(offsetof(ReduceCall, field))
+// The prologue's registers while `unroll` vectors of outputs are kept.
+std::vector<int> pool(bool avx512, int unroll) {
+  std::vector<int> regs;
+  for (int r = 0; r < (avx512 ? 32 : 16); ++r) {
+    const bool kept = (r >= kBest && r < kBest + unroll) || (r >= kIndex && r < kIndex + unroll);
+    if (!kept && r != kAt && (r < kT0 || r > kT3) && r != kMaskReg) regs.push_back(r);
+  }
+  return regs;
+}
+
+// Vectors of outputs a step keeps: kColumns four, unless the prologue needs their registers.
+int unroll_for(const LoopIR& ir, ReduceAxis axis, bool avx512) {
+  const bool fits = Prologue::pressure(ir) <= int(pool(avx512, kUnroll).size());
+  return axis == ReduceAxis::kColumns && fits ? kUnroll : 1;
+}
 
 }  // namespace
 
-ArgReduceKernel::ArgReduceKernel(bool max, ReduceAxis axis, Isa isa, DType in) : Generator(isa), max_(max), in_(in) {
+std::string ArgReduceKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
+  if (isa == Isa::kPortable) return "the ISA is portable";
+  if ((ir.reduce != ReduceOp::kArgMax && ir.reduce != ReduceOp::kArgMin) || ir.stores.size() != 1)
+    return "not an arg-reduction IR";
+  return Prologue::declines(ir, accesses, int(pool(isa == Isa::kAvx512, 1).size()));
+}
+
+ArgReduceKernel::ArgReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa)
+    : Generator(isa),
+      max_(ir.reduce == ReduceOp::kArgMax),
+      inputs_(ir.inputs),
+      unroll_(unroll_for(ir, axis, isa == Isa::kAvx512)),
+      prologue_(*this, ir, accesses, pool(isa == Isa::kAvx512, unroll_), false) {
+  const std::string why = declines(ir, accesses, isa);
+  NNVM_CHECK(why.empty(), "ArgReduceKernel", why);
   preamble(0);
   mov(rcx, qword[kCall + AT(tail)]);
   and_(ecx, lanes() - 1);
   emit_tail_mask(kTail, kMaskReg);
-  if (avx512()) kshiftrw(kHigh, kTail, 8);
+  if (avx512()) {
+    kshiftrw(kHigh, kTail, 8);
+    knotw(kPast, kTail);
+  }
   if (axis == ReduceAxis::kRows) generate_rows();
   else generate_columns();
   postamble();
@@ -96,10 +134,10 @@ void ArgReduceKernel::horizontal_index() {
 }
 
 void ArgReduceKernel::generate_rows() {
-  const Xmm x = vreg(kXv), at = vreg(kAt);
+  const Xmm at = vreg(kAt), t0 = vreg(kT0);
   const float identity = max_ ? -INFINITY : INFINITY;
-  mov(kX, qword[kCall + AT(ptr)]);
-  mov(kOut, qword[kCall + AT(ptr) + 8]);
+  for (int k = 0; k < inputs_; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  mov(kOut, qword[kCall + ptr_at(inputs_)]);
   xor_(kRow, kRow);
   Label row, vec, tail, done;
   L(row);
@@ -111,8 +149,8 @@ void ArgReduceKernel::generate_rows() {
   L(vec);
   cmp(kN, lanes());
   jb(tail, T_NEAR);
-  load_as_float(*this, x, in_, kX, kJ, 0, false, kN);
-  update(0, x, at);
+  update(0, vreg(prologue_.evaluate(0, false)), at);
+  prologue_.release();
   vpaddd(at, at, vconst_bits(uint32_t(lanes())));
   add(kJ, lanes() * 4);
   sub(kN, lanes());
@@ -120,16 +158,20 @@ void ArgReduceKernel::generate_rows() {
   L(tail);
   test(kN, kN);
   jz(done, T_NEAR);
-  vmovups(x, vconst(identity));  // the lanes past the row
-  load_as_float(*this, vreg(kT0), in_, kX, kJ, 0, true, kN);
-  if (avx512()) vmovaps(x | kTail, vreg(kT0));
-  else vblendvps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kT0), Ymm(kMaskReg));
+  const Xmm x = vreg(prologue_.evaluate(0, true));
+  if (avx512()) {  // the lanes past the row: never better
+    vmovups(x | kPast, vconst(identity));
+  } else {
+    vmovups(t0, vconst(identity));
+    vblendvps(Ymm(x.getIdx()), Ymm(t0.getIdx()), Ymm(x.getIdx()), Ymm(kMaskReg));
+  }
   update(0, x, at);
+  prologue_.release();
   L(done);
   horizontal_index();
   mov(qword[kOut], rax);  // eax's write zeroed the upper half: a non-negative index
-  add(kX, qword[kCall + AT(row_stride)]);
-  add(kOut, qword[kCall + AT(row_stride) + 8]);
+  for (int k = 0; k < inputs_; ++k) add(kOperandRegs[k], qword[kCall + row_stride_at(k)]);
+  add(kOut, qword[kCall + row_stride_at(inputs_)]);
   inc(kRow);
   cmp(kRow, qword[kCall + AT(rows)]);
   jb(row, T_NEAR);
@@ -171,24 +213,24 @@ void ArgReduceKernel::store_indices(int u, bool tail) {
 // Up to four vectors of the inner dim's outputs at a time, each lane over
 // every reduced index in order.
 void ArgReduceKernel::generate_columns() {
-  const Xmm x = vreg(kXv), at = vreg(kAt);
-  mov(kOut, qword[kCall + AT(ptr) + 8]);
+  const Xmm at = vreg(kAt);
+  mov(kOut, qword[kCall + ptr_at(inputs_)]);
   auto chunk = [&](int vectors, bool tail) {
     for (int u = 0; u < vectors; ++u) {
       vmovups(vreg(kBest + u), vconst(max_ ? -INFINITY : INFINITY));
       vmovups(vreg(kIndex + u), vconst_bits(kNone));
     }
     vpxor(Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()));  // zeroes the whole register
-    mov(kP, qword[kCall + AT(ptr)]);
+    for (int k = 0; k < inputs_; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
     mov(kR, qword[kCall + AT(reduced)]);
     Label r;
     L(r);
-    for (int u = 0; u < vectors; ++u) {
-      load_as_float(*this, x, in_, kP, kJ, u, tail, kN);
-      update(u, x, at);
+    for (int u = 0; u < vectors; ++u) {  // lanes past the data are never stored
+      update(u, vreg(prologue_.evaluate(u, tail)), at);
+      prologue_.release();
     }
     vpaddd(at, at, vconst_bits(1));
-    add(kP, qword[kCall + AT(red_stride)]);
+    for (int k = 0; k < inputs_; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
     dec(kR);
     jnz(r, T_NEAR);
     const Xmm none = vreg(kT0);  // lanes that saw nothing better than the identity: index 0
@@ -206,7 +248,7 @@ void ArgReduceKernel::generate_columns() {
     }
   };
   mov(kN, qword[kCall + AT(inner)]);
-  float_loop(kJ, kN, kUnroll, chunk);
+  float_loop(kJ, kN, unroll_, chunk);
 }
 
 #undef AT

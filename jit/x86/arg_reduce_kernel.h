@@ -1,7 +1,9 @@
-// The arg-reduction kernel (DESIGN §3.8): argmax or argmin of a float32,
-// float16 or bfloat16 input along the reduction axis of a ReduceSpace, int64 indices out, for one
-// ISA and one axis; the argument block is ReduceCall (reduce_kernel.h; the
-// output's strides are in int64 bytes).
+// The arg-reduction kernel (DESIGN §3.8): argmax or argmin, along the
+// reduction axis of a ReduceSpace, of a reduction LoopIR's stored value (a
+// pointwise prologue over inputs of any loadable dtype, prologue.h, or one
+// float32, float16 or bfloat16 load), int64 indices out, for one ISA, one axis
+// and one access pattern; the argument block is ReduceCall (reduce_kernel.h;
+// the output's strides are in int64 bytes).
 //
 // The result is the reference's (kernels/cpu/reduce.cpp ArgReducer), which
 // does not depend on the order elements are visited: the first NaN's index
@@ -11,22 +13,29 @@
 // value is the best (a NaN, when any) give the smallest index.
 //   - kRows: one row at a time, vectors along it (a masked tail whose lanes
 //     past the row hold -inf for argmax, +inf for argmin: never better).
-//   - kColumns: up to four vectors of the inner dim's outputs at a time, over
-//     every reduced index in order.
+//   - kColumns: up to four vectors of the inner dim's outputs at a time (one
+//     on AVX2 when the prologue needs the registers), over every reduced
+//     index in order.
 // A lane that saw no element better than the identity (a row of -inf for
 // argmax) answers 0, the reference's first index. Indices are int32 inside
 // the kernel: the caller declines extents above 2^30.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "nnvm/jit/x86/generator.h"
+#include "nnvm/jit/x86/prologue.h"
 #include "nnvm/jit/x86/reduce_kernel.h"
 
 namespace nnvm::jit::x86 {
 
 class ArgReduceKernel final : public Generator {
  public:
-  // `in`: float32, float16 or bfloat16 (widened exactly on load)
-  ArgReduceKernel(bool max, ReduceAxis axis, Isa isa, DType in = kFloat32);
+  // Why the kernel cannot be built; empty when it can.
+  static std::string declines(const LoopIR& ir, std::string_view accesses, Isa isa);
+
+  ArgReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa);
 
   void operator()(ReduceCall* call) const { reinterpret_cast<void (*)(ReduceCall*)>(entry())(call); }
 
@@ -41,7 +50,9 @@ class ArgReduceKernel final : public Generator {
   void store_indices(int u, bool tail);
 
   bool max_;
-  DType in_;
+  int inputs_;
+  int unroll_;  // kColumns: vectors of outputs a step
+  Prologue prologue_;
 };
 
 }  // namespace nnvm::jit::x86

@@ -18,83 +18,6 @@ using namespace reduce;
 
 #define AT(field) NNVM_REDUCE_AT(field)
 
-namespace {
-
-
-int scratch_of(Prim p) {
-  switch (p) {
-    case Prim::kMax: case Prim::kMin: return 1;  // the AVX2 mask of the NaN check
-    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe:
-    case Prim::kSelect: return 1;  // the AVX2 mask of the comparison
-    default: return injector_scratch(p);
-  }
-}
-
-// Whether emit_expr has code for p: a primitive added to LoopIR for the
-// pointwise kernel declines here until this kernel learns it.
-bool has_code(Prim p) {
-  switch (p) {
-    case Prim::kLoad: case Prim::kArg: case Prim::kConst: case Prim::kAdd: case Prim::kSub: case Prim::kMul:
-    case Prim::kDiv: case Prim::kMax: case Prim::kMin: case Prim::kClampMin: case Prim::kClampMax: case Prim::kFma:
-    case Prim::kNeg: case Prim::kAbs: case Prim::kRelu: case Prim::kSqrt: case Prim::kRecip: case Prim::kEq:
-    case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: case Prim::kSelect:
-    case Prim::kCast: case Prim::kExp: case Prim::kLog: case Prim::kTanh: case Prim::kSigmoid: case Prim::kErf:
-    case Prim::kExpm1: case Prim::kLog1p: case Prim::kSoftplus: case Prim::kPow: case Prim::kExp2: case Prim::kElu:
-    case Prim::kLeakyRelu: case Prim::kSign: case Prim::kRound: case Prim::kFloor: case Prim::kCeil:
-    case Prim::kTrunc: return true;
-    default: return false;
-  }
-}
-
-// The _CMP_ predicate of a comparison primitive, as the pointwise kernel's.
-int predicate_of(Prim p) {
-  switch (p) {
-    case Prim::kEq: return _CMP_EQ_OQ;
-    case Prim::kNe: return _CMP_NEQ_UQ;
-    case Prim::kLt: return _CMP_LT_OQ;
-    case Prim::kLe: return _CMP_LE_OQ;
-    case Prim::kGt: return _CMP_GT_OQ;
-    default: return _CMP_GE_OQ;
-  }
-}
-
-// Marks the expressions the store reads and, per expression, its last reader.
-void liveness(const LoopIR& ir, std::vector<bool>& needed, std::vector<int32_t>& last_use) {
-  const size_t n = ir.exprs.size();
-  needed.assign(n, false);
-  last_use.assign(n, -1);
-  needed[size_t(ir.stores[0])] = true;
-  for (size_t i = n; i-- > 0;) {
-    if (!needed[i]) continue;
-    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
-      if (o >= 0) needed[size_t(o)] = true;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!needed[i]) continue;
-    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
-      if (o >= 0) last_use[size_t(o)] = int32_t(i);
-  }
-  last_use[size_t(ir.stores[0])] = int32_t(n);  // held until it is accumulated
-}
-
-// The most vector registers one evaluation of the DAG holds at once.
-int pressure(const LoopIR& ir) {
-  std::vector<bool> needed;
-  std::vector<int32_t> last_use;
-  liveness(ir, needed, last_use);
-  int live = 0, peak = 0;
-  for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    if (!needed[i]) continue;
-    ++live;
-    peak = std::max(peak, live + scratch_of(ir.exprs[i].prim));
-    for (int32_t o : {ir.exprs[i].a, ir.exprs[i].b, ir.exprs[i].c})
-      if (o >= 0 && last_use[size_t(o)] == int32_t(i)) --live;
-  }
-  return peak;
-}
-
-}  // namespace
-
 bool sums_int32(const LoopIR& ir) {
   if (ir.dtype(size_t(ir.inputs)) != kInt64 || ir.stores.empty()) return false;
   const Expr& e = ir.exprs[size_t(ir.stores[0])];
@@ -163,17 +86,10 @@ void broadcast_as_float(Generator& g, const Xmm& dst, DType t, const Reg64& p, b
 std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, Isa isa) {
   if (isa == Isa::kPortable) return "the ISA is portable";
   if (ir.reduce == ReduceOp::kNone || ir.stores.size() != 1) return "not a reduction IR";
-  if (ir.inputs + 1 > kMaxReduceOperands)
-    return absl::StrCat(ir.inputs, " inputs; the kernel keeps at most ", kMaxReduceOperands - 1, " in registers");
-  if (ir.args.size() > size_t(kMaxReduceArgs)) return absl::StrCat(ir.args.size(), " Scalar arguments");
-  NNVM_CHECK(accesses.size() == size_t(ir.inputs), "ReduceKernel", "an access per input: got ", accesses.size(),
-             " for ", ir.inputs);
-  for (const Expr& e : ir.exprs)
-    if (!has_code(e.prim)) return absl::StrCat(prim_name(e.prim), " has no code in the reduction kernel");
   const int have = pool_end(isa == Isa::kAvx512, ir.reduce) - kFirstPooled;
-  const int need = std::max(pressure(ir), ir.reduce == ReduceOp::kLogSumExp ? 1 + kExpReferenceScratch : 0);
-  if (need > have) return absl::StrCat("the prologue needs ", need, " vector registers; ", have, " are free");
-  return {};
+  if (ir.reduce == ReduceOp::kLogSumExp && have < 1 + kExpReferenceScratch)
+    return absl::StrCat("logsumexp's exp needs ", 1 + kExpReferenceScratch, " vector registers; ", have, " are free");
+  return Prologue::declines(ir, accesses, have);
 }
 
 ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa)
@@ -181,12 +97,10 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
       ir_(ir),
       raw_int32_(sums_int32(ir)),
       double_out_(ir.dtype(size_t(ir.inputs)) == kInt64),
-      accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
+      accesses_(accesses), axis_(axis), pass_op_(ir.reduce),
+      prologue_(*this, ir, accesses, pool(avx512(), ir.reduce), raw_int32_) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "ReduceKernel", why);
-  liveness(ir, needed_, last_use_);
-  reg_.assign(ir.exprs.size(), -1);
-  busy_.assign(size_t(num_vregs()), false);
   preamble(in_double() ? 16 * 8 : 0);  // the sixteen double lanes of a row, added in order
   mov(rcx, qword[kCall + AT(tail)]);  // the tail's lanes: length % lanes
   and_(ecx, lanes() - 1);
@@ -205,109 +119,6 @@ float ReduceKernel::identity() const {
     case ReduceOp::kMin: return INFINITY;
     case ReduceOp::kProd: return 1.0f;
     default: return 0.0f;
-  }
-}
-
-int ReduceKernel::alloc() {
-  for (int r = kFirstPooled; r < pool_end(avx512(), ir_.reduce); ++r)
-    if (!busy_[size_t(r)]) {
-      busy_[size_t(r)] = true;
-      return r;
-    }
-  NNVM_CHECK(false, "ReduceKernel", "no vector register left (the pressure check should have declined)");
-  return -1;
-}
-
-void ReduceKernel::free_reg(int r) { busy_[size_t(r)] = false; }
-
-void ReduceKernel::release() {
-  busy_.assign(busy_.size(), false);
-  reg_.assign(reg_.size(), -1);
-}
-
-int ReduceKernel::evaluate(int u, bool tail) {
-  for (size_t i = 0; i < ir_.exprs.size(); ++i) {
-    if (!needed_[i]) continue;
-    emit_expr(int32_t(i), u, tail);
-    const Expr& e = ir_.exprs[i];
-    for (int32_t o : {e.a, e.b, e.c})
-      if (o >= 0 && last_use_[size_t(o)] == int32_t(i)) free_reg(reg_[size_t(o)]);
-  }
-  return reg_[size_t(ir_.stores[0])];
-}
-
-void ReduceKernel::emit_expr(int32_t i, int u, bool tail) {
-  const Expr& e = ir_.exprs[size_t(i)];
-  const int r = alloc();
-  reg_[size_t(i)] = r;
-  const Xmm d = vreg(r);
-  auto in = [&](int32_t o) { return vreg(reg_[size_t(o)]); };
-  switch (e.prim) {
-    case Prim::kLoad: {
-      const DType t = ir_.dtype(size_t(e.arg));
-      const bool raw = raw_int32_ && i == ir_.stores[0];
-      if (accesses_[size_t(e.arg)] == 'b') broadcast_as_float(*this, d, t, kOperandRegs[e.arg], raw);
-      else load_as_float(*this, d, t, kOperandRegs[e.arg], kJ, u, tail, kN, raw);
-      return;
-    }
-    case Prim::kArg: vmovups(d, ptr[kCall + int32_t(offsetof(ReduceCall, args)) + e.arg * 64]); return;
-    case Prim::kConst: vmovups(d, vconst(e.value)); return;
-    case Prim::kAdd: vaddps(d, in(e.a), in(e.b)); return;
-    case Prim::kSub: vsubps(d, in(e.a), in(e.b)); return;
-    case Prim::kMul: vmulps(d, in(e.a), in(e.b)); return;
-    case Prim::kDiv: vdivps(d, in(e.a), in(e.b)); return;
-    case Prim::kMax: case Prim::kMin: {  // a NaN in either propagates (torch.maximum)
-      if (e.prim == Prim::kMax) vmaxps(d, in(e.a), in(e.b));
-      else vminps(d, in(e.a), in(e.b));
-      const int t = alloc();
-      const VMask m = mask(vreg(t));
-      compare(m, in(e.a), in(e.a), _CMP_UNORD_Q);
-      blend(m, d, in(e.a));
-      free_reg(t);
-      return;
-    }
-    case Prim::kEq: case Prim::kNe: case Prim::kLt: case Prim::kLe: case Prim::kGt: case Prim::kGe: {
-      const int t = alloc();  // 1.0 where true, else 0.0
-      const VMask m = mask(vreg(t));
-      compare(m, in(e.a), in(e.b), predicate_of(e.prim));
-      if (avx512()) vmovups(d | m.k | T_z, vconst(1.0f));
-      else vand(d, vreg(t), vconst(1.0f));
-      free_reg(t);
-      return;
-    }
-    case Prim::kSelect: {  // a != 0 ? b : c (NaN counts as nonzero)
-      const int t = alloc();
-      const VMask m = mask(vreg(t));
-      compare(m, in(e.a), vconst(0.0f), _CMP_NEQ_UQ);
-      vmovaps(d, in(e.c));
-      blend(m, d, in(e.b));
-      free_reg(t);
-      return;
-    }
-    case Prim::kCast: emit_cast(*this, d, in(e.a), DType(e.arg)); return;
-    case Prim::kClampMin: vmaxps(d, in(e.b), in(e.a)); return;  // bound first: a NaN x stays
-    case Prim::kClampMax: vminps(d, in(e.b), in(e.a)); return;
-    case Prim::kFma:
-      vmovaps(d, in(e.a));
-      vfmadd213ps(d, in(e.b), in(e.c));
-      return;
-    case Prim::kNeg: vxor(d, in(e.a), vconst_bits(0x80000000u)); return;
-    case Prim::kAbs: vand(d, in(e.a), vconst_bits(0x7fffffffu)); return;
-    case Prim::kRelu: vmaxps(d, in(e.a), vconst(0.0f)); return;  // NaN gives 0, as the reference
-    case Prim::kSqrt: vsqrtps(d, in(e.a)); return;
-    case Prim::kRecip:
-      vmovups(d, vconst(1.0f));
-      vdivps(d, d, in(e.a));
-      return;
-    default: {  // an injector rewrites its register in place
-      vmovaps(d, in(e.a));
-      Xmm scratch[kMaxInjectorScratch];
-      const int n = injector_scratch(e.prim);
-      int regs[kMaxInjectorScratch];
-      for (int s = 0; s < n; ++s) scratch[s] = vreg(regs[s] = alloc());
-      emit_injector(*this, e.prim, d, e.b >= 0 ? in(e.b) : d, e.c >= 0 ? in(e.c) : d, scratch);
-      for (int s = 0; s < n; ++s) free_reg(regs[s]);
-    }
   }
 }
 

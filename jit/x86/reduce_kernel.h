@@ -26,9 +26,10 @@
 // kernel's exp bit for bit; the kernel stores the max as the output and the
 // double sum in `partial`, and the caller finishes log(sum) + max in double as
 // the reference does. An output's order of operations depends on the
-// sizes only, never on the thread that runs it. The prologue is evaluated per vector into
-// registers freed at each value's last use; a DAG that needs more registers
-// than the ISA has is declined (the portable program runs it).
+// sizes only, never on the thread that runs it. The prologue is evaluated per
+// vector (prologue.h) into registers freed at each value's last use; a DAG
+// that needs more registers than the ISA has is declined (the portable program
+// runs it).
 #pragma once
 
 #include <string>
@@ -37,6 +38,7 @@
 
 #include "nnvm/jit/loop_ir.h"
 #include "nnvm/jit/x86/generator.h"
+#include "nnvm/jit/x86/prologue.h"
 
 namespace nnvm::jit::x86 {
 
@@ -110,13 +112,11 @@ class ReduceKernel final : public Generator {
   void accumulate_double(const Xbyak::Xmm& lo, const Xbyak::Xmm& hi, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
   void fill_identity(const Xbyak::Xmm& v, const Xbyak::Xmm& temp);
   bool in_double() const { return ir_.reduce != ReduceOp::kMax && ir_.reduce != ReduceOp::kMin; }
-  // Evaluates the DAG for vector u (tail: the masked one); returns the
-  // register holding the reduced value (free it with release()).
-  int evaluate(int u, bool tail);
-  void emit_expr(int32_t e, int u, bool tail);
-  void release();
-  int alloc();
-  void free_reg(int r);
+  // The prologue's register holding vector u's reduced value (tail: the masked one); free it with release().
+  int evaluate(int u, bool tail) { return prologue_.evaluate(u, tail); }
+  void release() { prologue_.release(); }
+  int alloc() { return prologue_.alloc(); }
+  void free_reg(int r) { prologue_.free_reg(r); }
   // acc = acc op v; in a tail the lanes past the data take the identity first.
   void accumulate(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, bool tail, const Xbyak::Xmm& temp);
   void combine(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, const Xbyak::Xmm& temp);  // acc = acc op v
@@ -130,11 +130,8 @@ class ReduceKernel final : public Generator {
   bool double_out_;                // an int64 result: the double sums go to `partial`
   std::string accesses_;
   ReduceAxis axis_;
-  ReduceOp pass_op_;               // the reduction the pass being emitted applies (logsumexp: max, then the sum)
-  std::vector<int32_t> last_use_;  // per expression: the last needed expression reading it, or the store
-  std::vector<bool> needed_;
-  std::vector<int> reg_;           // per expression: its register while live
-  std::vector<bool> busy_;         // per vector register of the pool
+  ReduceOp pass_op_;  // the reduction the pass being emitted applies (logsumexp: max, then the sum)
+  Prologue prologue_;
 };
 
 }  // namespace nnvm::jit::x86

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "nnvm/jit/x86/reduce_kernel.h"
 
@@ -24,6 +25,12 @@ inline constexpr int32_t kInnerBlockBytes = int32_t(kInnerBlock) * 8;
 // The pool of vector registers ends at this one, the temporary; after it:
 // logsumexp's shift (the row's max), then on AVX2 the tail mask (15).
 inline int pool_end(bool avx512, ReduceOp op) { return (avx512 ? 31 : 14) - (op == ReduceOp::kLogSumExp); }
+// ReduceKernel's prologue registers: from kFirstPooled to pool_end.
+inline std::vector<int> pool(bool avx512, ReduceOp op) {
+  std::vector<int> regs;
+  for (int r = kFirstPooled; r < pool_end(avx512, op); ++r) regs.push_back(r);
+  return regs;
+}
 
 inline int32_t ptr_at(int k) { return int32_t(offsetof(ReduceCall, ptr) + 8 * size_t(k)); }
 inline int32_t row_stride_at(int k) { return int32_t(offsetof(ReduceCall, row_stride) + 8 * size_t(k)); }

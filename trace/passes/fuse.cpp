@@ -1,7 +1,6 @@
 #include "nnvm/trace/passes/fuse.h"
 
 #include <algorithm>
-#include <set>
 
 #include "absl/strings/str_format.h"
 
@@ -9,9 +8,7 @@ namespace nnvm::trace {
 namespace {
 
 bool is_reduction(const Node& node) {
-  static const std::set<std::string> names = {"sum",  "mean", "prod", "amax", "amin",      "max",
-                                              "min",  "all",  "any",  "norm", "logsumexp"};
-  return node.inputs.size() == 1 && node.outputs.size() == 1 && names.count(node.op->name) > 0;
+  return node.inputs.size() == 1 && node.outputs.size() == 1 && trace::is_reduction(*node.op);
 }
 
 // While grouping: kClosed takes no consumer (views, opaque ops, reductions);
