@@ -3,7 +3,7 @@
 // GEMM, each beside a handwritten loop where one is meaningful (each sets
 // eager mode: traced, the results would be lazy tensors that die unrun).
 // BM_Sum/fused/* runs the same reductions traced (a hot plan: the JIT
-// reduction). Figures and the command that produced them: docs/BENCHMARKS.md.
+// reduction); BM_ArgmaxLogits an argmax after a pointwise prologue. Figures and the command that produced them: docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -92,6 +92,29 @@ BENCHMARK_CAPTURE(BM_Sum, eager_rows, Mode::Eager, 1)->Name("BM_Sum/eager/rows")
 BENCHMARK_CAPTURE(BM_Sum, eager_columns, Mode::Eager, 0)->Name("BM_Sum/eager/columns")->UseRealTime();
 BENCHMARK_CAPTURE(BM_Sum, fused_rows, Mode::Traced, 1)->Name("BM_Sum/fused/rows")->UseRealTime();
 BENCHMARK_CAPTURE(BM_Sum, fused_columns, Mode::Traced, 0)->Name("BM_Sum/fused/columns")->UseRealTime();
+
+// The index of the largest logit, the logits computed on the way:
+// (a * 1.5 + bias).argmax(dim) over [4096 x 1024]. Traced, the prologue fuses
+// into the arg reduction (one read of `a`); eager writes and reads the logits.
+void BM_ArgmaxLogits(benchmark::State& state, Mode mode, int64_t dim) {
+  const Mode previous = nnvm::mode();
+  set_mode(mode);
+  const Tensor a = randn({kRows, kCols});
+  const Tensor bias = dim == 1 ? randn({1, kCols}) : randn({kRows, 1});
+  mark_step();
+  for (auto _ : state) {
+    Tensor s = (a * 1.5 + bias).argmax(dim);
+    benchmark::DoNotOptimize(s.data_ptr());
+  }
+  set_mode(previous);
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 4);
+}
+BENCHMARK_CAPTURE(BM_ArgmaxLogits, eager_rows, Mode::Eager, 1)->Name("BM_ArgmaxLogits/eager/rows")->UseRealTime();
+BENCHMARK_CAPTURE(BM_ArgmaxLogits, eager_columns, Mode::Eager, 0)->Name("BM_ArgmaxLogits/eager/columns")->UseRealTime();
+BENCHMARK_CAPTURE(BM_ArgmaxLogits, fused_rows, Mode::Traced, 1)->Name("BM_ArgmaxLogits/fused/rows")->UseRealTime();
+BENCHMARK_CAPTURE(BM_ArgmaxLogits, fused_columns, Mode::Traced, 0)
+    ->Name("BM_ArgmaxLogits/fused/columns")
+    ->UseRealTime();
 
 void BM_Softmax(benchmark::State& state) {
   const EagerGuard eager;
