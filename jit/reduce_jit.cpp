@@ -321,7 +321,9 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
     const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
-    std::vector<double> partial(!rows && in_double ? 2 * per_call : lse || to_int64 ? per_call : 0);
+    std::vector<double> partial(!rows && in_double                     ? 2 * per_call
+                                : lse || to_int64 || (!rows && is_arg(ir.reduce)) ? per_call
+                                                                                   : 0);
     std::vector<float> staging(staged && !to_int64 ? per_call : 0);
     call.partial = partial.empty() ? nullptr : partial.data();
     for (size_t a = 0; a < ir.args.size(); ++a)

@@ -24,9 +24,9 @@ const Opmask kHigh = k3, kA = k4, kB = k5, kPast = k6;
 // Vector registers: per unrolled vector u the best values (u) and their
 // indices (4 + u); the current index, temporaries, on AVX2 the tail mask. The
 // others are the prologue's.
-constexpr int kUnroll = 4;
 constexpr int kBest = 0, kIndex = 4, kAt = 8, kXv = 9, kT0 = 10, kT1 = 11, kT2 = 12, kT3 = 13, kMaskReg = 15;
 constexpr uint32_t kNone = 0x7fffffffu;  // an index no element has
+constexpr int32_t kStateIndex = int32_t(kInnerBlock) * 4;  // kColumns: the indices' offset in `partial`
 
 // The prologue's registers while `unroll` vectors of outputs are kept.
 std::vector<int> pool(bool avx512, int unroll) {
@@ -210,32 +210,55 @@ void ArgReduceKernel::store_indices(int u, bool tail) {
   vpmaskmovq(ptr[kOut + kJ * 2 + 32], mhi, hi);
 }
 
-// Up to four vectors of the inner dim's outputs at a time, each lane over
-// every reduced index in order.
+// A row at a time across the call's outputs, so the rows stream whole from
+// memory: each output's best value and index live in `partial` (the floats,
+// then from kStateIndex bytes on the int32 indices), read and written back
+// around each vector's update.
 void ArgReduceKernel::generate_columns() {
   const Xmm at = vreg(kAt);
-  mov(kOut, qword[kCall + ptr_at(inputs_)]);
-  auto chunk = [&](int vectors, bool tail) {
+  const Reg64& state = kOut;  // the output's pointer is read only at the end
+  auto best_at = [&](int u) { return ptr[state + kJ + u * lanes() * 4]; };
+  auto index_at = [&](int u) { return ptr[state + kJ + kStateIndex + u * lanes() * 4]; };
+  auto over_inner = [&](int unroll, auto body) {
+    mov(kN, qword[kCall + AT(inner)]);
+    float_loop(kJ, kN, unroll, body);
+  };
+  mov(state, qword[kCall + AT(partial)]);
+  vmovups(vreg(kT0), vconst(max_ ? -INFINITY : INFINITY));
+  vmovups(vreg(kT1), vconst_bits(kNone));
+  over_inner(kUnroll, [&](int vectors, bool) {  // whole vectors: `partial` holds kInnerBlock outputs
     for (int u = 0; u < vectors; ++u) {
-      vmovups(vreg(kBest + u), vconst(max_ ? -INFINITY : INFINITY));
-      vmovups(vreg(kIndex + u), vconst_bits(kNone));
+      vmovups(best_at(u), vreg(kT0));
+      vmovups(index_at(u), vreg(kT1));
     }
-    vpxor(Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()));  // zeroes the whole register
-    for (int k = 0; k < inputs_; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
-    mov(kR, qword[kCall + AT(reduced)]);
-    Label r;
-    L(r);
-    for (int u = 0; u < vectors; ++u) {  // lanes past the data are never stored
-      update(u, vreg(prologue_.evaluate(u, tail)), at);
+  });
+  for (int k = 0; k < inputs_; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  vpxor(Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()), Xbyak::Xmm(at.getIdx()));  // zeroes the whole register
+  mov(kR, qword[kCall + AT(reduced)]);
+  Label row;
+  L(row);
+  over_inner(unroll_, [&](int vectors, bool tail) {  // lanes past the data are never stored
+    for (int u = 0; u < vectors; ++u) {
+      const Xmm x = vreg(prologue_.evaluate(u, tail));
+      vmovups(vreg(kBest + u), best_at(u));
+      vmovups(vreg(kIndex + u), index_at(u));
+      update(u, x, at);
       prologue_.release();
+      vmovups(best_at(u), vreg(kBest + u));
+      vmovups(index_at(u), vreg(kIndex + u));
     }
-    vpaddd(at, at, vconst_bits(1));
-    for (int k = 0; k < inputs_; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
-    dec(kR);
-    jnz(r, T_NEAR);
-    const Xmm none = vreg(kT0);  // lanes that saw nothing better than the identity: index 0
+  });
+  vpaddd(at, at, vconst_bits(1));
+  for (int k = 0; k < inputs_; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+  dec(kR);
+  jnz(row, T_NEAR);
+  mov(rax, state);
+  mov(kOut, qword[kCall + ptr_at(inputs_)]);
+  over_inner(kUnroll, [&](int vectors, bool tail) {  // lanes that saw nothing better than the identity: index 0
+    const Xmm none = vreg(kT0);
     for (int u = 0; u < vectors; ++u) {
       const Xmm index = vreg(kIndex + u);
+      vmovups(index, ptr[rax + kJ + kStateIndex + u * lanes() * 4]);
       if (avx512()) {
         vpcmpeqd(k2, index, vconst_bits(kNone));
         vpxord(none, none, none);
@@ -246,9 +269,7 @@ void ArgReduceKernel::generate_columns() {
       }
       store_indices(u, tail);
     }
-  };
-  mov(kN, qword[kCall + AT(inner)]);
-  float_loop(kJ, kN, unroll_, chunk);
+  });
 }
 
 #undef AT

@@ -13,9 +13,10 @@
 // value is the best (a NaN, when any) give the smallest index.
 //   - kRows: one row at a time, vectors along it (a masked tail whose lanes
 //     past the row hold -inf for argmax, +inf for argmin: never better).
-//   - kColumns: up to four vectors of the inner dim's outputs at a time (one
-//     on AVX2 when the prologue needs the registers), over every reduced
-//     index in order.
+//   - kColumns: a row at a time across the call's outputs (each output's
+//     best and index kept in ReduceCall::partial, at least kInnerBlock * 8
+//     bytes), up to four vectors a step (one on AVX2 when the prologue needs
+//     the registers).
 // A lane that saw no element better than the identity (a row of -inf for
 // argmax) answers 0, the reference's first index. Indices are int32 inside
 // the kernel: the caller declines extents above 2^30.
