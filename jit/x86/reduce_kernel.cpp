@@ -180,7 +180,6 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
     : Generator(isa),
       ir_(ir),
       raw_int32_(sums_int32(ir)),
-      double_out_(ir.dtype(size_t(ir.inputs)) == kInt64),
       accesses_(accesses), axis_(axis), pass_op_(ir.reduce) {
   const std::string why = declines(ir, accesses, isa);
   NNVM_CHECK(why.empty(), "ReduceKernel", why);
