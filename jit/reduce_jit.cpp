@@ -34,6 +34,15 @@ int64_t column_block(int64_t units, int64_t across) {
   return std::min(across, std::clamp<int64_t>((per_task + 15) / 16 * 16, 16, x86::kInnerBlock));
 }
 
+// Doubles on whole cache lines: a kernel's vectors of sums never straddle two.
+struct AlignedFree {
+  void operator()(double* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+std::unique_ptr<double[], AlignedFree> aligned_doubles(size_t n) {
+  if (n == 0) return nullptr;
+  return std::unique_ptr<double[], AlignedFree>(static_cast<double*>(::operator new[](n * 8, std::align_val_t(64))));
+}
+
 bool in_double(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd; }
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin; }
@@ -363,9 +372,9 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
     const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
-    std::vector<double> partial(column_sums || lse || to_int64 ? per_call : 0);
+    const auto partial = aligned_doubles(column_sums || lse || to_int64 ? per_call : 0);
     std::vector<float> staging(staged && !to_int64 && !column_sums ? per_call : 0);
-    call.partial = partial.empty() ? nullptr : partial.data();
+    call.partial = partial.get();
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
@@ -412,11 +421,11 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         kernel(&call);
         char* out = const_cast<char*>(call.ptr[operands - 1]);
         if (row_blocks == 1) {
-          finish_columns(partial.data(), out, count);
+          finish_columns(partial.get(), out, count);
           continue;
         }
         if (rb == 0) task_out[size_t(task)] = out;
-        std::copy_n(partial.data(), count, &parts[size_t((task * row_blocks + rb) * block)]);
+        std::copy_n(partial.get(), count, &parts[size_t((task * row_blocks + rb) * block)]);
         continue;
       }
       if (rows) {
@@ -433,7 +442,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       }
       kernel(&call);
       if (lse) finish_lse(call, count, out_stride);
-      else if (to_int64) store_doubles(partial.data(), out, out_stride, count);
+      else if (to_int64) store_doubles(partial.get(), out, out_stride, count);
       else if (staged) store_floats(staging.data(), out, out_stride, count);
       call.row_stride[operands - 1] = has_rows ? space.strides[operands - 1][split] * bytes(operands - 1) : 0;
     }

@@ -180,6 +180,7 @@ void ReduceKernel::generate_columns_double() {
         for (int a = 0; a < 2; ++a) vmovupd(vreg(2 * u + a), at(u, a));
       for (int r = 0; r < rows; ++r) {
         if (r > 0) move_rows(1);
+        prefetch_ahead(vectors);
         add_row(vectors, tail);
       }
       if (rows > 1) move_rows(1 - rows);

@@ -425,7 +425,7 @@ void ReduceKernel::prefetch_ahead(int vectors) {
     if (accesses_[size_t(k)] != 'c' || itemsize(ir_.dtype(size_t(k))) != 4) continue;
     mov(rax, qword[kCall + red_stride_at(k)]);
     lea(rax, ptr[kJ + rax * 4]);  // four rows on
-    for (int32_t at = 0; at < vectors * lanes() * 4; at += 64) prefetcht0(ptr[kOperandRegs[k] + rax + at]);
+    for (int32_t at = 0; at < vectors * lanes() * 4; at += 64) prefetcht1(ptr[kOperandRegs[k] + rax + at]);
   }
 }
 

@@ -99,9 +99,10 @@ class ReduceKernel final : public Generator {
   // logsumexp: m = 0 where infinite, copied into shift().
   void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
   void generate_columns_lse();
-  // kColumns sums: prefetches the lines of `vectors` vectors from kJ four reduced
-  // rows on, of each contiguous float32 or int32 input: rows far apart each
-  // start a stream the hardware prefetcher has not seen. Never faults.
+  // kColumns sums: prefetches into L2 the lines of `vectors` vectors from kJ four
+  // reduced rows on (the next sweep's), of each contiguous float32 or int32 input:
+  // rows far apart each start a stream the hardware prefetcher has not seen (into
+  // L1, the prefetches slow a sum from memory). Never faults.
   void prefetch_ahead(int vectors);
   // v = exp(v - shift) as the reference kernel's exp.
   void shifted_exp(const Xbyak::Xmm& v, const Xbyak::Operand& shift);
