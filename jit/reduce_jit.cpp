@@ -314,15 +314,15 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   // blocks are units of their own, run in parallel, each block's double
   // result in `parts`; then per row the blocks merged in order (cpu::reduce)
   // and finished.
-  const bool sums = in_double(ir.reduce);
   const bool long_rows = rows && row_blocks > 1;
   // Column sums: a unit is a block of the task's reduced rows, its outputs'
   // double sums left in `partial`; one block finishes there, more go to
   // `parts` (per task, per block, `block` outputs), merged in order after.
-  const bool column_sums = !rows && sums;
-  const bool merged = long_rows || (column_sums && row_blocks > 1);
-  const auto parts = std::make_unique_for_overwrite<double[]>(merged ? size_t(l.tasks * row_blocks * (rows ? 1 : block)) : 0);
-  std::vector<char*> task_out(merged ? size_t(l.tasks) : 0);
+  const bool column_sums = !rows && in_double(ir.reduce);
+  const bool merged_columns = column_sums && row_blocks > 1;
+  const int64_t per_block = long_rows ? 1 : merged_columns ? block : 0;  // doubles in `parts` per block
+  const auto parts = std::make_unique_for_overwrite<double[]>(size_t(l.tasks * row_blocks * per_block));
+  std::vector<char*> task_out(long_rows || merged_columns ? size_t(l.tasks) : 0);
   auto merge = [&](double* acc, const double* p, int64_t n) {
     for (int64_t i = 0; i < n; ++i) acc[i] = ir.reduce == ReduceOp::kProd ? acc[i] * p[i] : acc[i] + p[i];
   };
@@ -450,7 +450,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   if (l.parallel) parallel_for(0, l.tasks * row_blocks, 1, run_tasks);
   else run_tasks(0, l.tasks * row_blocks);
   if (long_rows) finish_long_rows();
-  if (merged && !rows) {
+  if (merged_columns) {
     if (l.parallel) parallel_for(0, l.tasks, 1, merge_columns);
     else merge_columns(0, l.tasks);
   }

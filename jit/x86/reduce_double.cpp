@@ -105,8 +105,8 @@ void ReduceKernel::generate_rows_double() {
 // finishes. An inner dim that fits the accumulators (two vectors) is summed
 // down every row in registers; a wider one is swept four rows at a time
 // across every inner vector, as the reference sweeps (four streams of
-// contiguous rows), each sum in a register over the four rows and in
-// `partial` between sweeps.
+// contiguous rows, the next sweep's prefetched), each sum in a register over
+// the four rows and in `partial` between sweeps.
 void ReduceKernel::generate_columns_double() {
   constexpr int kVectors = 2;  // their double sums fill accumulators 0-3
   const int inputs = ir_.inputs;
