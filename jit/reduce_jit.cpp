@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
@@ -22,15 +23,27 @@ constexpr int64_t kTaskElements = 32768;
 
 
 // Columns per task of a column reduction: the kernel's block, narrowed (in
-// whole vectors) until every thread has a task when the outer dims give too
-// few ([4096, 1024].sum(0) is one block of 1024 columns otherwise). Columns
-// are independent, so the split leaves every sum's order as it was.
-int64_t column_block(int64_t outer, int64_t across) {
+// whole vectors) until every thread has a unit when the outer dims and the
+// blocks of reduced rows give too few ([200, 1024].sum(0) is one unit of 1024
+// columns otherwise). Columns are independent, so the split leaves every
+// sum's order as it was.
+int64_t column_block(int64_t units, int64_t across) {
   const int64_t threads = get_num_threads();
-  if (outer >= threads) return x86::kInnerBlock;
-  const int64_t per_task = (across + (threads + outer - 1) / outer - 1) / ((threads + outer - 1) / outer);
-  return std::clamp<int64_t>((per_task + 15) / 16 * 16, 16, x86::kInnerBlock);
+  if (units >= threads) return std::min(across, x86::kInnerBlock);
+  const int64_t per_task = (across + (threads + units - 1) / units - 1) / ((threads + units - 1) / units);
+  return std::min(across, std::clamp<int64_t>((per_task + 15) / 16 * 16, 16, x86::kInnerBlock));
 }
+
+// Doubles on whole cache lines: a kernel's vectors of sums never straddle two.
+struct AlignedFree {
+  void operator()(double* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+std::unique_ptr<double[], AlignedFree> aligned_doubles(size_t n) {
+  if (n == 0) return nullptr;
+  return std::unique_ptr<double[], AlignedFree>(static_cast<double*>(::operator new[](n * 8, std::align_val_t(64))));
+}
+
+bool in_double(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd; }
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin; }
 
@@ -165,6 +178,9 @@ struct ReduceJit::Launch {
   size_t split = 0, outer_dims = 0;
   bool has_rows = false;
   int64_t across = 0, block = 0, blocks = 0, tasks = 0;
+  // units per task, each a block of the reference's: a long row's (kRows
+  // sums), or reduced rows' (kColumns sums); their double results merge in order
+  int64_t row_blocks = 1;
   bool parallel = false;
   int64_t bytes[x86::kMaxReduceOperands] = {};  // per operand: its element size
 };
@@ -235,7 +251,11 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   int64_t outer = 1;
   for (size_t d = 0; d < l.outer_dims; ++d) outer *= space.sizes[d];
   l.across = rows ? (l.has_rows ? space.sizes[l.split] : 1) : space.sizes[rank - 1];
-  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : column_block(outer, l.across);
+  if (in_double(ir.reduce)) {
+    const int64_t per = rows ? cpu::kRowBlock : cpu::kColumnBlock;
+    if (!rows || reduced > per) l.row_blocks = (reduced + per - 1) / per;
+  }
+  l.block = rows ? std::max<int64_t>(1, kTaskElements / reduced) : column_block(outer * l.row_blocks, l.across);
   l.blocks = (l.across + l.block - 1) / l.block;
   l.tasks = outer * l.blocks;
   l.parallel = outer * l.across * reduced >= 2 * kTaskElements;
@@ -271,7 +291,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const CompiledReduce& kernel = *l.compiled;
   const size_t rank = l.rank, axis = l.axis, split = l.split, outer_dims = l.outer_dims;
   const bool rows = l.rows, has_rows = l.has_rows;
-  const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks;
+  const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks, row_blocks = l.row_blocks;
 
   auto bytes = [&](size_t k) { return l.bytes[k]; };
   // An output that is not float32 (an arg reduction's int64 indices aside):
@@ -291,21 +311,49 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   // blocks are units of their own, run in parallel, each block's double
   // result in `parts`; then per row the blocks merged in order (cpu::reduce)
   // and finished.
-  const bool in_double = ir.reduce == ReduceOp::kSum || ir.reduce == ReduceOp::kMean || ir.reduce == ReduceOp::kProd;
-  const bool long_rows = rows && in_double && reduced > cpu::kRowBlock;
-  const int64_t row_blocks = long_rows ? (reduced + cpu::kRowBlock - 1) / cpu::kRowBlock : 1;
-  std::vector<double> parts(long_rows ? size_t(l.tasks * row_blocks) : 0);
-  std::vector<char*> row_out(long_rows ? size_t(l.tasks) : 0);
+  const bool long_rows = rows && row_blocks > 1;
+  // Column sums: a unit is a block of the task's reduced rows, its outputs'
+  // double sums left in `partial`; one block finishes there, more go to
+  // `parts` (per task, per block, `block` outputs), merged in order after.
+  const bool column_sums = !rows && in_double(ir.reduce);
+  const bool merged_columns = column_sums && row_blocks > 1;
+  const int64_t per_block = long_rows ? 1 : merged_columns ? block : 0;  // doubles in `parts` per block
+  const auto parts = std::make_unique_for_overwrite<double[]>(size_t(l.tasks * row_blocks * per_block));
+  std::vector<char*> task_out(long_rows || merged_columns ? size_t(l.tasks) : 0);
+  auto merge = [&](double* acc, const double* p, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] = ir.reduce == ReduceOp::kProd ? acc[i] * p[i] : acc[i] + p[i];
+  };
   auto finish_long_rows = [&] {
     for (int64_t task = 0; task < l.tasks; ++task) {
       const double* p = &parts[size_t(task * row_blocks)];
       double acc = p[0];
-      for (int64_t b = 1; b < row_blocks; ++b) acc = ir.reduce == ReduceOp::kProd ? acc * p[b] : acc + p[b];
+      for (int64_t b = 1; b < row_blocks; ++b) merge(&acc, &p[b], 1);
       if (ir.reduce == ReduceOp::kMean) acc /= double(reduced);
-      char* out = row_out[size_t(task)];
+      char* out = task_out[size_t(task)];
       if (to_int64) store_doubles(&acc, out, 0, 1);
       else if (staged) store_floats(std::array<float, 1>{float(acc)}.data(), out, 0, 1);
       else *reinterpret_cast<float*>(out) = float(acc);
+    }
+  };
+  // n column totals finished into contiguous outputs from `out`, as the reference's store
+  auto finish_columns = [&](double* totals, char* out, int64_t n) {
+    if (ir.reduce == ReduceOp::kMean)
+      for (int64_t i = 0; i < n; ++i) totals[i] /= double(reduced);
+    if (to_int64) {
+      store_doubles(totals, out, bytes(operands - 1), n);
+      return;
+    }
+    std::vector<float> staging(staged ? size_t(n) : 0);
+    float* to = staged ? staging.data() : reinterpret_cast<float*>(out);
+    for (int64_t i = 0; i < n; ++i) to[i] = float(totals[i]);
+    if (staged) store_floats(to, out, bytes(operands - 1), n);
+  };
+  auto merge_columns = [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      double* totals = &parts[size_t(task * row_blocks * block)];
+      const int64_t count = std::min(block, across - task % blocks * block);
+      for (int64_t b = 1; b < row_blocks; ++b) merge(totals, totals + b * block, count);
+      finish_columns(totals, task_out[size_t(task)], count);
     }
   };
   // logsumexp: the kernel stores each output's shift and leaves its double
@@ -321,16 +369,14 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
     const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
-    std::vector<double> partial(!rows && in_double                     ? 2 * per_call
-                                : lse || to_int64 || (!rows && is_arg(ir.reduce)) ? per_call
-                                                                                   : 0);
-    std::vector<float> staging(staged && !to_int64 ? per_call : 0);
-    call.partial = partial.empty() ? nullptr : partial.data();
+    const bool arg_columns = !rows && is_arg(ir.reduce);  // each output's best and index
+    const auto partial = aligned_doubles(column_sums || lse || to_int64 || arg_columns ? per_call : 0);
+    std::vector<float> staging(staged && !to_int64 && !column_sums ? per_call : 0);
+    call.partial = partial.get();
     for (size_t a = 0; a < ir.args.size(); ++a)
       std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
     call.reduced = reduced;
     call.count = double(reduced);
-    call.block = lse ? reduced : cpu::kColumnBlock;  // the reference adds a column's exps in one run
     for (size_t k = 0; k < operands; ++k) {
       call.row_stride[k] = has_rows ? space.strides[k][split] * bytes(k) : 0;
       call.red_stride[k] = space.strides[k][axis] * bytes(k);
@@ -338,8 +384,12 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     // the output's stride between the call's outputs (rows: row_stride; columns: unit)
     const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
     for (int64_t unit = begin; unit < end; ++unit) {
+      // Block rb of a task: a long row's blocks one after another; column
+      // sums' tiles side by side (as the reference's), so that consecutive
+      // units stream whole rows.
+      const int64_t task = long_rows ? unit / row_blocks : unit / (row_blocks * blocks) * blocks + unit % blocks;
+      const int64_t rb = long_rows ? unit % row_blocks : unit / blocks % row_blocks;
       // task 0 starts every operand at its base: a small reduction's only call computes no offsets
-      const int64_t task = unit / row_blocks;
       const int64_t b = task % blocks, first = b * block, count = std::min(block, across - first);
       for (size_t k = 0; k < operands; ++k) {
         int64_t offset = 0;
@@ -353,13 +403,27 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         call.ptr[k] = base[k] + offset * bytes(k);
       }
       if (long_rows) {  // block rb of the task's one row
-        const int64_t rb = unit % row_blocks;
-        if (rb == 0) row_out[size_t(task)] = const_cast<char*>(call.ptr[operands - 1]);
+        if (rb == 0) task_out[size_t(task)] = const_cast<char*>(call.ptr[operands - 1]);
         for (size_t k = 0; k + 1 < operands; ++k) call.ptr[k] += rb * cpu::kRowBlock * space.strides[k][axis] * bytes(k);
         call.rows = 1;
         call.reduced = call.tail = std::min(cpu::kRowBlock, reduced - rb * cpu::kRowBlock);
-        call.partial = &parts[size_t(unit)];
+        call.partial = &parts[size_t(task * row_blocks + rb)];
         kernel(&call);
+        continue;
+      }
+      if (column_sums) {  // reduced rows [r0, r0 + kColumnBlock) of the task's columns
+        const int64_t r0 = rb * cpu::kColumnBlock;
+        for (size_t k = 0; k + 1 < operands; ++k) call.ptr[k] += r0 * call.red_stride[k];
+        call.reduced = std::min(cpu::kColumnBlock, reduced - r0);
+        call.inner = call.tail = count;
+        kernel(&call);
+        char* out = const_cast<char*>(call.ptr[operands - 1]);
+        if (row_blocks == 1) {
+          finish_columns(partial.get(), out, count);
+          continue;
+        }
+        if (rb == 0) task_out[size_t(task)] = out;
+        std::copy_n(partial.get(), count, &parts[size_t((task * row_blocks + rb) * block)]);
         continue;
       }
       if (rows) {
@@ -376,7 +440,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       }
       kernel(&call);
       if (lse) finish_lse(call, count, out_stride);
-      else if (to_int64) store_doubles(partial.data(), out, out_stride, count);
+      else if (to_int64) store_doubles(partial.get(), out, out_stride, count);
       else if (staged) store_floats(staging.data(), out, out_stride, count);
       call.row_stride[operands - 1] = has_rows ? space.strides[operands - 1][split] * bytes(operands - 1) : 0;
     }
@@ -384,6 +448,10 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   if (l.parallel) parallel_for(0, l.tasks * row_blocks, 1, run_tasks);
   else run_tasks(0, l.tasks * row_blocks);
   if (long_rows) finish_long_rows();
+  if (merged_columns) {
+    if (l.parallel) parallel_for(0, l.tasks, 1, merge_columns);
+    else merge_columns(0, l.tasks);
+  }
   runs.fetch_add(1);
   if (fell_back_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);

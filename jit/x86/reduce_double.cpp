@@ -99,98 +99,109 @@ void ReduceKernel::generate_rows_double() {
   jb(row, T_NEAR);
 }
 
-// A block of reduced rows at a time, and in it a row at a time across every
-// inner vector of the call (contiguous runs, as the reference streams whole
-// rows): each output's block sum in double, kept in memory at `partial` +
-// kInnerBlock, then merged into its total at `partial`; last, the totals
-// finished and stored as floats (an int64 result: left in `partial` for the
-// caller).
+// One block of reduced rows (the caller's: `reduced` at most
+// cpu::kColumnBlock): per output the block's sum in double, its rows in
+// order, left in `partial`; the caller merges the blocks in order and
+// finishes. An inner dim that fits the accumulators (two vectors) is summed
+// down every row in registers; a wider one is swept four rows at a time
+// across every inner vector, as the reference sweeps (four streams of
+// contiguous rows, the next sweep's prefetched), each sum in a register over
+// the four rows and in `partial` between sweeps.
 void ReduceKernel::generate_columns_double() {
+  constexpr int kVectors = 2;  // their double sums fill accumulators 0-3
   const int inputs = ir_.inputs;
-  const Reg64& out = kOperandRegs[inputs];
+  const Reg64& sums = r15;
   const Xmm temp = vreg(pool_end(avx512(), ir_.reduce));
-  mov(out, qword[kCall + ptr_at(inputs)]);
-  auto identity_into = [&](int first) {
+  // the doubles of lanes [half * lanes / 2, ...) of vector u from kJ
+  auto at = [&](int u, int half) { return ptr[sums + kJ * 2 + u * lanes() * 8 + half * lanes() * 4]; };
+  auto identity_into = [&](int accumulators) {
     vmovups(temp, vconst(identity()));
-    for (int a = first; a < first + 2; ++a)
+    for (int a = 0; a < accumulators; ++a)
       vcvtps2pd(vreg(a), avx512() ? Ymm(temp.getIdx()) : Xbyak::Xmm(temp.getIdx()));
   };
-  // the doubles of lanes [half * lanes / 2, ...) of vector u from kJ: totals, or (block) the block's sums
-  auto sums = [&](int u, int half, bool block) {
-    return ptr[rax + kJ * 2 + u * lanes() * 8 + half * lanes() * 4 + (block ? kInnerBlockBytes : 0)];
+  auto store_sums = [&](int vectors) {
+    for (int u = 0; u < vectors; ++u)
+      for (int a = 0; a < 2; ++a) vmovupd(at(u, a), vreg(2 * u + a));
   };
-  // body(vectors, tail) over the vectors of the inner dim from kJ (bytes of float32), the last one masked;
-  // whole vectors of sums even in the tail: `partial` holds 2 * kInnerBlock doubles
-  auto over_inner = [&](int unroll, auto body) {
-    mov(kN, qword[kCall + AT(inner)]);
-    float_loop(kJ, kN, unroll, body);
+  // every input `rows` reduced rows on (back, when negative)
+  auto move_rows = [&](int rows) {
+    for (int k = 0; k < inputs; ++k) {
+      if (rows == 1) {
+        add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
+        continue;
+      }
+      mov(rax, qword[kCall + red_stride_at(k)]);
+      imul(rax, rax, rows);
+      add(kOperandRegs[k], rax);
+    }
   };
-  auto reset = [&](bool block) {
-    over_inner(1, [&](int, bool) {
-      identity_into(0);
-      mov(rax, qword[kCall + AT(partial)]);
-      for (int a = 0; a < 2; ++a) vmovupd(sums(0, a, block), vreg(a));
-    });
-  };
-  reset(false);
-  for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
-  mov(kR, qword[kCall + AT(reduced)]);
-  Label block, row;
-  L(block);
-  mov(r15, qword[kCall + AT(block)]);
-  cmp(kR, r15);
-  cmovb(r15, kR);
-  sub(kR, r15);
-  reset(true);
-  L(row);
-  over_inner(kUnroll, [&](int vectors, bool tail) {
-    prefetch_ahead(vectors);
+  // the inputs' current row of `vectors` vectors from kJ into their accumulators
+  auto add_row = [&](int vectors, bool tail) {
     for (int u = 0; u < vectors; ++u) {
-      const Xmm v = vreg(evaluate(u, tail));
-      mov(rax, qword[kCall + AT(partial)]);  // after the loads, which may use rax
-      for (int a = 0; a < 2; ++a) vmovupd(vreg(a), sums(u, a, true));
-      accumulate_double(vreg(0), vreg(1), v, temp);
+      accumulate_double(vreg(2 * u), vreg(2 * u + 1), vreg(evaluate(u, tail)), temp);
       release();
-      for (int a = 0; a < 2; ++a) vmovupd(sums(u, a, true), vreg(a));
     }
-  });
-  for (int k = 0; k < inputs; ++k) add(kOperandRegs[k], qword[kCall + red_stride_at(k)]);
-  dec(r15);
-  jnz(row, T_NEAR);
-  over_inner(1, [&](int, bool) {  // the blocks merge in order
-    mov(rax, qword[kCall + AT(partial)]);
-    for (int a = 0; a < 2; ++a) {
-      vmovupd(vreg(a), sums(0, a, true));
-      if (ir_.reduce == ReduceOp::kProd) vmulpd(vreg(a), vreg(a), sums(0, a, false));
-      else vaddpd(vreg(a), vreg(a), sums(0, a, false));
-      vmovupd(sums(0, a, false), vreg(a));
+  };
+  mov(sums, qword[kCall + AT(partial)]);
+  for (int k = 0; k < inputs; ++k) mov(kOperandRegs[k], qword[kCall + ptr_at(k)]);
+  Label wide, four, one, done;
+  cmp(qword[kCall + AT(inner)], kVectors * lanes());
+  ja(wide, T_NEAR);
+  mov(kN, qword[kCall + AT(inner)]);
+  float_loop(kJ, kN, kVectors, [&](int vectors, bool tail) {
+    identity_into(2 * vectors);
+    mov(kR, qword[kCall + AT(reduced)]);
+    Label row;
+    L(row);
+    add_row(vectors, tail);
+    move_rows(1);
+    dec(kR);
+    jnz(row, T_NEAR);
+    for (int k = 0; k < inputs; ++k) {  // back to the block's first row
+      mov(rax, qword[kCall + red_stride_at(k)]);
+      imul(rax, qword[kCall + AT(reduced)]);
+      sub(kOperandRegs[k], rax);
     }
+    store_sums(vectors);
   });
+  jmp(done, T_NEAR);
+
+  L(wide);
+  mov(kN, qword[kCall + AT(inner)]);
+  float_loop(kJ, kN, 1, [&](int, bool) {  // whole vectors even in the tail: `partial` holds kInnerBlock doubles
+    identity_into(2);
+    store_sums(1);
+  });
+  // `rows` rows from the inputs' pointers across the inner dim, then the pointers `rows` rows on
+  auto sweep = [&](int rows) {
+    mov(kN, qword[kCall + AT(inner)]);
+    float_loop(kJ, kN, kVectors, [&](int vectors, bool tail) {
+      for (int u = 0; u < vectors; ++u)
+        for (int a = 0; a < 2; ++a) vmovupd(vreg(2 * u + a), at(u, a));
+      for (int r = 0; r < rows; ++r) {
+        if (r > 0) move_rows(1);
+        prefetch_ahead(vectors);
+        add_row(vectors, tail);
+      }
+      if (rows > 1) move_rows(1 - rows);
+      store_sums(vectors);
+    });
+    move_rows(rows);
+  };
+  mov(kR, qword[kCall + AT(reduced)]);
+  L(four);
+  cmp(kR, 4);
+  jb(one, T_NEAR);
+  sweep(4);
+  sub(kR, 4);
+  jmp(four, T_NEAR);
+  L(one);
   test(kR, kR);
-  jnz(block, T_NEAR);
-  if (double_out_) return;  // the caller converts the sums to int64
-  over_inner(1, [&](int, bool tail) {
-    mov(rax, qword[kCall + AT(partial)]);
-    for (int a = 0; a < 2; ++a) vmovupd(vreg(2 + a), sums(0, a, false));
-    if (ir_.reduce == ReduceOp::kMean) {
-      if (avx512()) vbroadcastsd(Zmm(temp.getIdx()), qword[kCall + AT(count)]);
-      else vbroadcastsd(Ymm(temp.getIdx()), qword[kCall + AT(count)]);
-      vdivpd(vreg(2), vreg(2), temp);
-      vdivpd(vreg(3), vreg(3), temp);
-    }
-    if (avx512()) {
-      vcvtpd2ps(Ymm(2), Zmm(2));
-      vcvtpd2ps(Ymm(3), Zmm(3));
-      vinsertf64x4(Zmm(2), Zmm(2), Ymm(3), 1);
-    } else {
-      vcvtpd2ps(Xbyak::Xmm(2), Ymm(2));
-      vcvtpd2ps(Xbyak::Xmm(3), Ymm(3));
-      vinsertf128(Ymm(2), Ymm(2), Xbyak::Xmm(3), 1);
-    }
-    if (!tail) vmovups(ptr[out + kJ], vreg(2));
-    else if (avx512()) vmovups(ptr[out + kJ] | kTail, vreg(2));
-    else vmaskmovps(ptr[out + kJ], Ymm(15), vreg(2));
-  });
+  jz(done, T_NEAR);
+  sweep(1);
+  dec(kR);
+  jmp(one, T_NEAR);
+  L(done);
 }
 
 // Two vectors of the inner dim's outputs at a time (four cache lines of a

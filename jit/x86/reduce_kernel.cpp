@@ -96,7 +96,6 @@ ReduceKernel::ReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAx
     : Generator(isa),
       ir_(ir),
       raw_int32_(sums_int32(ir)),
-      double_out_(ir.dtype(size_t(ir.inputs)) == kInt64),
       accesses_(accesses), axis_(axis), pass_op_(ir.reduce),
       prologue_(*this, ir, accesses, pool(avx512(), ir.reduce), raw_int32_) {
   const std::string why = declines(ir, accesses, isa);
@@ -237,7 +236,7 @@ void ReduceKernel::prefetch_ahead(int vectors) {
     if (accesses_[size_t(k)] != 'c' || itemsize(ir_.dtype(size_t(k))) != 4) continue;
     mov(rax, qword[kCall + red_stride_at(k)]);
     lea(rax, ptr[kJ + rax * 4]);  // four rows on
-    for (int32_t at = 0; at < vectors * lanes() * 4; at += 64) prefetcht0(ptr[kOperandRegs[k] + rax + at]);
+    for (int32_t at = 0; at < vectors * lanes() * 4; at += 64) prefetcht1(ptr[kOperandRegs[k] + rax + at]);
   }
 }
 

@@ -12,10 +12,12 @@
 //     into lane j % 16, then the lanes added in order 0..15. A row longer
 //     than the reference's block comes in blocks whose double results
 //     (`partial`) the caller adds in order.
-//   - kColumns (a kept dim lies inside the reduced one): per output, the
-//     reduced elements in order within blocks of `block` rows, the blocks'
-//     sums added in order. A block at a time, and in it a row at a time
-//     across the call's outputs (the block's sums in memory), streaming rows.
+//   - kColumns (a kept dim lies inside the reduced one): a call is one block
+//     of the reference's (cpu::kColumnBlock reduced rows), its outputs' sums
+//     of the block's elements in order left in `partial`; the caller merges
+//     the blocks in order and finishes. Four rows at a time across the call's
+//     outputs (streaming rows), or every row in registers when the outputs
+//     fit them.
 // max and min are exact in any order: float, four vectors per step into four
 // accumulators ((a0 op a1) op (a2 op a3)) and a lane butterfly for kRows,
 // four vectors of the inner dim at a time for kColumns; NaN wins. Lanes past
@@ -59,13 +61,11 @@ struct alignas(64) ReduceCall {
   int64_t reduced = 0;                         // elements reduced per output, > 0
   int64_t inner = 0;                           // kColumns: outputs along the inner dim, > 0
   int64_t tail = 0;                            // the vector axis's length: reduced (kRows) or inner
-  int64_t block = 0;                           // kColumns: reduced rows per block of the double sums
   double count = 0;                            // the mean's divisor
   double* partial = nullptr;                   // kRows, sum/mean/prod: per row, the unfinished double instead;
                                                // logsumexp: per output, its sum of exps (always);
-                                               // kColumns sum/mean/prod: 2 * kInnerBlock doubles, per
-                                               // output its total (an int64 result's, for the caller),
-                                               // then per output its block's sum
+                                               // kColumns sum/mean/prod: kInnerBlock doubles, per
+                                               // output its sum over the call's reduced rows
 };
 
 // Whether `ir` sums loaded int32 values into int64: the kernel converts them
@@ -101,9 +101,10 @@ class ReduceKernel final : public Generator {
   // logsumexp: m = 0 where infinite, copied into shift().
   void finite_shift(const Xbyak::Xmm& m, const Xbyak::Xmm& temp);
   void generate_columns_lse();
-  // kColumns sums: prefetches the lines of `vectors` vectors from kJ four reduced
-  // rows on, of each contiguous float32 or int32 input: rows far apart each
-  // start a stream the hardware prefetcher has not seen. Never faults.
+  // kColumns sums: prefetches into L2 the lines of `vectors` vectors from kJ four
+  // reduced rows on (the next sweep's), of each contiguous float32 or int32 input:
+  // rows far apart each start a stream the hardware prefetcher has not seen (into
+  // L1, the prefetches slow a sum from memory). Never faults.
   void prefetch_ahead(int vectors);
   // v = exp(v - shift) as the reference kernel's exp.
   void shifted_exp(const Xbyak::Xmm& v, const Xbyak::Operand& shift);
@@ -127,7 +128,6 @@ class ReduceKernel final : public Generator {
 
   const LoopIR& ir_;
   bool raw_int32_;                 // sums_int32: the stored load stays int32 until accumulated
-  bool double_out_;                // an int64 result: the double sums go to `partial`
   std::string accesses_;
   ReduceAxis axis_;
   ReduceOp pass_op_;  // the reduction the pass being emitted applies (logsumexp: max, then the sum)

@@ -20,7 +20,6 @@ inline const Xbyak::Reg64 kOperandRegs[kMaxReduceOperands] = {
 inline const Xbyak::Opmask kTail = Xbyak::util::k1, kOff = Xbyak::util::k3;
 inline constexpr int kUnroll = 4;
 inline constexpr int kFirstPooled = 4;  // 0-3 are the accumulators
-inline constexpr int32_t kInnerBlockBytes = int32_t(kInnerBlock) * 8;
 
 // The pool of vector registers ends at this one, the temporary; after it:
 // logsumexp's shift (the row's max), then on AVX2 the tail mask (15).

@@ -5,8 +5,10 @@
 // empty, single, odd and long extents, keepdim or not; with a pointwise
 // prologue (exp(x - c), square, a run-time Scalar); NaN and inf; strided rows
 // and the layouts that fall back, with their reasons; one compile across
-// batch sizes; the reduction axis in LoopIR's listing.
+// batch sizes; column sums over many blocks of rows, on one thread and on
+// three; the reduction axis in LoopIR's listing.
 #include "guard_page.h"
+#include "nnvm/core/thread_pool.h"
 #include "jit_test_util.h"
 #include "reference.h"
 
@@ -67,6 +69,41 @@ TEST(ReduceJit, EveryReductionIsBitIdenticalToTheReference) {
           const Tensor x = testing::random(c.shape, kFloat32, 1, prod ? 0.99 : -3, prod ? 1.01 : 3);
           expect_matches(reduction(name, x, c.dims, keepdim), {x}, isa, !trivial);
         }
+}
+
+// Column sums in blocks of 256 reduced rows run as units of their own, then
+// merge in order: a short last block (and one not a multiple of four rows),
+// inner dims that fit the accumulators (with a tail) or not, a tile split
+// across threads, outer dims; on one thread and on three.
+TEST(ReduceJit, ColumnSumsAcrossBlocksTilesAndThreads) {
+  const int threads = get_num_threads();
+  const std::vector<Case> cases = {
+      {{7, 40}, {0}},     {{259, 33}, {0}},   {{1030, 16}, {0}},   {{513, 20}, {0}},   {{300, 32}, {0}},
+      {{520, 48}, {0}},   {{600, 1030}, {0}}, {{4096, 100}, {0}},  {{3, 300, 70}, {1}}, {{2, 600, 3}, {1}},
+      {{2, 257, 2100}, {1}},
+  };
+  for (int n : {1, 3}) {
+    set_num_threads(n);
+    for (Isa isa : jit_isas())
+      for (const Case& c : cases)
+        for (const char* name : {"sum", "mean", "prod"}) {
+          SCOPED_TRACE(::testing::Message() << n << " threads " << name << shape_str(c.shape) << " dims "
+                                            << shape_str(c.dims));
+          const bool prod = std::string(name) == "prod";
+          const Tensor x = testing::random(c.shape, kFloat32, 13, prod ? 0.99 : -3, prod ? 1.01 : 3);
+          expect_matches(reduction(name, x, c.dims, false), {x}, isa);
+        }
+    for (Isa isa : jit_isas())  // x * w, w one value per reduced row: a broadcast input that moves with the rows
+      for (const DimVector& shape : {DimVector{600, 70}, DimVector{1030, 9}}) {
+        SCOPED_TRACE(::testing::Message() << n << " threads x * w " << shape_str(shape));
+        const Tensor x = testing::random(shape, kFloat32, 14), w = testing::random({shape[0], 1}, kFloat32, 15);
+        Trace t;
+        const ValueId xw = t.add_node1(find_op("mul"), {t.add_input(x), t.add_input(w)});
+        t.mark_output(t.add_node1(find_op("sum"), {xw}, {DimVector{0}, false, kFloat32}));
+        expect_matches(t, {x, w}, isa);
+      }
+  }
+  set_num_threads(threads);
 }
 
 TEST(ReduceJit, MaxAndMinOverEveryDim) {
