@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -251,7 +252,7 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   int64_t outer = 1;
   for (size_t d = 0; d < l.outer_dims; ++d) outer *= space.sizes[d];
   l.across = rows ? (l.has_rows ? space.sizes[l.split] : 1) : space.sizes[rank - 1];
-  if (in_double(ir.reduce)) {
+  if (in_double(ir.reduce) || (!rows && is_arg(ir.reduce))) {
     const int64_t per = rows ? cpu::kRowBlock : cpu::kColumnBlock;
     if (!rows || reduced > per) l.row_blocks = (reduced + per - 1) / per;
   }
@@ -315,8 +316,11 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   // Column sums: a unit is a block of the task's reduced rows, its outputs'
   // double sums left in `partial`; one block finishes there, more go to
   // `parts` (per task, per block, `block` outputs), merged in order after.
+  // Arg reductions over columns the same, each output's best value and index
+  // in the block (8 bytes) for the merge; one block's indices are final.
   const bool column_sums = !rows && in_double(ir.reduce);
-  const bool merged_columns = column_sums && row_blocks > 1;
+  const bool arg_columns = !rows && is_arg(ir.reduce);
+  const bool merged_columns = (column_sums || arg_columns) && row_blocks > 1;
   const int64_t per_block = long_rows ? 1 : merged_columns ? block : 0;  // doubles in `parts` per block
   const auto parts = std::make_unique_for_overwrite<double[]>(size_t(l.tasks * row_blocks * per_block));
   std::vector<char*> task_out(long_rows || merged_columns ? size_t(l.tasks) : 0);
@@ -348,10 +352,33 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     for (int64_t i = 0; i < n; ++i) to[i] = float(totals[i]);
     if (staged) store_floats(to, out, bytes(operands - 1), n);
   };
+  // The blocks' (value, index) in order, as the reference's ArgReducer
+  // merges: the first NaN, else the extreme value, else the lower index.
+  const bool max = ir.reduce == ReduceOp::kArgMax;
+  auto merge_arg = [&](const double* blocks_of_task, int64_t* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      float best = 0;
+      int64_t at = -1;
+      for (int64_t b = 0; b < row_blocks; ++b) {
+        const char* p = reinterpret_cast<const char*>(blocks_of_task + b * block);
+        const float v = reinterpret_cast<const float*>(p)[i];
+        const uint32_t j = reinterpret_cast<const uint32_t*>(p + 4 * block)[i];
+        if (j == x86::kArgNone || (at >= 0 && (best != best || (v == v && (max ? !(v > best) : !(v < best))))))
+          continue;
+        best = v;
+        at = b * cpu::kColumnBlock + int64_t(j);
+      }
+      out[i] = std::max<int64_t>(at, 0);
+    }
+  };
   auto merge_columns = [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       double* totals = &parts[size_t(task * row_blocks * block)];
       const int64_t count = std::min(block, across - task % blocks * block);
+      if (arg_columns) {
+        merge_arg(totals, reinterpret_cast<int64_t*>(task_out[size_t(task)]), count);
+        continue;
+      }
       for (int64_t b = 1; b < row_blocks; ++b) merge(totals, totals + b * block, count);
       finish_columns(totals, task_out[size_t(task)], count);
     }
@@ -369,7 +396,6 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
     const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
-    const bool arg_columns = !rows && is_arg(ir.reduce);  // each output's best and index
     const auto partial = aligned_doubles(column_sums || lse || to_int64 || arg_columns ? per_call : 0);
     std::vector<float> staging(staged && !to_int64 && !column_sums ? per_call : 0);
     call.partial = partial.get();
@@ -411,7 +437,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         kernel(&call);
         continue;
       }
-      if (column_sums) {  // reduced rows [r0, r0 + kColumnBlock) of the task's columns
+      if (column_sums || arg_columns) {  // reduced rows [r0, r0 + kColumnBlock) of the task's columns
         const int64_t r0 = rb * cpu::kColumnBlock;
         for (size_t k = 0; k + 1 < operands; ++k) call.ptr[k] += r0 * call.red_stride[k];
         call.reduced = std::min(cpu::kColumnBlock, reduced - r0);
@@ -419,11 +445,18 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
         kernel(&call);
         char* out = const_cast<char*>(call.ptr[operands - 1]);
         if (row_blocks == 1) {
-          finish_columns(partial.get(), out, count);
+          if (column_sums) finish_columns(partial.get(), out, count);
           continue;
         }
         if (rb == 0) task_out[size_t(task)] = out;
-        std::copy_n(partial.get(), count, &parts[size_t((task * row_blocks + rb) * block)]);
+        double* to = &parts[size_t((task * row_blocks + rb) * block)];
+        if (column_sums) {
+          std::copy_n(partial.get(), count, to);
+        } else {  // the values, then the indices, `block` of each
+          const char* state = reinterpret_cast<const char*>(partial.get());
+          std::memcpy(to, state, size_t(count) * 4);
+          std::memcpy(reinterpret_cast<char*>(to) + 4 * block, state + x86::kArgStateIndex, size_t(count) * 4);
+        }
         continue;
       }
       if (rows) {

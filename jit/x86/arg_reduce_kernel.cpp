@@ -25,8 +25,8 @@ const Opmask kHigh = k3, kA = k4, kB = k5, kPast = k6;
 // indices (4 + u); the current index, temporaries, on AVX2 the tail mask. The
 // others are the prologue's.
 constexpr int kBest = 0, kIndex = 4, kAt = 8, kXv = 9, kT0 = 10, kT1 = 11, kT2 = 12, kT3 = 13, kMaskReg = 15;
-constexpr uint32_t kNone = 0x7fffffffu;  // an index no element has
-constexpr int32_t kStateIndex = int32_t(kInnerBlock) * 4;  // kColumns: the indices' offset in `partial`
+constexpr uint32_t kNone = kArgNone;  // an index no element has
+constexpr int32_t kStateIndex = kArgStateIndex;
 
 // The prologue's registers while `unroll` vectors of outputs are kept.
 std::vector<int> pool(bool avx512, int unroll) {

@@ -31,6 +31,13 @@
 
 namespace nnvm::jit::x86 {
 
+// kColumns: what a call leaves in ReduceCall::partial, per output of the
+// call: its best value (floats from byte 0) and that value's index from the
+// call's first reduced row (int32 from byte kArgStateIndex; kArgNone when no
+// element beat the identity), for a caller that merges blocks of rows.
+inline constexpr int32_t kArgStateIndex = int32_t(kInnerBlock) * 4;
+inline constexpr uint32_t kArgNone = 0x7fffffffu;
+
 class ArgReduceKernel final : public Generator {
  public:
   // Why the kernel cannot be built; empty when it can.

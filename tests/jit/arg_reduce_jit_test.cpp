@@ -100,6 +100,25 @@ TEST(ArgReduceJit, NanInfinitiesAndSignedZeros) {
 
 // float16 and bfloat16 inputs widen exactly: the same indices, ties (many,
 // at half precision), NaN and infinities included; strided rows too.
+// Columns over more than one block of 256 reduced rows: the blocks run
+// apart and merge in order (ties across blocks: the first; a NaN in a later
+// block wins; a column of -inf: index 0).
+TEST(ArgReduceJit, ColumnBlocksMergeInOrder) {
+  Tensor x = tied({1000, 37}, 50);
+  float* p = x.data_ptr<float>();
+  p[700 * 37 + 3] = NAN;                                          // column 3: a NaN in block 2
+  p[100 * 37 + 4] = NAN;                                          // column 4: NaN in blocks 0 and 3
+  p[900 * 37 + 4] = NAN;
+  for (int64_t r = 0; r < 1000; ++r) p[r * 37 + 5] = -INFINITY;   // column 5: -inf throughout
+  for (int64_t r = 0; r < 1000; ++r) p[r * 37 + 6] = r == 999 ? 8 : 1;  // column 6: the last row
+  const Tensor wide = tied({1300, 2100}, 51);                     // several column tiles too
+  for (Isa isa : jit_isas())
+    for (const char* name : {"argmax", "argmin"}) {
+      expect_matches(arg_of(name, x, {0}, false), x, isa);
+      expect_matches(arg_of(name, wide, {0}, true), wide, isa);
+    }
+}
+
 TEST(ArgReduceJit, HalfInputsEqualTheReference) {
   const Case cases[] = {{{7}, {0}},       {{17}, {}},      {{3, 7}, {1}},      {{5, 17}, {0}},
                         {{4, 1025}, {0}}, {{64, 300}, {1}}, {{2, 3, 33}, {1}}, {{300, 33}, {0}}};
