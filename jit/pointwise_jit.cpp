@@ -139,6 +139,14 @@ std::vector<std::string> PointwiseJit::variant_names() const {
   return names;
 }
 
+std::vector<std::string> PointwiseJit::declined_variants() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> declined;
+  for (const auto& [name, v] : variants_)
+    if (!v->declined().empty()) declined.push_back(absl::StrCat(name, ": ", v->declined()));
+  return declined;
+}
+
 struct PointwiseJit::Launch {
   LaunchKey key;
   LoopSpace space;

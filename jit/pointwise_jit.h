@@ -67,6 +67,8 @@ class PointwiseJit {
 
   // The variants this group has run: "<isa>-<accesses>[-nt]" (-nt: streaming stores).
   std::vector<std::string> variant_names() const;
+  // "<name>: <why>" for each variant whose code could not be generated.
+  std::vector<std::string> declined_variants() const;
 
   // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
   // active ISA and the operands' layouts allow; false: nothing ran.

@@ -18,12 +18,13 @@ Generator::Generator(Isa isa) : CodeGenerator(kMaxCodeBytes, DontSetProtectRWE),
 
 Xmm Generator::vreg(int i) const { return avx512() ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
 
-Address Generator::table_entry(const std::array<uint32_t, 16>& lanes) {
+Address Generator::table_entry(const std::array<uint32_t, 16>& lanes, bool broadcast) {
   auto it = std::find(table_.begin(), table_.end(), lanes);
   const int64_t index = it - table_.begin();
   if (it == table_.end()) table_.push_back(lanes);
   const RegRip at = rip + table_at_ + int(index * kConstBytes);
-  return avx512() ? zword[at] : yword[at];
+  if (!avx512()) return yword[at];
+  return broadcast ? ptr_b[at] : zword[at];
 }
 
 Address Generator::vconst_bits(uint32_t bits) {
@@ -39,6 +40,14 @@ Address Generator::vconst_iota() {
 }
 
 Address Generator::vconst(float value) { return vconst_bits(std::bit_cast<uint32_t>(value)); }
+
+Address Generator::vconst_bits_b(uint32_t bits) {
+  std::array<uint32_t, 16> lanes;
+  lanes.fill(bits);
+  return table_entry(lanes, true);
+}
+
+Address Generator::vconst_b(float value) { return vconst_bits_b(std::bit_cast<uint32_t>(value)); }
 
 void Generator::vand(const Xmm& dst, const Xmm& a, const Operand& b) {
   if (avx512()) vpandd(dst, a, b);
@@ -59,7 +68,7 @@ void Generator::compare(const VMask& m, const Xmm& a, const Operand& b, int pred
 }
 
 void Generator::blend(const VMask& m, const Xmm& dst, const Operand& value) {
-  if (avx512()) vmovups(dst | m.k, value);
+  if (avx512()) vblendmps(dst | m.k, dst, value);
   else vblendvps(dst, dst, value, m.v);
 }
 

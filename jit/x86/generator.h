@@ -42,6 +42,11 @@ class Generator : public Xbyak::CodeGenerator {
 
   // A vector with `value` (or `bits`) in every lane, in the table after the code.
   Xbyak::Address vconst(float value);
+  // The same constants as an arithmetic instruction's last source: on
+  // AVX-512 one lane broadcast by the instruction ({1to16}: a 4-byte load,
+  // not 64; ps and dword instructions only), else the whole vector.
+  Xbyak::Address vconst_b(float value);
+  Xbyak::Address vconst_bits_b(uint32_t bits);
   Xbyak::Address vconst_bits(uint32_t bits);
   // The int32 lane indices 0, 1, 2, ...
   Xbyak::Address vconst_iota();
@@ -138,7 +143,7 @@ class Generator : public Xbyak::CodeGenerator {
   Isa isa_;
   int64_t frame_bytes_ = 0;
   Xbyak::Label table_at_;
-  Xbyak::Address table_entry(const std::array<uint32_t, 16>& lanes);
+  Xbyak::Address table_entry(const std::array<uint32_t, 16>& lanes, bool broadcast = false);
   std::vector<std::array<uint32_t, 16>> table_;  // one zmm each
 };
 

@@ -156,7 +156,7 @@ void PointwiseKernel::emit_invariants() {
     if (last_use_[size_t(pos_)] < 0 && stored_by_[size_t(pos_)].empty()) continue;
     reset_allocation();
     emit_expr(pos_, false);
-    vmovups(memory_of(pos_), vreg(loc_[size_t(pos_)].reg));
+    vmovups(memory_of(pos_, false), vreg(loc_[size_t(pos_)].reg));
   }
 }
 
@@ -213,10 +213,10 @@ void PointwiseKernel::evict(int32_t e) {
 
 bool PointwiseKernel::in_own_memory(int32_t e) const { return invariant_[size_t(e)]; }
 
-Address PointwiseKernel::memory_of(int32_t e) {
+Address PointwiseKernel::memory_of(int32_t e, bool broadcast) {
   const Expr& x = ir_.exprs[size_t(e)];
-  if (x.prim == Prim::kConst) return vconst(x.value);
-  if (x.prim == Prim::kBits) return vconst_bits(uint32_t(x.arg));
+  if (x.prim == Prim::kConst) return broadcast ? vconst_b(x.value) : vconst(x.value);
+  if (x.prim == Prim::kBits) return broadcast ? vconst_bits_b(uint32_t(x.arg)) : vconst_bits(uint32_t(x.arg));
   const int32_t hoisted = int32_t(ir_.exprs.size()) + e;
   const RegExp at = x.prim == Prim::kArg     ? kCall + int32_t(offsetof(PointwiseCall, args)) + x.arg * kSlotBytes
                     : invariant_[size_t(e)] ? rsp + hoisted * kSlotBytes
@@ -228,7 +228,7 @@ Xmm PointwiseKernel::reg_of(int32_t e) {
   Location& l = loc_[size_t(e)];
   if (l.reg < 0) {
     const int r = alloc();
-    vmovups(vreg(r), memory_of(e));
+    vmovups(vreg(r), memory_of(e, false));
     if (l.slot >= 0) free_slots_.push_back(l.slot);
     l.slot = -1;
     l.reg = r;
@@ -238,13 +238,13 @@ Xmm PointwiseKernel::reg_of(int32_t e) {
   return vreg(l.reg);
 }
 
-PointwiseKernel::Source PointwiseKernel::operand_of(int32_t e) {
+PointwiseKernel::Source PointwiseKernel::operand_of(int32_t e, bool broadcast) {
   const Location& l = loc_[size_t(e)];
   if (l.reg >= 0) {
     pinned_[size_t(l.reg)] = true;
     return Source{vreg(l.reg), std::nullopt};
   }
-  return Source{Xmm(), memory_of(e)};
+  return Source{Xmm(), memory_of(e, broadcast)};
 }
 
 Xmm PointwiseKernel::dest_for(int32_t e, int32_t reuse) {
@@ -451,8 +451,9 @@ void PointwiseKernel::emit_expr(int32_t i, bool tail) {
     }
     default: {  // an injector rewrites its register in place; its other operands stay where they are
       const Xmm x = reg_of(a);
-      const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b)) : std::nullopt;
-      const std::optional<Source> z = e.c >= 0 ? std::optional(operand_of(e.c)) : std::nullopt;
+      // whole vectors: an injector may move its operands
+      const std::optional<Source> y = e.b >= 0 ? std::optional(operand_of(e.b, false)) : std::nullopt;
+      const std::optional<Source> z = e.c >= 0 ? std::optional(operand_of(e.c, false)) : std::nullopt;
       const Xmm d = dest_for(i, e.b == a || e.c == a ? -1 : a);  // x ** x: the exponent must survive
       if (d.getIdx() != x.getIdx()) vmovaps(d, x);
       Xmm scratch[kMaxInjectorScratch];

@@ -142,12 +142,15 @@ class PointwiseKernel final : public Generator {
       return reg;
     }
   };
-  Source operand_of(int32_t e);
+  // `broadcast`: a constant one lane wide, for a ps or dword instruction's last source.
+  Source operand_of(int32_t e, bool broadcast = true);
   Xbyak::Xmm dest_for(int32_t e, int32_t reuse);  // e's register, taking over `reuse`'s if it dies here
   Xbyak::Xmm temp();
   void free_reg(int r);
   bool live_after(int32_t e, int32_t pos) const { return last_use_[size_t(e)] > pos; }
-  Xbyak::Address memory_of(int32_t e);    // a Scalar argument, a constant, a hoisted or a spilled value
+  // A Scalar argument, a constant, a hoisted or a spilled value; `broadcast`:
+  // a constant as an arithmetic source (Generator::vconst_b).
+  Xbyak::Address memory_of(int32_t e, bool broadcast);
   bool in_own_memory(int32_t e) const;    // a Scalar, a constant or a hoisted value: never spilled
 
   const LoopIR& ir_;

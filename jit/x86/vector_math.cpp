@@ -31,20 +31,20 @@ void clamp(Generator& g, const Xmm& v, float lo, float hi, const Xmm& t) {
 // x = n ln2 + r: n = round(x / ln2) as a float, r = x - n C1 - n C2 in v,
 // with ln2 = C1 + C2 split so that n C1 is exact.
 void reduce_ln2(Generator& g, const Xmm& v, const Xmm& n) {
-  g.vmulps(n, v, g.vconst(1.44269504088896341f));
+  g.vmulps(n, v, g.vconst_b(1.44269504088896341f));
   round_nearest(g, n, n);
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
-  g.vfnmadd231ps(v, n, g.vconst(-2.12194440e-4f));
+  g.vfnmadd231ps(v, n, g.vconst_b(0.693359375f));
+  g.vfnmadd231ps(v, n, g.vconst_b(-2.12194440e-4f));
 }
 
 // y = P(r) for r in v (Horner): Cephes' e^r = 1 + r + r^2 P(r).
 void exp_polynomial(Generator& g, const Xmm& y, const Xmm& v) {
   g.vmovups(y, g.vconst(1.9875691500e-4f));
-  g.vfmadd213ps(y, v, g.vconst(1.3981999507e-3f));
-  g.vfmadd213ps(y, v, g.vconst(8.3334519073e-3f));
-  g.vfmadd213ps(y, v, g.vconst(4.1665795894e-2f));
-  g.vfmadd213ps(y, v, g.vconst(1.6666665459e-1f));
-  g.vfmadd213ps(y, v, g.vconst(5.0000001201e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(1.3981999507e-3f));
+  g.vfmadd213ps(y, v, g.vconst_b(8.3334519073e-3f));
+  g.vfmadd213ps(y, v, g.vconst_b(4.1665795894e-2f));
+  g.vfmadd213ps(y, v, g.vconst_b(1.6666665459e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(5.0000001201e-1f));
 }
 
 // v = y 2^n for n (rounded, as float), applied as 2^a 2^b with a = n >> 1,
@@ -53,10 +53,10 @@ void scale_by_pow2(Generator& g, const Xmm& v, const Xmm& y, const Xmm& n) {
   g.vcvtps2dq(n, n);
   g.vpsrad(v, n, 1);
   g.vpsubd(n, n, v);
-  g.vpaddd(v, v, g.vconst_bits(127));
+  g.vpaddd(v, v, g.vconst_bits_b(127));
   g.vpslld(v, v, 23);
   g.vmulps(y, y, v);
-  g.vpaddd(n, n, g.vconst_bits(127));
+  g.vpaddd(n, n, g.vconst_bits_b(127));
   g.vpslld(n, n, 23);
   g.vmulps(v, y, n);
 }
@@ -68,7 +68,7 @@ void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
   exp_polynomial(g, y, v);
   g.vmulps(y, y, v);                                // y = P(r) r^2 + r + 1
   g.vfmadd213ps(y, v, v);
-  g.vaddps(y, y, g.vconst(1.0f));
+  g.vaddps(y, y, g.vconst_b(1.0f));
   scale_by_pow2(g, v, y, n);
 }
 }  // namespace
@@ -95,8 +95,8 @@ void emit_exp2(Generator& g, const Xmm& v, const Xmm* scratch) {
   clamp(g, v, -150.0f, 129.0f, n);
   round_nearest(g, n, v);
   g.vsubps(v, v, n);
-  g.vmulps(y, v, g.vconst(-1.9046542e-09f));       // the low part of ln2
-  g.vfmadd231ps(y, v, g.vconst(0.693147182f));
+  g.vmulps(y, v, g.vconst_b(-1.9046542e-09f));       // the low part of ln2
+  g.vfmadd231ps(y, v, g.vconst_b(0.693147182f));
   g.vmovaps(v, y);
   exp_tail(g, v, scratch);
 }
@@ -110,44 +110,44 @@ void emit_log(Generator& g, const Xmm& v, const Xmm* scratch) {
   const VMask m = g.mask(scratch[4]);
   g.vmovups(x, v);
   g.vxor(e, e, e);
-  g.compare(m, v, g.vconst(1.17549435e-38f), _CMP_LT_OQ);  // denormal (or <= 0: fixed at the end)
-  g.blend(m, e, g.vconst(-23.0f));
-  g.vmulps(t, v, g.vconst(8388608.0f));
+  g.compare(m, v, g.vconst_b(1.17549435e-38f), _CMP_LT_OQ);  // denormal (or <= 0: fixed at the end)
+  g.blend(m, e, g.vconst_b(-23.0f));
+  g.vmulps(t, v, g.vconst_b(8388608.0f));
   g.blend(m, v, t);
   g.vpsrld(t, v, 23);                                      // e += biased exponent - 126
   g.vcvtdq2ps(t, t);
   g.vaddps(e, e, t);
-  g.vsubps(e, e, g.vconst(126.0f));
-  g.vand(v, v, g.vconst_bits(0x807fffffu));              // m in [0.5, 1)
-  g.vor(v, v, g.vconst_bits(0x3f000000u));
-  g.compare(m, v, g.vconst(0.707106781186547524f), _CMP_LT_OQ);
-  g.vsubps(t, e, g.vconst(1.0f));                          // m < sqrt(1/2): e - 1, f = 2m - 1
+  g.vsubps(e, e, g.vconst_b(126.0f));
+  g.vand(v, v, g.vconst_bits_b(0x807fffffu));              // m in [0.5, 1)
+  g.vor(v, v, g.vconst_bits_b(0x3f000000u));
+  g.compare(m, v, g.vconst_b(0.707106781186547524f), _CMP_LT_OQ);
+  g.vsubps(t, e, g.vconst_b(1.0f));                          // m < sqrt(1/2): e - 1, f = 2m - 1
   g.blend(m, e, t);
   g.vaddps(t, v, v);
   g.blend(m, v, t);
-  g.vsubps(v, v, g.vconst(1.0f));                          // else f = m - 1
+  g.vsubps(v, v, g.vconst_b(1.0f));                          // else f = m - 1
   g.vmulps(t, v, v);                                       // z = f^2
   g.vmovups(y, g.vconst(7.0376836292e-2f));
-  g.vfmadd213ps(y, v, g.vconst(-1.1514610310e-1f));
-  g.vfmadd213ps(y, v, g.vconst(1.1676998740e-1f));
-  g.vfmadd213ps(y, v, g.vconst(-1.2420140846e-1f));
-  g.vfmadd213ps(y, v, g.vconst(1.4249322787e-1f));
-  g.vfmadd213ps(y, v, g.vconst(-1.6668057665e-1f));
-  g.vfmadd213ps(y, v, g.vconst(2.0000714765e-1f));
-  g.vfmadd213ps(y, v, g.vconst(-2.4999993993e-1f));
-  g.vfmadd213ps(y, v, g.vconst(3.3333331174e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(-1.1514610310e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(1.1676998740e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(-1.2420140846e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(1.4249322787e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(-1.6668057665e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(2.0000714765e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(-2.4999993993e-1f));
+  g.vfmadd213ps(y, v, g.vconst_b(3.3333331174e-1f));
   g.vmulps(y, y, v);                                       // y = P(f) f z
   g.vmulps(y, y, t);
-  g.vfmadd231ps(y, e, g.vconst(-2.12194440e-4f));          // + e C2
-  g.vfmadd231ps(y, t, g.vconst(-0.5f));                    // - z / 2
+  g.vfmadd231ps(y, e, g.vconst_b(-2.12194440e-4f));          // + e C2
+  g.vfmadd231ps(y, t, g.vconst_b(-0.5f));                    // - z / 2
   g.vaddps(v, v, y);
-  g.vfmadd231ps(v, e, g.vconst(0.693359375f));             // + e C1
-  g.compare(m, x, g.vconst(INFINITY), _CMP_EQ_OQ);
-  g.blend(m, v, g.vconst(INFINITY));
-  g.compare(m, x, g.vconst(0.0f), _CMP_EQ_OQ);
-  g.blend(m, v, g.vconst(-INFINITY));
-  g.compare(m, x, g.vconst(0.0f), _CMP_LT_OQ);
-  g.blend(m, v, g.vconst_bits(0x7fc00000u));
+  g.vfmadd231ps(v, e, g.vconst_b(0.693359375f));             // + e C1
+  g.compare(m, x, g.vconst_b(INFINITY), _CMP_EQ_OQ);
+  g.blend(m, v, g.vconst_b(INFINITY));
+  g.compare(m, x, g.vconst_b(0.0f), _CMP_EQ_OQ);
+  g.blend(m, v, g.vconst_b(-INFINITY));
+  g.compare(m, x, g.vconst_b(0.0f), _CMP_LT_OQ);
+  g.blend(m, v, g.vconst_bits_b(0x7fc00000u));
   g.compare(m, x, x, _CMP_UNORD_Q);
   g.blend(m, v, x);
 }
@@ -166,25 +166,25 @@ void emit_tanh(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vmaxps(v, z, v);
   g.vmulps(z, v, v);
   g.vmovups(p, g.vconst(-2.76076847742355e-16f));
-  g.vfmadd213ps(p, z, g.vconst(2.00018790482477e-13f));
-  g.vfmadd213ps(p, z, g.vconst(-8.60467152213735e-11f));
-  g.vfmadd213ps(p, z, g.vconst(5.12229709037114e-08f));
-  g.vfmadd213ps(p, z, g.vconst(1.48572235717979e-05f));
-  g.vfmadd213ps(p, z, g.vconst(6.37261928875436e-04f));
-  g.vfmadd213ps(p, z, g.vconst(4.89352455891786e-03f));
+  g.vfmadd213ps(p, z, g.vconst_b(2.00018790482477e-13f));
+  g.vfmadd213ps(p, z, g.vconst_b(-8.60467152213735e-11f));
+  g.vfmadd213ps(p, z, g.vconst_b(5.12229709037114e-08f));
+  g.vfmadd213ps(p, z, g.vconst_b(1.48572235717979e-05f));
+  g.vfmadd213ps(p, z, g.vconst_b(6.37261928875436e-04f));
+  g.vfmadd213ps(p, z, g.vconst_b(4.89352455891786e-03f));
   g.vmovups(q, g.vconst(1.19825839466702e-06f));
-  g.vfmadd213ps(q, z, g.vconst(1.18534705686654e-04f));
-  g.vfmadd213ps(q, z, g.vconst(2.26843463243900e-03f));
-  g.vfmadd213ps(q, z, g.vconst(4.89352518554385e-03f));
+  g.vfmadd213ps(q, z, g.vconst_b(1.18534705686654e-04f));
+  g.vfmadd213ps(q, z, g.vconst_b(2.26843463243900e-03f));
+  g.vfmadd213ps(q, z, g.vconst_b(4.89352518554385e-03f));
   g.vdivps(p, p, q);
   g.vmulps(v, v, p);
 }
 
 // 1 / (1 + e^-x), as the reference kernel: 0 at -inf, 1 at +inf.
 void emit_sigmoid(Generator& g, const Xmm& v, const Xmm* scratch) {
-  g.vxor(v, v, g.vconst_bits(kSignBit));
+  g.vxor(v, v, g.vconst_bits_b(kSignBit));
   emit_exp(g, v, scratch);
-  g.vaddps(v, v, g.vconst(1.0f));
+  g.vaddps(v, v, g.vconst_b(1.0f));
   g.vmovups(scratch[0], g.vconst(1.0f));
   g.vdivps(v, scratch[0], v);
 }
@@ -202,20 +202,20 @@ void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vmovaps(x, v);
   clamp(g, v, -87.3365448f, 88.7228394f, n);
   g.vmovups(n, g.vconst(12582912.0f));
-  g.vfmadd231ps(n, v, g.vconst(1.44269504088896341f));
-  g.vsubps(n, n, g.vconst(12582912.0f));
-  g.vfnmadd231ps(v, n, g.vconst(0.693359375f));
-  g.vfmadd231ps(v, n, g.vconst(2.12194440e-4f));
+  g.vfmadd231ps(n, v, g.vconst_b(1.44269504088896341f));
+  g.vsubps(n, n, g.vconst_b(12582912.0f));
+  g.vfnmadd231ps(v, n, g.vconst_b(0.693359375f));
+  g.vfmadd231ps(v, n, g.vconst_b(2.12194440e-4f));
   exp_polynomial(g, y, v);
   g.vmulps(t, v, v);  // y = P(r) (r * r) + r + 1, the reference's rounding
   g.vfmadd213ps(y, t, v);
-  g.vaddps(y, y, g.vconst(1.0f));
+  g.vaddps(y, y, g.vconst_b(1.0f));
   scale_by_pow2(g, v, y, n);
   const VMask m = g.mask(t);
-  g.compare(m, x, g.vconst(-87.3365448f), _CMP_LT_OQ);
-  g.blend(m, v, g.vconst(0.0f));
-  g.compare(m, x, g.vconst(88.7228394f), _CMP_GT_OQ);
-  g.blend(m, v, g.vconst(INFINITY));
+  g.compare(m, x, g.vconst_b(-87.3365448f), _CMP_LT_OQ);
+  g.blend(m, v, g.vconst_b(0.0f));
+  g.compare(m, x, g.vconst_b(88.7228394f), _CMP_GT_OQ);
+  g.blend(m, v, g.vconst_b(INFINITY));
   g.compare(m, x, x, _CMP_UNORD_Q);
   g.blend(m, v, x);
 }
@@ -227,29 +227,29 @@ void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
 // 1.7e-8), |x| clamped to 4, where erfc < 2^-25 and the result is ±1.
 void emit_erf(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &a = scratch[0], &z = scratch[1], &small = scratch[2], &big = scratch[3];
-  g.vand(a, v, g.vconst_bits(kAbsMask));
+  g.vand(a, v, g.vconst_bits_b(kAbsMask));
   g.vmulps(z, v, v);
   g.vmovups(small, g.vconst(7.875874871e-05f));
   for (float c : {-8.016864303e-04f, 5.189087242e-03f, -2.685421146e-02f, 1.128359437e-01f, -3.761262596e-01f})
-    g.vfmadd213ps(small, z, g.vconst(c));
-  g.vfmadd213ps(small, z, g.vconst(5.932674440600749e-08f));  // the low part of P(0)
+    g.vfmadd213ps(small, z, g.vconst_b(c));
+  g.vfmadd213ps(small, z, g.vconst_b(5.932674440600749e-08f));  // the low part of P(0)
   g.vmulps(small, small, v);
-  g.vfmadd231ps(small, v, g.vconst(1.1283791065216064f));     // + x P(0)'s high part
+  g.vfmadd231ps(small, v, g.vconst_b(1.1283791065216064f));     // + x P(0)'s high part
   g.vmovups(z, g.vconst(4.0f));
   g.vminps(z, z, a);  // a NaN stays
-  g.vsubps(z, z, g.vconst(2.5f));
+  g.vsubps(z, z, g.vconst_b(2.5f));
   g.vmovups(big, g.vconst(1.637151399e-06f));
   for (float c : {-1.331501426e-05f, 7.729137724e-05f, -4.201225238e-04f, 2.165303566e-03f, -1.085854135e-02f,
                   -9.438937306e-01f, -5.352680683e+00f, -7.806815147e+00f})
-    g.vfmadd213ps(big, z, g.vconst(c));
+    g.vfmadd213ps(big, z, g.vconst_b(c));
   const Xmm exp_scratch[] = {z, scratch[4]};
   emit_exp(g, big, exp_scratch);
   g.vmovups(z, g.vconst(1.0f));
   g.vsubps(big, z, big);
-  g.vand(z, v, g.vconst_bits(kSignBit));
+  g.vand(z, v, g.vconst_bits_b(kSignBit));
   g.vor(big, big, z);
   const VMask m = g.mask(z);
-  g.compare(m, a, g.vconst(1.0f), _CMP_LT_OQ);
+  g.compare(m, a, g.vconst_b(1.0f), _CMP_LT_OQ);
   g.blend(m, big, small);
   g.vmovaps(v, big);
 }
@@ -265,13 +265,13 @@ void emit_expm1(Generator& g, const Xmm& v, const Xmm* scratch) {
   reduce_ln2(g, v, n);
   g.vmovups(e, g.vconst(1.989098091e-04f));
   for (float c : {1.393364160e-03f, 8.333310485e-03f, 4.166646674e-02f, 1.666666716e-01f, 0.5f})
-    g.vfmadd213ps(e, v, g.vconst(c));
+    g.vfmadd213ps(e, v, g.vconst_b(c));
   g.vmulps(e, e, v);
   g.vfmadd213ps(e, v, v);  // e = P(r) r^2 + r
   g.vcvtps2dq(n, n);       // 2^(n-1)
-  g.vpaddd(n, n, g.vconst_bits(126));
+  g.vpaddd(n, n, g.vconst_bits_b(126));
   g.vpslld(n, n, 23);
-  g.vsubps(v, n, g.vconst(0.5f));
+  g.vsubps(v, n, g.vconst_b(0.5f));
   g.vfmadd231ps(v, n, e);
   g.vaddps(v, v, v);
 }
@@ -281,15 +281,15 @@ void emit_expm1(Generator& g, const Xmm& v, const Xmm* scratch) {
 // inf (x = -1, +inf), and dropped there.
 void emit_log1p(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm &u = scratch[0], &c = scratch[1];
-  g.vaddps(u, v, g.vconst(1.0f));
-  g.vsubps(c, u, g.vconst(1.0f));
+  g.vaddps(u, v, g.vconst_b(1.0f));
+  g.vsubps(c, u, g.vconst_b(1.0f));
   g.vsubps(c, v, c);
   g.vdivps(c, c, u);
   g.vmovaps(v, u);
   emit_log(g, v, scratch + 2);
   const VMask m = g.mask(u);
   g.compare(m, c, c, _CMP_UNORD_Q);
-  g.blend(m, c, g.vconst(0.0f));
+  g.blend(m, c, g.vconst_b(0.0f));
   g.vaddps(v, v, c);
 }
 
@@ -319,34 +319,34 @@ void emit_pow(Generator& g, const Xmm& v, const Xbyak::Operand& y, const Xmm* sc
   const Xmm &x = scratch[0], &e = scratch[1], &t = scratch[2], &p = scratch[3], &u = scratch[4], &w = scratch[5];
   const VMask m = g.mask(scratch[6]);
   g.vmovaps(x, v);
-  g.vand(v, v, g.vconst_bits(kAbsMask));
+  g.vand(v, v, g.vconst_bits_b(kAbsMask));
   g.vxor(e, e, e);
-  g.compare(m, v, g.vconst(1.17549435e-38f), _CMP_LT_OQ);  // denormal: scaled by 2^23
-  g.blend(m, e, g.vconst(-23.0f));
-  g.vmulps(t, v, g.vconst(8388608.0f));
+  g.compare(m, v, g.vconst_b(1.17549435e-38f), _CMP_LT_OQ);  // denormal: scaled by 2^23
+  g.blend(m, e, g.vconst_b(-23.0f));
+  g.vmulps(t, v, g.vconst_b(8388608.0f));
   g.blend(m, v, t);
   g.vpsrld(t, v, 23);
   g.vcvtdq2ps(t, t);
   g.vaddps(e, e, t);
-  g.vsubps(e, e, g.vconst(126.0f));
-  g.vand(v, v, g.vconst_bits(0x807fffffu));
-  g.vor(v, v, g.vconst_bits(0x3f000000u));
-  g.compare(m, v, g.vconst(0.707106781186547524f), _CMP_LT_OQ);
-  g.vsubps(t, e, g.vconst(1.0f));
+  g.vsubps(e, e, g.vconst_b(126.0f));
+  g.vand(v, v, g.vconst_bits_b(0x807fffffu));
+  g.vor(v, v, g.vconst_bits_b(0x3f000000u));
+  g.compare(m, v, g.vconst_b(0.707106781186547524f), _CMP_LT_OQ);
+  g.vsubps(t, e, g.vconst_b(1.0f));
   g.blend(m, e, t);
   g.vaddps(t, v, v);
   g.blend(m, v, t);
-  g.vsubps(v, v, g.vconst(1.0f));  // f, exact
+  g.vsubps(v, v, g.vconst_b(1.0f));  // f, exact
   g.vmulps(t, v, v);
   g.vmovups(p, g.vconst(7.0376836292e-2f));
   for (float c : {-1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
                   2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f})
-    g.vfmadd213ps(p, v, g.vconst(c));
+    g.vfmadd213ps(p, v, g.vconst_b(c));
   g.vmulps(p, p, v);
   g.vmulps(p, p, t);
-  g.vfmadd231ps(p, e, g.vconst(-2.12194440e-4f));
-  g.vfmadd231ps(p, t, g.vconst(-0.5f));  // the small part: f^3 P(f) - f^2 / 2 + e C2
-  g.vmulps(e, e, g.vconst(0.693359375f));  // e C1, exact
+  g.vfmadd231ps(p, e, g.vconst_b(-2.12194440e-4f));
+  g.vfmadd231ps(p, t, g.vconst_b(-0.5f));  // the small part: f^3 P(f) - f^2 / 2 + e C2
+  g.vmulps(e, e, g.vconst_b(0.693359375f));  // e C1, exact
   g.vaddps(t, e, v);                       // two-sum of e C1 and f: t + error
   g.vsubps(u, t, e);
   g.vsubps(w, t, u);
@@ -357,48 +357,48 @@ void emit_pow(Generator& g, const Xmm& v, const Xbyak::Operand& y, const Xmm* sc
   g.vaddps(e, t, v);  // hi
   g.vsubps(u, e, t);
   g.vsubps(v, v, u);  // lo
-  g.vand(u, x, g.vconst_bits(kAbsMask));
-  g.compare(m, u, g.vconst(0.0f), _CMP_EQ_OQ);
-  g.blend(m, e, g.vconst(-INFINITY));
-  g.compare(m, u, g.vconst(INFINITY), _CMP_EQ_OQ);
-  g.blend(m, e, g.vconst(INFINITY));
+  g.vand(u, x, g.vconst_bits_b(kAbsMask));
+  g.compare(m, u, g.vconst_b(0.0f), _CMP_EQ_OQ);
+  g.blend(m, e, g.vconst_b(-INFINITY));
+  g.compare(m, u, g.vconst_b(INFINITY), _CMP_EQ_OQ);
+  g.blend(m, e, g.vconst_b(INFINITY));
   g.vmulps(p, e, y);  // p = y hi
   g.vmovaps(t, p);
   g.vfmsub231ps(t, e, y);  // y hi - p, exact
   g.vmulps(v, v, y);
   g.vaddps(v, v, t);  // q
-  g.vand(t, v, g.vconst_bits(kAbsMask));  // p = ±inf: e^p is 0 or inf, q is not finite and unused
-  g.compare(m, t, g.vconst(INFINITY), _CMP_NLT_UQ);
-  g.blend(m, v, g.vconst(0.0f));
+  g.vand(t, v, g.vconst_bits_b(kAbsMask));  // p = ±inf: e^p is 0 or inf, q is not finite and unused
+  g.compare(m, t, g.vconst_b(INFINITY), _CMP_NLT_UQ);
+  g.blend(m, v, g.vconst_b(0.0f));
   // p > 0: e^p (1 + q) = 2 e^(p - C1) (1 + q + e^(C1 - ln2) - 1) with C1
   // exact, so e^p does not overflow where the result does not (x^1 at FLT_MAX)
   g.vxor(w, w, w);
   g.compare(m, p, w, _CMP_GT_OQ);
-  g.vsubps(t, p, g.vconst(0.693359375f));
+  g.vsubps(t, p, g.vconst_b(0.693359375f));
   g.blend(m, p, t);
-  g.vaddps(t, v, g.vconst(2.12216954e-4f));
+  g.vaddps(t, v, g.vconst_b(2.12216954e-4f));
   g.blend(m, v, t);
   g.vmovups(w, g.vconst(1.0f));
-  g.blend(m, w, g.vconst(2.0f));
+  g.blend(m, w, g.vconst_b(2.0f));
   const Xmm exp_scratch[] = {t, u};
   emit_exp(g, p, exp_scratch);
   g.vmulps(t, p, v);  // e^p q, dropped where e^p is inf (inf - inf would make a NaN)
-  g.compare(m, p, g.vconst(INFINITY), _CMP_EQ_OQ);
-  g.blend(m, t, g.vconst(0.0f));
+  g.compare(m, p, g.vconst_b(INFINITY), _CMP_EQ_OQ);
+  g.blend(m, t, g.vconst_b(0.0f));
   g.vaddps(p, p, t);
   g.vmulps(p, p, w);
   g.compare(m, p, p, _CMP_UNORD_Q);  // inf * 0: |x| = 1, y = ±inf
-  g.blend(m, p, g.vconst(1.0f));
+  g.blend(m, p, g.vconst_b(1.0f));
   g.compare(m, x, y, _CMP_UNORD_Q);
-  g.blend(m, p, g.vconst_bits(0x7fc00000u));
+  g.blend(m, p, g.vconst_bits_b(0x7fc00000u));
   g.vmovups(t, g.vconst(0.5f));  // y is an odd integer where |y - 2 round(y / 2)| = 1
   g.vmulps(t, t, y);
   round_nearest(g, t, t);
   g.vaddps(t, t, t);
   g.vsubps(t, t, y);
-  g.vand(t, t, g.vconst_bits(kAbsMask));
-  g.compare(m, t, g.vconst(1.0f), _CMP_EQ_OQ);
-  g.vand(u, x, g.vconst_bits(kSignBit));
+  g.vand(t, t, g.vconst_bits_b(kAbsMask));
+  g.compare(m, t, g.vconst_b(1.0f), _CMP_EQ_OQ);
+  g.vand(u, x, g.vconst_bits_b(kSignBit));
   g.vxor(w, w, w);
   g.blend(m, w, u);
   g.vor(p, p, w);
@@ -407,15 +407,15 @@ void emit_pow(Generator& g, const Xmm& v, const Xbyak::Operand& y, const Xmm* sc
   g.compare(m, u, t, _CMP_NEQ_OQ);
   g.vmovups(w, g.vconst(1.0f));
   g.blend(m, w, x);
-  g.compare(m, w, g.vconst(-INFINITY), _CMP_EQ_OQ);
-  g.blend(m, w, g.vconst(1.0f));
-  g.compare(m, w, g.vconst(0.0f), _CMP_LT_OQ);
-  g.blend(m, p, g.vconst_bits(0x7fc00000u));
-  g.compare(m, x, g.vconst(1.0f), _CMP_EQ_OQ);
-  g.blend(m, p, g.vconst(1.0f));
+  g.compare(m, w, g.vconst_b(-INFINITY), _CMP_EQ_OQ);
+  g.blend(m, w, g.vconst_b(1.0f));
+  g.compare(m, w, g.vconst_b(0.0f), _CMP_LT_OQ);
+  g.blend(m, p, g.vconst_bits_b(0x7fc00000u));
+  g.compare(m, x, g.vconst_b(1.0f), _CMP_EQ_OQ);
+  g.blend(m, p, g.vconst_b(1.0f));
   g.vxor(t, t, t);
   g.compare(m, t, y, _CMP_EQ_OQ);
-  g.blend(m, p, g.vconst(1.0f));
+  g.blend(m, p, g.vconst_b(1.0f));
   g.vmovaps(v, p);
 }
 
@@ -426,7 +426,7 @@ void emit_elu(Generator& g, const Xmm& v, const Xbyak::Operand& alpha, const Xmm
   emit_expm1(g, v, scratch + 1);
   g.vmulps(v, v, alpha);
   const VMask m = g.mask(scratch[1]);
-  g.compare(m, x, g.vconst(0.0f), _CMP_GT_OQ);
+  g.compare(m, x, g.vconst_b(0.0f), _CMP_GT_OQ);
   g.blend(m, v, x);
 }
 
@@ -435,7 +435,7 @@ void emit_leaky_relu(Generator& g, const Xmm& v, const Xbyak::Operand& slope, co
   const Xmm& t = scratch[0];
   g.vmulps(t, v, slope);
   const VMask m = g.mask(scratch[1]);
-  g.compare(m, v, g.vconst(0.0f), _CMP_LE_OQ);  // a NaN x stays itself, as x slope would be NaN
+  g.compare(m, v, g.vconst_b(0.0f), _CMP_LE_OQ);  // a NaN x stays itself, as x slope would be NaN
   g.blend(m, v, t);
 }
 
@@ -444,10 +444,10 @@ void emit_sign(Generator& g, const Xmm& v, const Xmm* scratch) {
   const Xmm& s = scratch[0];
   const VMask m = g.mask(scratch[1]);
   g.vxor(s, s, s);
-  g.compare(m, v, g.vconst(0.0f), _CMP_GT_OQ);
-  g.blend(m, s, g.vconst(1.0f));
-  g.compare(m, v, g.vconst(0.0f), _CMP_LT_OQ);
-  g.blend(m, s, g.vconst(-1.0f));
+  g.compare(m, v, g.vconst_b(0.0f), _CMP_GT_OQ);
+  g.blend(m, s, g.vconst_b(1.0f));
+  g.compare(m, v, g.vconst_b(0.0f), _CMP_LT_OQ);
+  g.blend(m, s, g.vconst_b(-1.0f));
   g.vmovaps(v, s);
 }
 
@@ -502,7 +502,7 @@ void emit_injector(Generator& g, Prim p, const Xmm& v, const Xbyak::Operand& b, 
 void emit_cast(Generator& g, const Xmm& d, const Xmm& x, DType to) {
   g.vcvttps2dq(d, x);
   if (to == kUInt8) {
-    g.vand(d, d, g.vconst_bits(0xff));
+    g.vand(d, d, g.vconst_bits_b(0xff));
   } else if (to == kInt8) {
     g.vpslld(d, d, 24);
     g.vpsrad(d, d, 24);
