@@ -11,9 +11,11 @@
 // new batch size reuses it; a run with the last run's operand layouts reuses
 // that run's space and kernel without recomputing them (launch_key.h). Rows
 // (kept dims) split over the thread pool in blocks, and a row longer than the
-// reference's block (a sum of a whole large tensor) in its blocks; each
-// output's order of operations is fixed by the sizes, so results do not
-// depend on the thread count.
+// reference's block (a sum of a whole large tensor) in its blocks; columns
+// (sums, means, products, arg reductions) in blocks of the reference's 256
+// reduced rows by tiles of columns, each block's sums (or best values and
+// indices) merged in order after; each output's order of operations is fixed
+// by the sizes, so results do not depend on the thread count.
 //
 // What runs the portable program or the reference kernel instead, each a
 // recorded reason: another dtype (float64 stays portable), an int32 sum over
