@@ -118,7 +118,7 @@ class ThreadPool {
 };
 
 std::mutex g_pool_mu;
-int g_threads = 0;
+std::atomic<int> g_threads{0};  // read without the lock: every parallel_for and kernel launch asks
 
 ThreadPool& pool() {
   // Leaked on purpose: worker threads must not be joined during static destruction.
@@ -129,16 +129,17 @@ ThreadPool& pool() {
 }  // namespace
 
 int get_num_threads() {
+  if (const int n = g_threads.load(std::memory_order_acquire)) return n;
   std::lock_guard<std::mutex> lock(g_pool_mu);
-  if (g_threads == 0) g_threads = knobs().threads;
-  return g_threads;
+  if (g_threads.load(std::memory_order_relaxed) == 0) g_threads.store(knobs().threads, std::memory_order_release);
+  return g_threads.load(std::memory_order_relaxed);
 }
 
 void set_num_threads(int n) {
   n = std::max(1, n);
   {
     std::lock_guard<std::mutex> lock(g_pool_mu);
-    g_threads = n;
+    g_threads.store(n, std::memory_order_release);
   }
   pool().resize(n);
 }

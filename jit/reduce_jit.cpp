@@ -277,6 +277,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
   auto describe = [&](auto& key) {
     key.value(int64_t(isa));
+    key.value(int64_t(get_num_threads()));  // column_block splits columns by it
     key_ints(key, loop);
     key_ints(key, red.ints(0));
     key.value(red.b(1));
