@@ -48,6 +48,25 @@ bool in_double(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMe
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin; }
 
+// Per output, the (value, index) each block of kColumnBlock reduced rows left
+// (`block` floats, then `block` int32 indices, per block), merged in order as
+// the reference merges them (cpu::ArgReducer): the first NaN, else the
+// extreme value, else the lower index.
+template <bool kMax>
+void merge_arg_blocks(const double* blocks, int64_t block, int64_t row_blocks, int64_t n, int64_t* out) {
+  const cpu::ArgReducer<float, kMax> red;
+  for (int64_t i = 0; i < n; ++i) {
+    auto acc = red.init();
+    for (int64_t b = 0; b < row_blocks; ++b) {
+      const char* p = reinterpret_cast<const char*>(blocks + b * block);
+      const uint32_t j = reinterpret_cast<const uint32_t*>(p + 4 * block)[i];
+      if (j == x86::kArgNone) continue;  // nothing in the block beat the identity
+      acc = red.merge(acc, {reinterpret_cast<const float*>(p)[i], b * cpu::kColumnBlock + int64_t(j)});
+    }
+    out[i] = std::max<int64_t>(acc.i, 0);
+  }
+}
+
 // Extents an arg kernel's int32 lane indices cover.
 constexpr int64_t kMaxArgExtent = int64_t(1) << 30;
 // Extents whose int32 sums every double partial sum holds exactly (|x| <= 2^31).
@@ -323,7 +342,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const bool arg_columns = !rows && is_arg(ir.reduce);
   const bool merged_columns = (column_sums || arg_columns) && row_blocks > 1;
   const int64_t per_block = long_rows ? 1 : merged_columns ? block : 0;  // doubles in `parts` per block
-  const auto parts = std::make_unique_for_overwrite<double[]>(size_t(l.tasks * row_blocks * per_block));
+  const auto parts = aligned_doubles(size_t(l.tasks * row_blocks * per_block));  // none for most runs
   std::vector<char*> task_out(long_rows || merged_columns ? size_t(l.tasks) : 0);
   auto merge = [&](double* acc, const double* p, int64_t n) {
     for (int64_t i = 0; i < n; ++i) acc[i] = ir.reduce == ReduceOp::kProd ? acc[i] * p[i] : acc[i] + p[i];
@@ -353,24 +372,9 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     for (int64_t i = 0; i < n; ++i) to[i] = float(totals[i]);
     if (staged) store_floats(to, out, bytes(operands - 1), n);
   };
-  // The blocks' (value, index) in order, as the reference's ArgReducer
-  // merges: the first NaN, else the extreme value, else the lower index.
-  const bool max = ir.reduce == ReduceOp::kArgMax;
   auto merge_arg = [&](const double* blocks_of_task, int64_t* out, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-      float best = 0;
-      int64_t at = -1;
-      for (int64_t b = 0; b < row_blocks; ++b) {
-        const char* p = reinterpret_cast<const char*>(blocks_of_task + b * block);
-        const float v = reinterpret_cast<const float*>(p)[i];
-        const uint32_t j = reinterpret_cast<const uint32_t*>(p + 4 * block)[i];
-        if (j == x86::kArgNone || (at >= 0 && (best != best || (v == v && (max ? !(v > best) : !(v < best))))))
-          continue;
-        best = v;
-        at = b * cpu::kColumnBlock + int64_t(j);
-      }
-      out[i] = std::max<int64_t>(at, 0);
-    }
+    if (ir.reduce == ReduceOp::kArgMax) merge_arg_blocks<true>(blocks_of_task, block, row_blocks, n, out);
+    else merge_arg_blocks<false>(blocks_of_task, block, row_blocks, n, out);
   };
   auto merge_columns = [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {

@@ -76,31 +76,6 @@ template <bool kAll> struct AllReducer {
   bool merge(bool a, bool b) const { return step(a, b, 0); }
 };
 
-// (value, index) of max/min: the first NaN wins, then the extreme value, then
-// the lower index, whichever lane or block saw it.
-template <class T, bool kMax> struct ArgReducer {
-  struct acc_t {
-    T v;
-    int64_t i;  // -1: no element yet
-  };
-  acc_t init() const { return {T(0), -1}; }
-  static bool before(const acc_t& a, const acc_t& b) {
-    if (b.i < 0) return true;
-    if (a.i < 0) return false;
-    if constexpr (std::is_floating_point_v<T>) {
-      const bool an = a.v != a.v, bn = b.v != b.v;
-      if (an || bn) return an && (!bn || a.i < b.i);
-    }
-    if (a.v != b.v) return kMax ? a.v > b.v : a.v < b.v;
-    return a.i < b.i;
-  }
-  acc_t step(acc_t a, T x, int64_t r) const {
-    const acc_t b{x, r};
-    return before(b, a) ? b : a;
-  }
-  acc_t merge(acc_t a, acc_t b) const { return before(a, b) ? a : b; }
-};
-
 enum class Norm { Zero, One, Two, Inf, NegInf, P };
 
 template <class T, Norm kind> struct NormReducer {

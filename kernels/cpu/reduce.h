@@ -48,6 +48,32 @@ inline constexpr int64_t kMaxTile = 1024;
 // rows in parallel, each streaming whole rows, and merge them in order.
 inline constexpr int64_t kColumnBlock = 256;
 
+// (value, index) of max/min: the first NaN wins, then the extreme value, then
+// the lower index, whichever lane or block saw it (the JIT's arg reductions
+// merge their blocks with it too).
+template <class T, bool kMax> struct ArgReducer {
+  struct acc_t {
+    T v;
+    int64_t i;  // -1: no element yet
+  };
+  acc_t init() const { return {T(0), -1}; }
+  static bool before(const acc_t& a, const acc_t& b) {
+    if (b.i < 0) return true;
+    if (a.i < 0) return false;
+    if constexpr (std::is_floating_point_v<T>) {
+      const bool an = a.v != a.v, bn = b.v != b.v;
+      if (an || bn) return an && (!bn || a.i < b.i);
+    }
+    if (a.v != b.v) return kMax ? a.v > b.v : a.v < b.v;
+    return a.i < b.i;
+  }
+  acc_t step(acc_t a, T x, int64_t r) const {
+    const acc_t b{x, r};
+    return before(b, a) ? b : a;
+  }
+  acc_t merge(acc_t a, acc_t b) const { return before(a, b) ? a : b; }
+};
+
 // A Reducer has `acc_t`, `init()`, `step(acc, x, r)` (r: the position in the
 // reduced extent) and `merge(a, b)`. Lanes reduce interleaved elements, so
 // `merge` must not depend on which of its arguments came first (argmax breaks

@@ -44,6 +44,16 @@ std::vector<Tensor> layouts(int64_t cols, uint64_t seed) {
           testing::random({4, cols}, kFloat32, seed + 4)};
 }
 
+// body(isa) under every JIT ISA this CPU has, eagerly.
+template <class Body> void on_each_isa(Body body) {
+  for (Isa isa : jit_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    IsaGuard guard(isa);
+    EagerGuard eager;
+    body(isa);
+  }
+}
+
 void expect_runs_match(const trace::FusedPlan& plan, const Trace& t, const std::vector<Tensor>& inputs) {
   const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
   const std::vector<Tensor> actual = plan.run(inputs, {});
@@ -52,10 +62,7 @@ void expect_runs_match(const trace::FusedPlan& plan, const Trace& t, const std::
 }
 
 TEST(LaunchMemo, PointwiseRecomputesForEveryNewLayout) {
-  for (Isa isa : jit_isas()) {
-    SCOPED_TRACE(isa_name(isa));
-    IsaGuard guard(isa);
-    EagerGuard eager;
+  on_each_isa([&](Isa) {
     const Tensor row = testing::random({33}, kFloat32, 5);
     const Trace t = pointwise_chain(testing::random({4, 33}, kFloat32, 1), row);
     const trace::FusedPlan plan(t);
@@ -63,21 +70,18 @@ TEST(LaunchMemo, PointwiseRecomputesForEveryNewLayout) {
     for (const Tensor& x : layouts(33, 10)) expect_runs_match(plan, t, {x, row});
     const Tensor other_row = testing::random({40}, kFloat32, 6).narrow(0, 7, 33);  // the row at an offset
     for (const Tensor& x : layouts(33, 20)) expect_runs_match(plan, t, {x, other_row});
-  }
+  });
 }
 
 TEST(LaunchMemo, ReductionRecomputesForEveryNewLayout) {
-  for (Isa isa : jit_isas()) {
-    SCOPED_TRACE(isa_name(isa));
-    IsaGuard guard(isa);
-    EagerGuard eager;
+  on_each_isa([&](Isa) {
     const Trace t = row_sum(testing::random({4, 45}, kFloat32, 1));
     const trace::FusedPlan plan(t);
     ASSERT_NE(plan.program(0).reduce(), nullptr) << plan.to_string();
     const int64_t runs = reduce_runs();
     for (const Tensor& x : layouts(45, 30)) expect_runs_match(plan, t, {x});
     EXPECT_GT(reduce_runs(), runs);
-  }
+  });
 }
 
 // Traced: one recorded function over batch sizes and views that come and go.
@@ -108,10 +112,7 @@ TEST(LaunchMemo, ANewBatchSizeOrViewOffsetRecomputes) {
 // than it has places, in turn and with their layouts changing, share places
 // and must each find their own launch or make one.
 TEST(LaunchMemo, MoreProgramsThanAThreadKeepsInTurn) {
-  for (Isa isa : jit_isas()) {
-    SCOPED_TRACE(isa_name(isa));
-    IsaGuard guard(isa);
-    EagerGuard eager;
+  on_each_isa([&](Isa) {
     const Tensor row = testing::random({33}, kFloat32, 5);
     std::vector<Trace> traces;
     std::vector<std::unique_ptr<trace::FusedPlan>> plans;
@@ -129,14 +130,11 @@ TEST(LaunchMemo, MoreProgramsThanAThreadKeepsInTurn) {
     // each round one layout for all: programs in one place see keys that match
     for (const Tensor& x : layouts(33, 40))
       for (size_t p = 0; p < plans.size(); ++p) expect_runs_match(*plans[p], traces[p], {x, row});
-  }
+  });
 }
 
 TEST(LaunchMemo, TwoThreadsRunOnePlanWithDifferentLayouts) {
-  for (Isa isa : jit_isas()) {
-    SCOPED_TRACE(isa_name(isa));
-    IsaGuard guard(isa);
-    EagerGuard eager;
+  on_each_isa([&](Isa isa) {
     const Tensor row = testing::random({33}, kFloat32, 5);
     const Trace pt = pointwise_chain(testing::random({4, 33}, kFloat32, 1), row);
     const Trace rt = row_sum(testing::random({4, 33}, kFloat32, 2));
@@ -153,7 +151,7 @@ TEST(LaunchMemo, TwoThreadsRunOnePlanWithDifferentLayouts) {
     std::thread other(many, 1000);
     many(2000);
     other.join();
-  }
+  });
 }
 
 }  // namespace
