@@ -107,7 +107,7 @@ Edge edge_of(const Tensor& t) {
   return {acc, 0};
 }
 
-std::shared_ptr<OpNode> make_node(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+std::shared_ptr<OpNode> make_node(const OpDef& op, TensorRefs inputs, const Attrs& attrs,
                                   size_t num_outputs) {
   auto node = std::make_shared<OpNode>();
   node->op = &op;
@@ -142,7 +142,7 @@ void attach_outputs(const std::shared_ptr<OpNode>& node, absl::Span<const Tensor
     for (const Tensor& out : outputs) node->outputs.emplace_back(out, /*is_output=*/true);
 }
 
-bool any_needs_grad(absl::Span<const Tensor> tensors) {
+bool any_needs_grad(TensorRefs tensors) {
   for (const Tensor& t : tensors)
     if (needs_grad(t)) return true;
   return false;
@@ -182,7 +182,7 @@ Tensor SavedTensor::unpack(const std::string& op, const std::shared_ptr<Node>& o
 }
 
 // ---- recording ----
-void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs,
             absl::Span<const Tensor> outputs, bool) {
   if (!t_grad_enabled || !any_needs_grad(inputs)) return;
   auto node = make_node(op, inputs, attrs, outputs.size());
@@ -191,7 +191,7 @@ void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs
   attach_outputs(node, outputs);
 }
 
-std::optional<std::vector<Tensor>> prepare_inplace(const OpDef& op, absl::Span<const Tensor> inputs,
+std::optional<std::vector<Tensor>> prepare_inplace(const OpDef& op, TensorRefs inputs,
                                                    const Tensor& out) {
   if (!t_grad_enabled || (!needs_grad(out) && !any_needs_grad(inputs))) return std::nullopt;
   const AutogradMeta* m = meta_of(out);
@@ -211,7 +211,7 @@ std::optional<std::vector<Tensor>> prepare_inplace(const OpDef& op, absl::Span<c
   return saved;
 }
 
-void record_inplace(const OpDef& op, absl::Span<const Tensor> saved_inputs, absl::Span<const Tensor> inputs,
+void record_inplace(const OpDef& op, absl::Span<const Tensor> saved_inputs, TensorRefs inputs,
                     const Attrs& attrs, const Tensor& out) {
   auto node = make_node(op, inputs, attrs, 1);
   for (const Tensor& in : saved_inputs) node->inputs.emplace_back(in, /*is_output=*/false);

@@ -99,14 +99,14 @@ void set_grad_enabled(bool enabled);
 // Called by the dispatcher after an op ran: links the outputs into the graph
 // when grad mode is on and an input requires grad. `inplace` is true for
 // call_into (the single output is the modified tensor).
-void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs,
             absl::Span<const Tensor> outputs, bool inplace);
 // Before an in-place op runs: checks that it is allowed and returns the
 // inputs to save (an input aliased by the output is saved as a copy, since
 // the op is about to overwrite it). nullopt when nothing is recorded.
-std::optional<std::vector<Tensor>> prepare_inplace(const OpDef& op, absl::Span<const Tensor> inputs,
+std::optional<std::vector<Tensor>> prepare_inplace(const OpDef& op, TensorRefs inputs,
                                                    const Tensor& out);
-void record_inplace(const OpDef& op, absl::Span<const Tensor> saved_inputs, absl::Span<const Tensor> inputs,
+void record_inplace(const OpDef& op, absl::Span<const Tensor> saved_inputs, TensorRefs inputs,
                     const Attrs& attrs, const Tensor& out);
 
 // Computes and returns the gradients of sum(outputs[i] * grad_outputs[i])

@@ -59,9 +59,9 @@ using LazyOutputs = absl::InlinedVector<Tensor, 2>;
 struct TraceHooks {
   // Records a computing op (inferring its outputs, unless the recorder knows
   // them from an identical op it recorded before); appends the lazy outputs to `outs`.
-  void (*record)(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, LazyOutputs& outs);
+  void (*record)(const OpDef& op, TensorRefs inputs, const Attrs& attrs, LazyOutputs& outs);
   // Records an op whose result (of type `result`) is written into `out`.
-  void (*record_into)(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
+  void (*record_into)(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const OutputSpec& result,
                       const Tensor& out);
   // Computes what the recorder owes `storage` (its trace flushes).
   void (*materialize)(Storage& storage);

@@ -33,20 +33,23 @@ OpDef& entry_locked(Registry& r, std::string_view name) {
   return def;
 }
 
-std::string shapes_of(absl::Span<const Tensor> inputs) {
+std::string shapes_of(TensorRefs inputs) {
   return absl::StrJoin(inputs, ", ", [](std::string* out, const Tensor& t) {
     absl::StrAppend(out, t.defined() ? shape_str(t.sizes()) : "undefined");
   });
 }
 
-void check_inputs(const OpDef& op, absl::Span<const Tensor> inputs) {
+void check_inputs(const OpDef& op, TensorRefs inputs) {
   NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ",
              op.num_inputs, " inputs but got ", inputs.size());
-  for (const Tensor& t : inputs)
-    NNVM_CHECK(t.defined(), op.name, "an input is an undefined tensor (inputs: ", shapes_of(inputs), ")");
-  for (size_t i = 1; i < inputs.size(); ++i)
-    NNVM_CHECK(inputs[i].device() == inputs[0].device(), op.name, "inputs are on different devices (",
-               inputs[0].device(), " and ", inputs[i].device(), ")");
+  const TensorImpl* first = nullptr;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorImpl* t = inputs[i].impl();
+    NNVM_CHECK(t != nullptr, op.name, "an input is an undefined tensor (inputs: ", shapes_of(inputs), ")");
+    if (!first) first = t;
+    NNVM_CHECK(t->device == first->device, op.name, "inputs are on different devices (", first->device, " and ",
+               t->device, ")");
+  }
 }
 
 const KernelFn& kernel_for(const OpDef& op, Device device) {
@@ -109,7 +112,7 @@ namespace {
 
 using Outputs = absl::InlinedVector<Tensor, 2>;
 
-void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, Outputs& outs) {
+void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);
   if (op.view) {
     NNVM_DCHECK(!inputs.empty());
@@ -134,34 +137,36 @@ void run(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, O
     autograd::record(op, inputs, attrs, outs, false);
     return;
   }
-  const OutputSpecs specs = op.infer(inputs, attrs);
+  const TensorSpan span(inputs);
+  const OutputSpecs specs = op.infer(span, attrs);
   const Device device = inputs.empty() ? Device() : inputs[0].device();
   const KernelFn& kernel = kernel_for(op, device);
   for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));
-  kernel(inputs, outs, attrs);
+  kernel(span, outs, attrs);
   autograd::record(op, inputs, attrs, outs, false);
 }
 
 }  // namespace
 
-std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+std::vector<Tensor> call(const OpDef& op, TensorRefs inputs, const Attrs& attrs) {
   Outputs outs;
   run(op, inputs, attrs, outs);
   return std::vector<Tensor>(std::make_move_iterator(outs.begin()), std::make_move_iterator(outs.end()));
 }
 
-Tensor call1(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+Tensor call1(const OpDef& op, TensorRefs inputs, const Attrs& attrs) {
   Outputs outs;
   run(op, inputs, attrs, outs);
   NNVM_DCHECK(outs.size() == 1);
   return std::move(outs[0]);
 }
 
-void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const Tensor& out) {
+void call_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Tensor& out) {
   check_inputs(op, inputs);
   NNVM_CHECK(out.defined(), op.name, "the output tensor is undefined");
   NNVM_CHECK(op.infer != nullptr, op.name, "a view op cannot write into an output");
-  const OutputSpecs specs = op.infer(inputs, attrs);
+  const TensorSpan span(inputs);
+  const OutputSpecs specs = op.infer(span, attrs);
   NNVM_CHECK(specs.size() == 1, op.name, "writes ", specs.size(), " outputs; in-place needs exactly one");
   NNVM_CHECK(specs[0].shape == out.sizes(), op.name, "output with shape ", shape_str(out.sizes()),
              " does not match the result shape ", shape_str(specs[0].shape), " (inputs: ", shapes_of(inputs),
@@ -192,7 +197,7 @@ void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& at
     const Tensor tmp = call1(op, inputs, attrs);
     kernel_for(copy, out.device())(absl::MakeConstSpan(&tmp, 1), absl::MakeConstSpan(&out, 1), {});
   } else {
-    kernel_for(op, out.device())(inputs, absl::MakeConstSpan(&out, 1), attrs);
+    kernel_for(op, out.device())(span, absl::MakeConstSpan(&out, 1), attrs);
   }
   out.storage()->bump_version();
   if (saved) autograd::record_inplace(op, *saved, inputs, attrs, out);

@@ -139,12 +139,12 @@ const OpDef& find_op(std::string_view name);
 bool has_op(std::string_view name);
 std::vector<std::string> op_names();
 
-// Runs a computing or view op and returns its outputs.
-std::vector<Tensor> call(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+// Runs a computing or view op and returns its outputs. The inputs are
+// borrowed (TensorRefs): `call1(op, {a, b})` copies neither tensor.
+std::vector<Tensor> call(const OpDef& op, TensorRefs inputs, const Attrs& attrs = {});
 // The same, for an op with exactly one output.
-Tensor call1(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
-// The same for one input, without a copy of it (a copy is two atomic
-// reference-count updates): call1(op, {x}, ...) picks this one.
+Tensor call1(const OpDef& op, TensorRefs inputs, const Attrs& attrs = {});
+// The same for one input: call1(op, {x}, ...) picks this one.
 inline Tensor call1(const OpDef& op, const Tensor& input, const Attrs& attrs = {}) {
   return call1(op, absl::MakeConstSpan(&input, 1), attrs);
 }
@@ -154,7 +154,7 @@ inline Tensor call1(const OpDef& op, const Tensor& input, const Attrs& attrs = {
 // memory with an input in a way the kernel cannot handle (any overlap for a
 // non-elementwise op, a different layout for an elementwise one), the result
 // goes through a temporary.
-void call_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const Tensor& out);
+void call_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Tensor& out);
 
 // Whether a value of dtype `from` may be written into a tensor of dtype `to`
 // by an in-place op (libtorch's rule: no floating into integral, nothing but bool into bool).

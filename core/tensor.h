@@ -3,11 +3,15 @@
 // names and argument order; each forwards to one op of the op table.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "nnvm/core/device.h"
@@ -288,6 +292,88 @@ Tensor operator>=(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, const Scalar& b);
 Tensor operator&&(const Tensor& a, const Tensor& b);
 Tensor operator||(const Tensor& a, const Tensor& b);
+
+// The inputs of an op call, borrowed from the caller: no copies of the
+// tensors, so no reference-count updates (two atomic operations per tensor
+// copied). Either the caller's array of tensors (a span, a vector) or, for a
+// braced list `{a, b}`, one pointer per tensor; a temporary in the list lives
+// until the end of the full expression, so a TensorRefs must not outlive the
+// call it is passed to. Read it like a span; code that keeps an input copies
+// it (`Tensor t = refs[i]`), which takes a reference of its own.
+class TensorRefs {
+ public:
+  struct Ref {
+    Ref(const Tensor& t) : tensor(&t) {}  // NOLINT: implicit, for braced lists
+    const Tensor* tensor;
+  };
+  TensorRefs(std::initializer_list<Ref> refs)
+      : data_(reinterpret_cast<uintptr_t>(refs.begin()) | kRefs), size_(refs.size()) {}
+  template <class C, class = std::enable_if_t<std::is_constructible_v<absl::Span<const Tensor>, const C&>>>
+  TensorRefs(const C& tensors)  // NOLINT: implicit, like absl::Span's
+      : data_(reinterpret_cast<uintptr_t>(absl::Span<const Tensor>(tensors).data())),
+        size_(absl::Span<const Tensor>(tensors).size()) {}
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Tensor& operator[](size_t i) const {
+    return (data_ & kRefs) ? *reinterpret_cast<const Ref*>(data_ - kRefs)[i].tensor
+                           : reinterpret_cast<const Tensor*>(data_)[i];
+  }
+  const Tensor& front() const { return (*this)[0]; }
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Tensor;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Tensor*;
+    using reference = const Tensor&;
+    iterator() = default;
+    iterator(const TensorRefs* refs, size_t i) : refs_(refs), i_(i) {}
+    const Tensor& operator*() const { return (*refs_)[i_]; }
+    const Tensor* operator->() const { return &(*refs_)[i_]; }
+    iterator& operator++() { ++i_; return *this; }
+    iterator operator++(int) { iterator r = *this; ++i_; return r; }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+   private:
+    const TensorRefs* refs_ = nullptr;
+    size_t i_ = 0;
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size_}; }
+
+  // The caller's array, when the refs are one (null otherwise).
+  const Tensor* array() const { return (data_ & kRefs) ? nullptr : reinterpret_cast<const Tensor*>(data_); }
+
+ private:
+  // Two words, passed in registers: the array's address, its low bit set
+  // when it holds Refs (both are at least 8-byte aligned).
+  static constexpr uintptr_t kRefs = 1;
+  uintptr_t data_;
+  size_t size_;
+};
+
+// The tensors of a TensorRefs as a span (what kernels and shape inference
+// take): the caller's array when it is one, else copies of the tensors.
+class TensorSpan {
+ public:
+  explicit TensorSpan(const TensorRefs& refs) {
+    if (refs.array()) {
+      span_ = absl::MakeConstSpan(refs.array(), refs.size());
+    } else {
+      copies_.assign(refs.begin(), refs.end());
+      span_ = copies_;
+    }
+  }
+  TensorSpan(const TensorSpan&) = delete;
+  TensorSpan& operator=(const TensorSpan&) = delete;
+  operator absl::Span<const Tensor>() const { return span_; }  // NOLINT
+  absl::Span<const Tensor> get() const { return span_; }
+
+ private:
+  absl::InlinedVector<Tensor, 4> copies_;
+  absl::Span<const Tensor> span_;
+};
 
 // Prints like libtorch: the values, then "[ CPUFloatType{2,3} ]".
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

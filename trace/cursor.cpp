@@ -34,7 +34,7 @@ bool same_node(const Trace& a, const Trace& b, size_t at) {
 
 }  // namespace
 
-const Node* TraceCursor::repeated_node(size_t nodes, size_t values, const OpDef& op, absl::Span<const Tensor> inputs,
+const Node* TraceCursor::repeated_node(size_t nodes, size_t values, const OpDef& op, TensorRefs inputs,
                                        absl::Span<const ValueId> ids, const Attrs& attrs) {
   if (!following_) return nullptr;
   if (nodes > 0) return entry() ? repeated_by(*entry(), nodes, values, op, inputs, ids, attrs) : nullptr;
@@ -49,7 +49,7 @@ const Node* TraceCursor::repeated_node(size_t nodes, size_t values, const OpDef&
 }
 
 const Node* TraceCursor::repeated_by(const Trace& entry, size_t at, size_t values, const OpDef& op,
-                                     absl::Span<const Tensor> inputs, absl::Span<const ValueId> ids,
+                                     TensorRefs inputs, absl::Span<const ValueId> ids,
                                      const Attrs& attrs) const {
   if (at >= entry.nodes().size()) return nullptr;
   const Node& n = entry.nodes()[at];
@@ -93,15 +93,17 @@ CacheLookup TraceCursor::look_up(TraceCache& cache, const Trace& t, bool repeate
   return found;
 }
 
-std::optional<CacheLookup> TraceCursor::look_up_compiled(TraceCache& cache) {
-  std::optional<CacheLookup> found = cache.lookup_compiled({recent_[at_].entry.get(), recent_[at_].hash});
-  if (found) make_latest(at_, *found);
-  return found;
+std::optional<TraceCursor::Compiled> TraceCursor::look_up_compiled(TraceCache& cache) {
+  const Recent& r = recent_[at_];
+  if (!r.plan || !cache.hit_compiled({r.entry.get(), r.hash})) return std::nullopt;
+  std::rotate(recent_.begin(), recent_.begin() + ptrdiff_t(at_), recent_.begin() + ptrdiff_t(at_) + 1);
+  at_ = 0;
+  return Compiled{recent_[0].plan.get(), recent_[0].entry.get()};
 }
 
 void TraceCursor::make_latest(size_t k, const CacheLookup& found) {
   std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
-  recent_[0] = {found.entry, found.hash};
+  recent_[0] = {found.entry, found.hash, found.plan};
 }
 
 }  // namespace nnvm::trace

@@ -27,7 +27,7 @@ class TraceCursor {
   // the value id each input will have (a new trace input numbered on from
   // the recording's values). At the recording's first node, this chooses
   // the entry.
-  const Node* repeated_node(size_t nodes, size_t values, const OpDef& op, absl::Span<const Tensor> inputs,
+  const Node* repeated_node(size_t nodes, size_t values, const OpDef& op, TensorRefs inputs,
                             absl::Span<const ValueId> ids, const Attrs& attrs);
   // After any node is appended to `recording`: whether it still repeats the
   // entry (at the first node, whether it repeats any recent entry).
@@ -43,10 +43,16 @@ class TraceCursor {
   // through the recent entries: a program that repeats a few traces skips
   // hashing them. Makes it the latest entry.
   CacheLookup look_up(TraceCache& cache, const Trace& t, bool repeated);
-  // The compiled plan of the entry a recording repeats whole, without the
-  // recording's trace: nullopt when the entry is no longer cached or not yet
-  // compiled (look_up needs the trace then).
-  std::optional<CacheLookup> look_up_compiled(TraceCache& cache);
+  // The compiled plan of the entry a recording repeats whole, and the entry,
+  // counted as a cache hit, without the recording's trace: nullopt when the
+  // entry is no longer cached or was not compiled when the cursor last looked
+  // it up (look_up needs the trace then). Both stay alive until the next
+  // lookup.
+  struct Compiled {
+    const Plan* plan;
+    const Trace* entry;
+  };
+  std::optional<Compiled> look_up_compiled(TraceCache& cache);
   // A new trace starts (after a flush).
   void restart() {
     following_ = true;
@@ -55,13 +61,14 @@ class TraceCursor {
 
  private:
   const Node* repeated_by(const Trace& entry, size_t at, size_t values, const OpDef& op,
-                          absl::Span<const Tensor> inputs, absl::Span<const ValueId> ids, const Attrs& attrs) const;
+                          TensorRefs inputs, absl::Span<const ValueId> ids, const Attrs& attrs) const;
   // Makes recent_[k] the latest entry, now `found`'s.
   void make_latest(size_t k, const CacheLookup& found);
 
   struct Recent {
     std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it
     uint64_t hash = 0;
+    std::shared_ptr<const Plan> plan;  // its compiled plan, once a lookup found one
   };
   std::array<Recent, 4> recent_;  // the latest first
   size_t at_ = recent_.size();    // the entry followed (recent_.size(): none chosen yet)

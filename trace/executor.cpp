@@ -109,12 +109,8 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 // Each run makes its outputs' storages and tensors, which the recorder
 // adopts and drops: their blocks wait on the thread's free lists (trace/block_pool.h).
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
-  auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
-  impl->storage = std::move(storage);
-  impl->shape = v.shape;
-  impl->strides = contiguous_strides(v.shape);
-  impl->dtype = v.dtype;
-  return Tensor(std::move(impl));
+  return Tensor(std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>(), std::move(storage), v.shape,
+                                                 contiguous_strides(v.shape), int64_t(0), v.dtype, Device()));
 }
 
 }  // namespace

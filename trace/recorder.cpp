@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -109,11 +110,13 @@ class Recorder {
     }
   }
 
-  void record(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
+  void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
     flush_if_needed(op, inputs, nullptr);
     ValueId first;
     size_t count;
-    absl::InlinedVector<ValueId, 4> ids;
+    ValueId few_ids[8];
+    std::vector<ValueId> many_ids(inputs.size() > std::size(few_ids) ? inputs.size() : 0);
+    const absl::Span<ValueId> ids(many_ids.empty() ? few_ids : many_ids.data(), inputs.size());
     const Node* known = cursor_.following() && predict_ids(op, inputs, ids)
                             ? cursor_.repeated_node(node_count(), value_count(), op, inputs, ids, attrs)
                             : nullptr;
@@ -132,7 +135,7 @@ class Recorder {
       ++stats_.nodes_repeated;
     } else {
       build();
-      const OutputSpecs specs = op.infer(inputs, attrs);  // before values_of: a failing op records nothing
+      const OutputSpecs specs = op.infer(TensorSpan(inputs), attrs);  // before values_of: a failing op records nothing
       const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
       first = trace_.add_inferred_node(op, ins, attrs, specs);
       count = specs.size();
@@ -143,7 +146,7 @@ class Recorder {
     if (int64_t(node_count()) >= trace_cap()) flush();
   }
 
-  void record_into(const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
+  void record_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const OutputSpec& result,
                    const Tensor& out) {
     flush_if_needed(op, inputs, &out);
     build();
@@ -239,7 +242,7 @@ class Recorder {
     std::shared_ptr<const std::string> first_failure;
     // A trace that repeats a compiled entry whole runs its plan with the
     // entry's Scalars (the cursor took them bit for bit), never built.
-    std::optional<CacheLookup> compiled;
+    std::optional<TraceCursor::Compiled> compiled;
     try {
       if (unbuilt_ && repeated && !observer_ && !log_trace())
         compiled = cursor_.look_up_compiled(global_trace_cache());
@@ -258,7 +261,7 @@ class Recorder {
     } catch (const std::exception&) {
       // Run it again node by node: what does not depend on the failing op
       // keeps its value, as it would have in eager mode.
-      if (compiled) build_with_outputs(compiled->entry.get());
+      if (compiled) build_with_outputs(compiled->entry);
       PartialRun partial = interpret_partial(t, inputs);
       results = std::move(partial.outputs);
       failure = std::move(partial.failure);
@@ -351,22 +354,23 @@ class Recorder {
   // The value ids recording `inputs` gives them (new trace inputs numbered
   // on from the trace's values), recording nothing; false when reading one
   // records a view node.
-  bool predict_ids(const OpDef& op, absl::Span<const Tensor> inputs, absl::InlinedVector<ValueId, 4>& ids) const {
+  // `ids` has a place per input.
+  bool predict_ids(const OpDef& op, TensorRefs inputs, absl::Span<ValueId> ids) const {
     ValueId fresh = ValueId(value_count());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       size_t twin = 0;
       while (twin < i && !inputs[twin].is_same(t)) ++twin;
       if (twin < i) {
-        ids.push_back(ids[twin]);
+        ids[i] = ids[twin];
       } else if (const Record* r = own_record(*t.storage(), op.name)) {
         if (r->kind != Record::kWrite && !is_whole(t, r->value)) return false;
-        ids.push_back(r->value);
+        ids[i] = r->value;
       } else if (const Input* in = find_input(t.impl());
                  in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], value(in->value))) {
-        ids.push_back(in->value);
+        ids[i] = in->value;
       } else {
-        ids.push_back(fresh++);
+        ids[i] = fresh++;
       }
     }
     return true;
@@ -404,12 +408,15 @@ class Recorder {
     owed_.clear();
   }
 
+  // Every input of every op passes here: the checks inline, the errors not.
   void check_usable(const Record& r, std::string_view op) const {
+    if (r.failure || r.thread != thread_) [[unlikely]] throw_unusable(r, op);
+  }
+  [[noreturn, gnu::noinline]] void throw_unusable(const Record& r, std::string_view op) const {
     if (r.failure)
       throw Error(detail::concat(op, ": the tensor's trace failed, so it has no value: ", *r.failure));
-    NNVM_CHECK(r.thread == thread_, op,
-               "the tensor is being recorded by another thread's trace; each thread records its own. Call "
-               "nnvm::mark_step() on that thread before handing the tensor over");
+    throw Error(detail::concat(op, ": the tensor is being recorded by another thread's trace; each thread "
+                               "records its own. Call nnvm::mark_step() on that thread before handing the tensor over"));
   }
 
   // The record this thread's trace keeps for s, or null when s is plain memory.
@@ -426,7 +433,7 @@ class Recorder {
     return r && r->kind == Record::kWrite && !same_layout(t, r->target);
   }
 
-  void flush_if_needed(const OpDef& op, absl::Span<const Tensor> inputs, const Tensor* out) {
+  void flush_if_needed(const OpDef& op, TensorRefs inputs, const Tensor* out) {
     bool needed = out && needs_flush(*out, op.name);
     for (const Tensor& in : inputs) needed = needed || needs_flush(in, op.name);
     if (needed) flush();
@@ -435,10 +442,11 @@ class Recorder {
   bool is_whole(const Tensor& t, ValueId v) const {
     const Value& whole = value(v);
     const TensorImpl& impl = *t.impl();
-    return impl.offset == 0 && same_dims(impl.shape, whole.shape) && is_contiguous_layout(impl.shape, impl.strides);
+    return impl.offset == 0 && same_dims(impl.shape, whole.shape) &&
+           (same_dims(impl.strides, whole.strides) || is_contiguous_layout(impl.shape, impl.strides));
   }
 
-  absl::InlinedVector<ValueId, 4> values_of(const OpDef& op, absl::Span<const Tensor> inputs) {
+  absl::InlinedVector<ValueId, 4> values_of(const OpDef& op, TensorRefs inputs) {
     absl::InlinedVector<ValueId, 4> ids;
     for (const Tensor& in : inputs) ids.push_back(value_of(in, op.name));
     return ids;
@@ -517,13 +525,10 @@ class Recorder {
     }
     auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(), nbytes, device, Storage::Lazy{});
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
-    auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
-    impl->storage = std::move(storage);
-    impl->shape = value.shape;
-    impl->strides = value.strides;
-    impl->dtype = value.dtype;
-    impl->device = device;
-    return Tensor(std::move(impl));
+    // Constructed with its shape and strides: copying a DimVector into a
+    // new one is a memcpy, assigning one is a loop.
+    return Tensor(std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>(), std::move(storage), value.shape,
+                                                   value.strides, int64_t(0), value.dtype, device));
   }
 
   Record* make_record(Record::Kind kind, ValueId v, Storage& owner) {
@@ -573,10 +578,10 @@ Recorder& recorder() {
 }
 
 const detail::TraceHooks kHooks{
-    [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
+    [](const OpDef& op, TensorRefs inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
       recorder().record(op, inputs, attrs, outs);
     },
-    [](const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs, const OutputSpec& result,
+    [](const OpDef& op, TensorRefs inputs, const Attrs& attrs, const OutputSpec& result,
        const Tensor& out) { recorder().record_into(op, inputs, attrs, result, out); },
     [](Storage& s) { recorder().materialize(s); },
     [] { recorder().flush(); },

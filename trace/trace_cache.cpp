@@ -91,17 +91,14 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   return result;
 }
 
-std::optional<CacheLookup> TraceCache::lookup_compiled(const LookupHint& hint) {
+bool TraceCache::hit_compiled(const LookupHint& hint) {
   std::lock_guard<std::mutex> lock(mutex_);
   bool again = false;
   Entry* entry = find(hint.hash, hint.entry, again);
   if (!entry || entry->trace.get() != hint.entry || !entry->slot->ready.load(std::memory_order_acquire))
-    return std::nullopt;
-  CacheLookup result;
-  result.hash = hint.hash;
-  result.hit = true;
-  count_sighting(*entry, result, again);
-  return result;
+    return false;
+  count(*entry, /*hit=*/true, again, hint.hash);
+  return true;
 }
 
 // A repeating program's flush finds the entry its last lookup found: it is
@@ -114,15 +111,20 @@ TraceCache::Entry* TraceCache::find(uint64_t hash, const Trace* known, bool& aga
 // Counts a sighting of `entry` (and a hit when result.hit: a miss has made
 // the entry and counted itself); `again`: the last lookup found it too. A
 // hot entry already compiled gives its plan.
-void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
-  if (result.hit) ++stats_.hits;
+int64_t TraceCache::count(Entry& entry, bool hit, bool again, uint64_t hash) {
+  if (hit) ++stats_.hits;
   if (!again) structures_.put(entry.structure, entry.trace);
   last_ = &entry;
-  result.count = ++entry.count;
-  result.hot = result.count >= hot_;
+  const int64_t count = ++entry.count;
   stats_.entries = int64_t(entries_.size());
-  if (result.hit && log_)
-    log(absl::StrCat("cache hit ", hex(result.hash), " count=", result.count, result.hot ? " hot" : " cold"));
+  if (hit && log_)
+    log(absl::StrCat("cache hit ", hex(hash), " count=", count, count >= hot_ ? " hot" : " cold"));
+  return count;
+}
+
+void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
+  result.count = count(entry, result.hit, again, result.hash);
+  result.hot = result.count >= hot_;
   result.entry = entry.trace;
   if (result.hot && entry.slot->ready.load(std::memory_order_acquire)) {
     result.plan = entry.slot->plan;

@@ -85,10 +85,11 @@ class TraceCache {
   // The same, without hashing t, and without the exact check while the
   // hinted entry is still cached (a repeating program's every flush).
   CacheLookup lookup(const Trace& t, const LookupHint& hint);
-  // A hit on the hinted entry when it is still cached and compiled, counted
-  // as lookup counts it; nullopt, counting nothing, otherwise. Needs no
-  // trace: the recorder's way for a trace that repeats the entry whole.
-  std::optional<CacheLookup> lookup_compiled(const LookupHint& hint);
+  // Counts a hit on the hinted entry, as lookup counts it, when it is still
+  // cached and compiled; false, counting nothing, otherwise. Needs no trace
+  // and copies nothing out: the recorder's way for a trace that repeats the
+  // entry whole, whose plan its cursor keeps.
+  bool hit_compiled(const LookupHint& hint);
 
   TraceCacheStats stats() const;
 
@@ -117,7 +118,10 @@ class TraceCache {
   // The entry for `hash` (under mutex_); `again`: it is last_, the entry the
   // last lookup found, and `known` is its trace.
   Entry* find(uint64_t hash, const Trace* known, bool& again);
-  // Counts a sighting of `entry` into `result` (under mutex_).
+  // Counts a sighting of `entry` (a hit or not) and returns its sightings
+  // so far (under mutex_).
+  int64_t count(Entry& entry, bool hit, bool again, uint64_t hash);
+  // The same, into `result` (under mutex_).
   void count_sighting(Entry& entry, CacheLookup& result, bool again);
   std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
   void log(const std::string& line);
