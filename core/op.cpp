@@ -112,6 +112,17 @@ namespace {
 
 using Outputs = absl::InlinedVector<Tensor, 2>;
 
+// autograd::record, asked only when an input has autograd metadata (without
+// it no input requires grad): most ops of an inference or optimizer step
+// skip the call.
+void record_grad(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Outputs& outs) {
+  for (const Tensor& in : inputs)
+    if (in.impl()->autograd) {
+      autograd::record(op, inputs, attrs, outs, false);
+      return;
+    }
+}
+
 void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);
   if (op.view) {
@@ -127,14 +138,14 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
     impl->device = in.device();
     impl->is_view = true;
     outs.emplace_back(std::move(impl));
-    autograd::record(op, inputs, attrs, outs, false);
+    record_grad(op, inputs, attrs, outs);
     return;
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
   if (is_recording()) {
     kernel_for(op, inputs.empty() ? Device() : inputs[0].device());  // a missing kernel is the caller's error
     detail::trace_hooks()->record(op, inputs, attrs, outs);
-    autograd::record(op, inputs, attrs, outs, false);
+    record_grad(op, inputs, attrs, outs);
     return;
   }
   const TensorSpan span(inputs);
@@ -143,7 +154,7 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
   const KernelFn& kernel = kernel_for(op, device);
   for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));
   kernel(span, outs, attrs);
-  autograd::record(op, inputs, attrs, outs, false);
+  record_grad(op, inputs, attrs, outs);
 }
 
 }  // namespace

@@ -9,10 +9,15 @@ namespace nnvm::trace {
 namespace {
 
 // The same attribute, a Scalar's value included (bit for bit).
+// Every attribute of every op the cursor follows passes here: the common
+// kinds compare inline, the rest as a signature compares them.
 bool identical_attr(const AttrValue& a, const AttrValue& b) {
-  const Scalar* x = std::get_if<Scalar>(&a);
-  const Scalar* y = std::get_if<Scalar>(&b);
-  return x && y ? identical(*x, *y) : same_attr(a, b);
+  if (a.index() != b.index()) return false;
+  if (const Scalar* x = std::get_if<Scalar>(&a)) return identical(*x, *std::get_if<Scalar>(&b));
+  if (const int64_t* x = std::get_if<int64_t>(&a)) return *x == *std::get_if<int64_t>(&b);
+  if (const bool* x = std::get_if<bool>(&a)) return *x == *std::get_if<bool>(&b);
+  if (const DimVector* x = std::get_if<DimVector>(&a)) return same_dims(*x, *std::get_if<DimVector>(&b));
+  return same_attr(a, b);
 }
 
 bool same_layout(const Value& v, const Tensor& t) {

@@ -64,6 +64,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t k_b = b.dim() == 1 ? b.size(0) : b.size(-2);
   NNVM_CHECK(a.size(-1) == k_b, "matmul", "shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
              " cannot be multiplied (", a.size(-1), " columns against ", k_b, " rows)");
+  if (a.dim() > 1 && b.dim() > 1) return call1(matmul_op(), {a, b});  // borrowed: no copies
   // A 1-D operand is a row (left) or column (right) vector whose unit dim is dropped afterwards.
   Tensor r = call1(matmul_op(), {a.dim() == 1 ? a.unsqueeze(0) : a, b.dim() == 1 ? b.unsqueeze(1) : b});
   if (a.dim() == 1) r = r.squeeze(-2);
