@@ -2,16 +2,6 @@
 
 namespace nnvm {
 
-size_t itemsize(DType t) {
-  switch (t) {
-    case kBool: case kUInt8: case kInt8: return 1;
-    case kFloat16: case kBFloat16: return 2;
-    case kInt32: case kFloat32: return 4;
-    case kInt64: case kFloat64: return 8;
-  }
-  return 0;
-}
-
 std::string_view dtype_name(DType t) {
   switch (t) {
     case kBool: return "bool";

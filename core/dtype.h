@@ -30,7 +30,16 @@ inline constexpr DType kFloat = DType::Float32;
 inline constexpr DType kFloat64 = DType::Float64;
 inline constexpr DType kDouble = DType::Float64;
 
-size_t itemsize(DType t);
+// Inline: every op's dispatch, lazy output and data pointer asks.
+inline constexpr size_t itemsize(DType t) {
+  switch (t) {
+    case kBool: case kUInt8: case kInt8: return 1;
+    case kFloat16: case kBFloat16: return 2;
+    case kInt32: case kFloat32: return 4;
+    case kInt64: case kFloat64: return 8;
+  }
+  return 0;
+}
 std::string_view dtype_name(DType t);  // "float32", "int64", ...
 inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 

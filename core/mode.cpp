@@ -3,17 +3,23 @@
 #include <atomic>
 
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/mode_state.h"
 
 namespace nnvm {
 
-namespace {
+namespace detail {
 
 std::atomic<bool> g_traced{knobs().traced};
 std::atomic<int64_t> g_trace_cap{knobs().trace_cap};
-std::atomic<const detail::TraceHooks*> g_hooks{nullptr};
-thread_local int t_eager_depth __attribute__((tls_model("initial-exec"))) = 0;  // read by every op: no dynamic-linker call
+std::atomic<const TraceHooks*> g_hooks{nullptr};
+thread_local int t_eager_depth __attribute__((tls_model("initial-exec"))) = 0;
 
-}  // namespace
+}  // namespace detail
+
+using detail::g_hooks;
+using detail::g_trace_cap;
+using detail::g_traced;
+using detail::t_eager_depth;
 
 void set_mode(Mode m) {
   if (m == Mode::Eager && g_traced.load()) mark_step();
@@ -29,10 +35,7 @@ EagerGuard::EagerGuard() {
 }
 EagerGuard::~EagerGuard() { --t_eager_depth; }
 
-bool is_recording() {
-  return t_eager_depth == 0 && g_traced.load(std::memory_order_relaxed) &&
-         g_hooks.load(std::memory_order_relaxed) != nullptr;
-}
+bool is_recording() { return detail::recording(); }
 
 void mark_step() {
   if (const detail::TraceHooks* h = detail::trace_hooks()) h->flush();
@@ -42,12 +45,12 @@ void set_trace_cap(int64_t nodes) {
   NNVM_CHECK(nodes > 0, "set_trace_cap", "the cap must be positive, got ", nodes);
   g_trace_cap.store(nodes);
 }
-int64_t trace_cap() { return g_trace_cap.load(std::memory_order_relaxed); }
+int64_t trace_cap() { return detail::recorded_cap(); }
 
 namespace detail {
 
 void install_trace_hooks(const TraceHooks* hooks) { g_hooks.store(hooks); }
-const TraceHooks* trace_hooks() { return g_hooks.load(std::memory_order_acquire); }
+const TraceHooks* trace_hooks() { return hooks(); }
 
 }  // namespace detail
 

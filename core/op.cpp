@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/core/mode_state.h"
 
 namespace nnvm {
 
@@ -142,9 +143,9 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
     return;
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
-  if (is_recording()) {
+  if (detail::recording()) {
     kernel_for(op, inputs.empty() ? Device() : inputs[0].device());  // a missing kernel is the caller's error
-    detail::trace_hooks()->record(op, inputs, attrs, outs);
+    detail::hooks()->record(op, inputs, attrs, outs);
     record_grad(op, inputs, attrs, outs);
     return;
   }
@@ -188,9 +189,9 @@ void call_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Ten
     NNVM_CHECK(out.sizes()[d] <= 1 || out.strides()[d] != 0, op.name,
                "cannot write into a tensor whose elements share memory (an expanded view, shape ",
                shape_str(out.sizes()), "); call .clone() or .contiguous() first");
-  if (is_recording()) {  // functional: the recorder rebinds out's storage to the result
+  if (detail::recording()) {  // functional: the recorder rebinds out's storage to the result
     const std::optional<std::vector<Tensor>> saved = autograd::prepare_inplace(op, inputs, out);
-    detail::trace_hooks()->record_into(op, inputs, attrs, specs[0], out);
+    detail::hooks()->record_into(op, inputs, attrs, specs[0], out);
     out.storage()->bump_version();
     if (saved) autograd::record_inplace(op, *saved, inputs, attrs, out);
     return;

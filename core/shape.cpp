@@ -8,12 +8,6 @@
 
 namespace nnvm {
 
-int64_t numel_of(IntArrayRef shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
 size_t checked_nbytes(IntArrayRef shape, size_t itemsize, std::string_view op) {
   uint64_t bytes = itemsize;
   bool overflow = false;

@@ -13,7 +13,11 @@ namespace nnvm {
 using IntArrayRef = absl::Span<const int64_t>;
 using DimVector = absl::InlinedVector<int64_t, 6>;
 
-int64_t numel_of(IntArrayRef shape);
+inline int64_t numel_of(IntArrayRef shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
 // The bytes a contiguous tensor of `shape` needs; throws nnvm::Error naming
 // `op` when a size is negative or the count overflows.
 size_t checked_nbytes(IntArrayRef shape, size_t itemsize, std::string_view op);

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/core/mode_state.h"
 #include "nnvm/trace/block_pool.h"
 #include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
@@ -143,7 +144,7 @@ class Recorder {
     }
     const Device device = inputs.empty() ? Device() : inputs[0].device();
     for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name, known != nullptr));
-    if (int64_t(node_count()) >= trace_cap()) flush();
+    if (int64_t(node_count()) >= detail::recorded_cap()) flush();
   }
 
   void record_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const OutputSpec& result,
@@ -178,7 +179,7 @@ class Recorder {
       owed_.push_back({out.storage(), rec});
     }
     // The caller reads its own memory (from_blob) without asking us first.
-    if (s.is_external() || int64_t(trace_.nodes().size()) >= trace_cap()) flush();
+    if (s.is_external() || int64_t(trace_.nodes().size()) >= detail::recorded_cap()) flush();
   }
 
   void materialize(Storage& s) {

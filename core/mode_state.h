@@ -1,0 +1,31 @@
+// The mode state that core/mode.cpp owns, for the library's own hot paths:
+// every op asks whether it is being recorded and where the recorder is, so
+// the dispatcher (core/op.cpp) and the recorder read these inline, a load
+// each, instead of calling is_recording(), trace_hooks() and trace_cap().
+// Not for users: core/mode.h is the interface.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "nnvm/core/mode.h"
+
+namespace nnvm::detail {
+
+extern std::atomic<bool> g_traced;
+extern std::atomic<int64_t> g_trace_cap;
+extern std::atomic<const TraceHooks*> g_hooks;
+// initial-exec: a load at a fixed offset from the thread pointer, no call into the dynamic linker
+extern thread_local int t_eager_depth __attribute__((tls_model("initial-exec")));
+
+// is_recording(), inline.
+inline bool recording() {
+  return t_eager_depth == 0 && g_traced.load(std::memory_order_relaxed) &&
+         g_hooks.load(std::memory_order_relaxed) != nullptr;
+}
+// trace_hooks(), inline.
+inline const TraceHooks* hooks() { return g_hooks.load(std::memory_order_acquire); }
+// trace_cap(), inline.
+inline int64_t recorded_cap() { return g_trace_cap.load(std::memory_order_relaxed); }
+
+}  // namespace nnvm::detail
