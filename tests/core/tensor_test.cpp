@@ -235,6 +235,56 @@ TEST(CustomOp, RegistersAndRunsLikeABuiltIn) {
   expect_error([] { call1(find_op("test.no_kernel"), {ones({1})}); }, {"test.no_kernel", "no kernel", "cpu"});
 }
 
+// call, call1 and call_into borrow their inputs: a braced list is a list of
+// pointers to the caller's tensors (temporaries included: they live to the end
+// of the call's full expression), a span or a vector is used as it is, and
+// only a kernel or shape inference, which take a span, get copies of a list.
+TEST(TensorRefs, BorrowsTheCallersTensors) {
+  const Tensor a = ones({3}), b = arange(3, kFloat32);
+  const long a_uses = a.impl_ptr().use_count();
+  auto inspect_list = [&](TensorRefs refs) {
+    ASSERT_EQ(refs.size(), 2u);
+    EXPECT_EQ(&refs[0], &a);  // the caller's objects, not copies
+    EXPECT_EQ(&refs[1], &b);
+    EXPECT_EQ(refs.array(), nullptr);
+    EXPECT_EQ(a.impl_ptr().use_count(), a_uses);
+    std::vector<const Tensor*> seen;
+    for (const Tensor& t : refs) seen.push_back(&t);
+    EXPECT_EQ(seen, (std::vector<const Tensor*>{&a, &b}));
+    const TensorSpan span(refs);  // a list: copies, each a reference of its own
+    ASSERT_EQ(span.get().size(), 2u);
+    EXPECT_TRUE(span.get()[0].is_same(a));
+    EXPECT_EQ(a.impl_ptr().use_count(), a_uses + 1);
+  };
+  inspect_list({a, b});
+  EXPECT_EQ(a.impl_ptr().use_count(), a_uses);
+
+  const std::vector<Tensor> v = {a, b};
+  auto inspect_array = [&](TensorRefs refs) {
+    EXPECT_EQ(refs.array(), v.data());
+    EXPECT_EQ(&refs[1], &v[1]);
+    const TensorSpan span(refs);  // an array: used as it is
+    EXPECT_EQ(span.get().data(), v.data());
+  };
+  inspect_array(v);
+  inspect_array(absl::MakeConstSpan(v));
+  auto inspect_empty = [](TensorRefs refs) {
+    EXPECT_TRUE(refs.empty());
+    EXPECT_TRUE(TensorSpan(refs).get().empty());
+  };
+  inspect_empty({});
+
+  // Temporaries in the list, in both modes.
+  for (const Mode m : {Mode::Eager, Mode::Traced}) {
+    const Mode previous = mode();
+    set_mode(m);
+    const Tensor r = call1(find_op("add"), {a.unsqueeze(0), b.unsqueeze(0) * 2}, {Scalar(1)});
+    EXPECT_EQ(r.sizes(), IntArrayRef({1, 3}));
+    expect_values(r, {1, 3, 5});
+    set_mode(previous);
+  }
+}
+
 TEST(ThreadPool, CoversRangeOnceAndRethrows) {
   std::vector<std::atomic<int>> hits(100003);
   parallel_for(0, 100003, 1000, [&](int64_t b, int64_t e) {
