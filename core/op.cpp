@@ -130,15 +130,8 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
     NNVM_DCHECK(!inputs.empty());
     const Tensor& in = inputs[0];
     ViewSpec v = op.view(in, attrs);
-    auto impl = std::make_shared<TensorImpl>();
-    impl->storage = in.storage();
-    impl->shape = std::move(v.shape);
-    impl->strides = std::move(v.strides);
-    impl->offset = v.offset;
-    impl->dtype = in.dtype();
-    impl->device = in.device();
-    impl->is_view = true;
-    outs.emplace_back(std::move(impl));
+    outs.emplace_back(std::make_shared<TensorImpl>(in.storage(), std::move(v.shape), std::move(v.strides), v.offset,
+                                                   in.dtype(), in.device(), /*is_view=*/true));
     record_grad(op, inputs, attrs, outs);
     return;
   }
