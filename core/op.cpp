@@ -43,13 +43,11 @@ std::string shapes_of(TensorRefs inputs) {
 void check_inputs(const OpDef& op, TensorRefs inputs) {
   NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ",
              op.num_inputs, " inputs but got ", inputs.size());
-  const TensorImpl* first = nullptr;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorImpl* t = inputs[i].impl();
     NNVM_CHECK(t != nullptr, op.name, "an input is an undefined tensor (inputs: ", shapes_of(inputs), ")");
-    if (!first) first = t;
-    NNVM_CHECK(t->device == first->device, op.name, "inputs are on different devices (", first->device, " and ",
-               t->device, ")");
+    const Device first = inputs[0].impl()->device;  // defined: checked at i == 0
+    NNVM_CHECK(t->device == first, op.name, "inputs are on different devices (", first, " and ", t->device, ")");
   }
 }
 

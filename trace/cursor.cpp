@@ -9,15 +9,11 @@ namespace nnvm::trace {
 namespace {
 
 // The same attribute, a Scalar's value included (bit for bit).
-// Every attribute of every op the cursor follows passes here: the common
-// kinds compare inline, the rest as a signature compares them.
+// The same attribute, a Scalar's value included (bit for bit).
 bool identical_attr(const AttrValue& a, const AttrValue& b) {
-  if (a.index() != b.index()) return false;
-  if (const Scalar* x = std::get_if<Scalar>(&a)) return identical(*x, *std::get_if<Scalar>(&b));
-  if (const int64_t* x = std::get_if<int64_t>(&a)) return *x == *std::get_if<int64_t>(&b);
-  if (const bool* x = std::get_if<bool>(&a)) return *x == *std::get_if<bool>(&b);
-  if (const DimVector* x = std::get_if<DimVector>(&a)) return same_dims(*x, *std::get_if<DimVector>(&b));
-  return same_attr(a, b);
+  const Scalar* x = std::get_if<Scalar>(&a);
+  const Scalar* y = std::get_if<Scalar>(&b);
+  return x && y ? identical(*x, *y) : same_attr(a, b);
 }
 
 bool same_layout(const Value& v, const Tensor& t) {
@@ -101,14 +97,18 @@ CacheLookup TraceCursor::look_up(TraceCache& cache, const Trace& t, bool repeate
 std::optional<TraceCursor::Compiled> TraceCursor::look_up_compiled(TraceCache& cache) {
   const Recent& r = recent_[at_];
   if (!r.plan || !cache.hit_compiled({r.entry.get(), r.hash})) return std::nullopt;
-  std::rotate(recent_.begin(), recent_.begin() + ptrdiff_t(at_), recent_.begin() + ptrdiff_t(at_) + 1);
-  at_ = 0;
+  to_front(at_);
   return Compiled{recent_[0].plan.get(), recent_[0].entry.get()};
 }
 
 void TraceCursor::make_latest(size_t k, const CacheLookup& found) {
-  std::move_backward(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
+  to_front(k);
   recent_[0] = {found.entry, found.hash, found.plan};
+}
+
+void TraceCursor::to_front(size_t k) {
+  std::rotate(recent_.begin(), recent_.begin() + ptrdiff_t(k), recent_.begin() + ptrdiff_t(k) + 1);
+  at_ = 0;
 }
 
 }  // namespace nnvm::trace

@@ -64,6 +64,8 @@ class TraceCursor {
                           TensorRefs inputs, absl::Span<const ValueId> ids, const Attrs& attrs) const;
   // Makes recent_[k] the latest entry, now `found`'s.
   void make_latest(size_t k, const CacheLookup& found);
+  // Moves recent_[k] to the front, the others after it in their order; the cursor follows it.
+  void to_front(size_t k);
 
   struct Recent {
     std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it

@@ -243,6 +243,26 @@ TEST(TraceCache, HintedLookupsFindTheHintedEntryOrMiss) {
   EXPECT_TRUE(cache.lookup(program(4, 3, 0.3)).hit);  // under the same hash a plain lookup finds
 }
 
+// hit_compiled counts a hit on a hinted entry only while it is cached and
+// compiled, as a lookup would, and counts nothing otherwise.
+TEST(TraceCache, HitCompiledCountsOnlyCachedCompiledEntries) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), /*capacity=*/1, /*hot=*/2);
+  const CacheLookup cold = cache.lookup(program(4, 3));
+  const LookupHint hint{cold.entry.get(), cold.hash};
+  EXPECT_FALSE(cache.hit_compiled(hint));  // seen once: not compiled yet
+  EXPECT_EQ(cache.stats().hits, 0);
+  EXPECT_NE(cache.lookup(program(4, 3), hint).plan, nullptr);  // hot: compiled
+  EXPECT_EQ(cache.stats().hits, 1);
+  EXPECT_TRUE(cache.hit_compiled(hint));
+  EXPECT_EQ(cache.stats().hits, 2);
+  EXPECT_EQ(cache.lookup(program(4, 3), hint).count, 4);  // the hit was a sighting
+  EXPECT_FALSE(cache.hit_compiled({cold.entry.get(), cold.hash + 1}));  // another hash
+  cache.lookup(other_program(5));  // evicts the entry (capacity 1)
+  EXPECT_FALSE(cache.hit_compiled(hint));
+  EXPECT_EQ(cache.stats().hits, 3);
+}
+
 // A repeating program's hinted lookups of the entry it found last skip the
 // LRU bookkeeping: the entry and its structure are already the most recent,
 // and stay so only until another signature is looked up.
