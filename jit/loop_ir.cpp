@@ -515,25 +515,43 @@ std::string LoopSpace::to_string(int32_t inputs) const {
   return s;
 }
 
-LoopSpace loop_space(IntArrayRef loop, absl::Span<const IntArrayRef> shapes, absl::Span<const IntArrayRef> strides) {
-  const size_t n = shapes.size();
-  std::vector<DimVector> full(n);
-  for (size_t k = 0; k < n; ++k) full[k] = broadcast_strides(shapes[k], strides[k], loop);
+LoopSpace merge_loop_dims(IntArrayRef loop, absl::Span<const DimVector> full, const std::vector<bool>& reduced,
+                          std::vector<bool>* merged_reduced) {
+  const size_t n = full.size();
   LoopSpace s;
   s.strides.resize(n);
   for (size_t d = 0; d < loop.size(); ++d) {
     if (loop[d] == 1) continue;
+    const bool cls = !reduced.empty() && reduced[d];
     // dim d joins the previous kept dim when each operand steps over it exactly as over the merged dim
-    bool merge = !s.sizes.empty();
+    bool merge = !s.sizes.empty() && (!merged_reduced || merged_reduced->back() == cls);
     for (size_t k = 0; k < n && merge; ++k) merge = s.strides[k].back() == full[k][d] * loop[d];
     if (merge) {
       s.sizes.back() *= loop[d];
       for (size_t k = 0; k < n; ++k) s.strides[k].back() = full[k][d];
     } else {
       s.sizes.push_back(loop[d]);
+      if (merged_reduced) merged_reduced->push_back(cls);
       for (size_t k = 0; k < n; ++k) s.strides[k].push_back(full[k][d]);
     }
   }
+  return s;
+}
+
+OperandLayouts operand_layouts(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, size_t count) {
+  OperandLayouts l;
+  for (size_t k = 0; k < count; ++k) {
+    const Tensor& x = env[size_t(ids[k])];
+    l.shapes.push_back(x.sizes());
+    l.strides.push_back(x.strides());
+  }
+  return l;
+}
+
+LoopSpace loop_space(IntArrayRef loop, absl::Span<const IntArrayRef> shapes, absl::Span<const IntArrayRef> strides) {
+  std::vector<DimVector> full(shapes.size());
+  for (size_t k = 0; k < shapes.size(); ++k) full[k] = broadcast_strides(shapes[k], strides[k], loop);
+  LoopSpace s = merge_loop_dims(loop, full, {}, nullptr);
   if (s.sizes.empty()) {  // one element: any stride reads it; contiguous is the simplest kernel
     s.sizes.push_back(1);
     for (DimVector& st : s.strides) st.push_back(1);

@@ -184,4 +184,20 @@ struct LoopSpace {
 // Adjacent dims merge where every operand's strides allow; size-1 dims drop.
 LoopSpace loop_space(IntArrayRef loop, absl::Span<const IntArrayRef> shapes, absl::Span<const IntArrayRef> strides);
 
+// The dims of `loop` over operands whose strides per loop dim are full[k]:
+// size-1 dims drop, and a dim joins the previous kept one where every
+// operand steps over it exactly as over the merged dim. With
+// `merged_reduced`, only neighbours of one class (reduced[d], or kept when
+// `reduced` is empty) merge, and it gets each merged dim's class. No dims
+// left (every size 1) gives an empty space.
+LoopSpace merge_loop_dims(IntArrayRef loop, absl::Span<const DimVector> full, const std::vector<bool>& reduced,
+                          std::vector<bool>* merged_reduced);
+
+// The (shape, strides) of operands ids[0, count) as env holds them: views
+// of env's tensors, valid while env is unchanged.
+struct OperandLayouts {
+  std::vector<IntArrayRef> shapes, strides;
+};
+OperandLayouts operand_layouts(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, size_t count);
+
 }  // namespace nnvm::jit

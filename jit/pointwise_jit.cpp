@@ -168,15 +168,10 @@ std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey 
                                                                       IntArrayRef loop) const {
   const LoopIR& ir = lowering_.ir;
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
-  std::vector<IntArrayRef> shapes, strides;
-  for (size_t k = 0; k < operands; ++k) {
-    const Tensor& x = env[size_t(ids[k])];
-    shapes.push_back(x.sizes());
-    strides.push_back(x.strides());
-  }
+  const OperandLayouts layouts = operand_layouts(ids, env, operands);
   auto launch = std::make_shared<Launch>();
   launch->key = std::move(key);
-  launch->space = loop_space(loop, shapes, strides);
+  launch->space = loop_space(loop, layouts.shapes, layouts.strides);
   const LoopSpace& space = launch->space;
   const int64_t numel = space.numel();
   for (size_t k = 0; k < operands; ++k)  // gather offsets are int32 bytes

@@ -114,12 +114,13 @@ std::string ReduceSpace::to_string() const {
 ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl::Span<const IntArrayRef> shapes,
                          absl::Span<const IntArrayRef> strides) {
   const size_t n = shapes.size();
-  auto is_reduced = [&](size_t d) { return std::binary_search(dims.begin(), dims.end(), int64_t(d)); };
+  std::vector<bool> reduced(loop.size());
+  for (size_t d = 0; d < loop.size(); ++d) reduced[d] = std::binary_search(dims.begin(), dims.end(), int64_t(d));
   std::vector<DimVector> full(n);
   for (size_t k = 0; k + 1 < n; ++k) full[k] = broadcast_strides(shapes[k], strides[k], loop);
   size_t od = 0;  // the output's dim for loop dim d
   for (size_t d = 0; d < loop.size(); ++d) {
-    if (is_reduced(d)) {
+    if (reduced[d]) {
       full[n - 1].push_back(0);
       od += keepdim;
     } else {
@@ -127,20 +128,9 @@ ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl:
     }
   }
   ReduceSpace s;
-  s.strides.resize(n);
-  for (size_t d = 0; d < loop.size(); ++d) {
-    if (loop[d] == 1) continue;
-    bool merge = !s.sizes.empty() && s.reduced.back() == is_reduced(d);
-    for (size_t k = 0; k < n && merge; ++k) merge = s.strides[k].back() == full[k][d] * loop[d];
-    if (merge) {
-      s.sizes.back() *= loop[d];
-      for (size_t k = 0; k < n; ++k) s.strides[k].back() = full[k][d];
-    } else {
-      s.sizes.push_back(loop[d]);
-      s.reduced.push_back(is_reduced(d));
-      for (size_t k = 0; k < n; ++k) s.strides[k].push_back(full[k][d]);
-    }
-  }
+  LoopSpace merged = merge_loop_dims(loop, full, reduced, &s.reduced);
+  s.sizes = std::move(merged.sizes);
+  s.strides = std::move(merged.strides);
   if (std::count(s.reduced.begin(), s.reduced.end(), true) == 1)
     s.axis = int32_t(std::find(s.reduced.begin(), s.reduced.end(), true) - s.reduced.begin());
   return s;
@@ -211,15 +201,10 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
                                                                 IntArrayRef dims, bool keepdim) const {
   const LoopIR& ir = lowering_.ir;
   const size_t operands = size_t(ir.inputs) + 1;
-  std::vector<IntArrayRef> shapes, strides;
-  for (size_t k = 0; k < operands; ++k) {
-    const Tensor& x = env[size_t(ids[k])];
-    shapes.push_back(x.sizes());
-    strides.push_back(x.strides());
-  }
+  const OperandLayouts layouts = operand_layouts(ids, env, operands);
   auto launch = std::make_shared<Launch>();
   launch->key = std::move(key);
-  launch->space = reduce_space(loop, dims, keepdim, shapes, strides);
+  launch->space = reduce_space(loop, dims, keepdim, layouts.shapes, layouts.strides);
   const ReduceSpace& space = launch->space;
   if (space.axis < 0) {
     fall_back(absl::StrCat("the reduced dims are not one block: ", space.to_string()));

@@ -9,7 +9,6 @@ namespace nnvm::trace {
 namespace {
 
 // The same attribute, a Scalar's value included (bit for bit).
-// The same attribute, a Scalar's value included (bit for bit).
 bool identical_attr(const AttrValue& a, const AttrValue& b) {
   const Scalar* x = std::get_if<Scalar>(&a);
   const Scalar* y = std::get_if<Scalar>(&b);
