@@ -29,22 +29,31 @@ class KeyBuilder {
   LaunchKey& key_;
 };
 
+// Compares without a branch per value: the differences are or-ed together
+// and read once, at the end (a repeat run's key almost always matches).
 class KeyMatch {
  public:
-  explicit KeyMatch(const LaunchKey& key) : at_(key.data()), end_(key.data() + key.size()) {}
-  void value(int64_t v) { ok_ = ok_ && at_ != end_ && *at_++ == v; }
-  void raw(IntArrayRef v) {
-    ok_ = ok_ && size_t(end_ - at_) >= v.size();
-    // a loop, not std::equal: that calls memcmp, which costs more than a few dims' compare
-    for (size_t i = 0; ok_ && i < v.size(); ++i) ok_ = at_[i] == v[i];
-    if (ok_) at_ += v.size();
+  explicit KeyMatch(const LaunchKey& key) : key_(key.data()), size_(key.size()) {}
+  void value(int64_t v) {
+    diff_ |= n_ < size_ ? uint64_t(key_[n_] ^ v) : 1;
+    ++n_;
   }
-  bool matched() const { return ok_ && at_ == end_; }
+  void raw(IntArrayRef v) {
+    if (n_ + v.size() > size_) {
+      diff_ = 1;
+    } else {
+      // a loop, not std::equal: that calls memcmp, which costs more than a few dims' compare
+      for (size_t i = 0; i < v.size(); ++i) diff_ |= uint64_t(key_[n_ + i] ^ v[i]);
+    }
+    n_ += v.size();
+  }
+  bool matched() const { return diff_ == 0 && n_ == size_; }
 
  private:
-  const int64_t* at_;
-  const int64_t* end_;
-  bool ok_ = true;
+  const int64_t* key_;
+  size_t size_;
+  size_t n_ = 0;      // values described so far
+  uint64_t diff_ = 0;  // nonzero once one differs
 };
 
 // A list with its length: two lists never read as one.
@@ -97,7 +106,8 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
     uint64_t program = 0;
     std::shared_ptr<const Launch> launch;
   };
-  thread_local std::array<Slot, 8> slots;
+  // initial-exec: a load at a fixed offset from the thread pointer, no call into the dynamic linker
+  thread_local std::array<Slot, 8> slots __attribute__((tls_model("initial-exec")));
   Slot& slot = slots[program % slots.size()];
   if (slot.program == program && key_matches(slot.launch->key, describe)) return slot.launch.get();
   std::shared_ptr<const Launch> launch = last.load();
