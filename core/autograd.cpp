@@ -11,7 +11,7 @@ namespace nnvm::autograd {
 
 namespace {
 
-thread_local bool t_grad_enabled __attribute__((tls_model("initial-exec"))) = true;  // read by every op
+thread_local bool t_grad_enabled = true;  // read by every op
 
 AutogradMeta* meta_of(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
 

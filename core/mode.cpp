@@ -12,7 +12,7 @@ namespace detail {
 std::atomic<bool> g_traced{knobs().traced};
 std::atomic<int64_t> g_trace_cap{knobs().trace_cap};
 std::atomic<const TraceHooks*> g_hooks{nullptr};
-thread_local int t_eager_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int t_eager_depth = 0;
 
 }  // namespace detail
 

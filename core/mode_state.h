@@ -15,8 +15,7 @@ namespace nnvm::detail {
 extern std::atomic<bool> g_traced;
 extern std::atomic<int64_t> g_trace_cap;
 extern std::atomic<const TraceHooks*> g_hooks;
-// initial-exec: a load at a fixed offset from the thread pointer, no call into the dynamic linker
-extern thread_local int t_eager_depth __attribute__((tls_model("initial-exec")));
+extern thread_local int t_eager_depth;
 
 // is_recording(), inline.
 inline bool recording() {

@@ -106,8 +106,7 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
     uint64_t program = 0;
     std::shared_ptr<const Launch> launch;
   };
-  // initial-exec: a load at a fixed offset from the thread pointer, no call into the dynamic linker
-  thread_local std::array<Slot, 8> slots __attribute__((tls_model("initial-exec")));
+  thread_local std::array<Slot, 8> slots;
   Slot& slot = slots[program % slots.size()];
   if (slot.program == program && key_matches(slot.launch->key, describe)) return slot.launch.get();
   std::shared_ptr<const Launch> launch = last.load();

@@ -9,17 +9,6 @@
 #include <cstddef>
 #include <new>
 
-// initial-exec TLS: one load, no call into the dynamic linker. Sanitised
-// builds take the default model: GCC 12's UBSan reports the initial-exec
-// variables of a test binary's own instantiation as a null reference
-// (BlockPool.BlocksFreedOnAnotherThreadAreReused), which a standalone program
-// with the same code does not.
-#if defined(__SANITIZE_ADDRESS__)
-#define NNVM_BLOCK_POOL_TLS
-#else
-#define NNVM_BLOCK_POOL_TLS __attribute__((tls_model("initial-exec")))
-#endif
-
 namespace nnvm::trace {
 
 // Blocks of one size. A block freed on a thread whose list is already gone
@@ -63,11 +52,11 @@ template <size_t kBytes> class BlockFreeList {
 
   // Both trivially destructible, so readable while other thread_locals die.
   static bool& dead() {
-    static thread_local bool d NNVM_BLOCK_POOL_TLS = false;
+    static thread_local bool d = false;
     return d;
   }
   static BlockFreeList*& current() {
-    static thread_local BlockFreeList* l NNVM_BLOCK_POOL_TLS = nullptr;
+    static thread_local BlockFreeList* l = nullptr;
     return l;
   }
   static BlockFreeList* local() {

@@ -236,7 +236,7 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
 std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
-  static thread_local std::array<ArenaTensors, 2>* kept __attribute__((tls_model("initial-exec"))) = nullptr;  // one TLS load
+  static thread_local std::array<ArenaTensors, 2>* kept = nullptr;  // one TLS load
   if (!kept) [[unlikely]] {
     thread_local std::array<ArenaTensors, 2> a;
     kept = &a;
@@ -247,7 +247,7 @@ std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
 // The tensors-by-value buffer of the thread's last run of a plan with no
 // arena: such plans share it and take none of the kept slots.
 std::vector<Tensor>& FusedPlan::spare_env() {
-  static thread_local std::vector<Tensor>* spare __attribute__((tls_model("initial-exec"))) = nullptr;
+  static thread_local std::vector<Tensor>* spare = nullptr;
   if (!spare) [[unlikely]] {
     thread_local std::vector<Tensor> v;
     spare = &v;

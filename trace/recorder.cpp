@@ -107,7 +107,8 @@ class Recorder {
         } catch (...) {  // a failing trace: its tensors carry the error
         }
       }).join();
-    } catch (...) {  // no thread to be had: the tensors stay without values
+    } catch (...) {  // no thread to be had: the tensors carry an error instead
+      abandon("the thread that recorded it ended and no thread could be started to run its trace");
     }
   }
 
@@ -402,6 +403,21 @@ class Recorder {
     for (ValueId v : outputs_) trace_.mark_output(v);
   }
 
+  // Every storage the trace owes something that is still alive gets a
+  // failed record of its own: its pending pointer no longer points into
+  // arena_, which dies with the recorder.
+  void abandon(const char* why) {
+    auto failure = std::make_shared<const std::string>(why);
+    for (Owed& o : owed_) {
+      const std::shared_ptr<Storage> s = o.storage.lock();
+      if (!s) continue;
+      auto own = std::make_unique<Record>(*o.record);
+      own->failure = failure;
+      s->set_pending(std::move(own));
+    }
+    owed_.clear();
+  }
+
   void reset() {
     inputs_.clear();
     few_inputs_.clear();
@@ -570,10 +586,10 @@ Recorder& make_recorder() {
   return r;
 }
 
-// Every recorded op asks for it: one TLS load (initial-exec: no call into the
-// dynamic linker) instead of a thread_local's init guard.
+// Every recorded op asks for it: one TLS load instead of a thread_local's
+// init guard.
 Recorder& recorder() {
-  static thread_local Recorder* r __attribute__((tls_model("initial-exec"))) = nullptr;
+  static thread_local Recorder* r = nullptr;
   if (!r) [[unlikely]] r = &make_recorder();
   return *r;
 }
