@@ -182,8 +182,7 @@ Tensor SavedTensor::unpack(const std::string& op, const std::shared_ptr<Node>& o
 }
 
 // ---- recording ----
-void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs,
-            absl::Span<const Tensor> outputs, bool) {
+void record_node(const OpDef& op, TensorRefs inputs, const Attrs& attrs, absl::Span<const Tensor> outputs) {
   if (!t_grad_enabled || !any_needs_grad(inputs)) return;
   auto node = make_node(op, inputs, attrs, outputs.size());
   if (op.grad_saves_inputs)

@@ -96,11 +96,17 @@ class GradModeGuard {
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
 
+// Links an op's outputs into the graph (record's work once an input has
+// autograd metadata).
+void record_node(const OpDef& op, TensorRefs inputs, const Attrs& attrs, absl::Span<const Tensor> outputs);
 // Called by the dispatcher after an op ran: links the outputs into the graph
-// when grad mode is on and an input requires grad. `inplace` is true for
-// call_into (the single output is the modified tensor).
-void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs,
-            absl::Span<const Tensor> outputs, bool inplace);
+// when grad mode is on and an input requires grad. Inline: an input without
+// autograd metadata cannot require grad, and most ops of an inference or
+// optimizer step have none, so they skip the call.
+inline void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs, absl::Span<const Tensor> outputs) {
+  for (const Tensor& in : inputs)
+    if (in.impl()->autograd) return record_node(op, inputs, attrs, outputs);
+}
 // Before an in-place op runs: checks that it is allowed and returns the
 // inputs to save (an input aliased by the output is saved as a copy, since
 // the op is about to overwrite it). nullopt when nothing is recorded.

@@ -111,17 +111,6 @@ namespace {
 
 using Outputs = absl::InlinedVector<Tensor, 2>;
 
-// autograd::record, asked only when an input has autograd metadata (without
-// it no input requires grad): most ops of an inference or optimizer step
-// skip the call.
-void record_grad(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Outputs& outs) {
-  for (const Tensor& in : inputs)
-    if (in.impl()->autograd) {
-      autograd::record(op, inputs, attrs, outs, false);
-      return;
-    }
-}
-
 void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);
   if (op.view) {
@@ -130,14 +119,14 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
     ViewSpec v = op.view(in, attrs);
     outs.emplace_back(std::make_shared<TensorImpl>(in.storage(), std::move(v.shape), std::move(v.strides), v.offset,
                                                    in.dtype(), in.device(), /*is_view=*/true));
-    record_grad(op, inputs, attrs, outs);
+    autograd::record(op, inputs, attrs, outs);
     return;
   }
   NNVM_CHECK(op.infer != nullptr, op.name, "op is declared but has no shape inference");
   if (detail::recording()) {
     kernel_for(op, inputs.empty() ? Device() : inputs[0].device());  // a missing kernel is the caller's error
     detail::hooks()->record(op, inputs, attrs, outs);
-    record_grad(op, inputs, attrs, outs);
+    autograd::record(op, inputs, attrs, outs);
     return;
   }
   const TensorSpan span(inputs);
@@ -146,7 +135,7 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
   const KernelFn& kernel = kernel_for(op, device);
   for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));
   kernel(span, outs, attrs);
-  record_grad(op, inputs, attrs, outs);
+  autograd::record(op, inputs, attrs, outs);
 }
 
 }  // namespace

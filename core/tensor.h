@@ -319,7 +319,6 @@ class TensorRefs {
     return (data_ & kRefs) ? *reinterpret_cast<const Ref*>(data_ - kRefs)[i].tensor
                            : reinterpret_cast<const Tensor*>(data_)[i];
   }
-  const Tensor& front() const { return (*this)[0]; }
 
   class iterator {
    public:

@@ -7,7 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <new>
+#include <utility>
+
+#include "nnvm/core/tensor.h"
 
 namespace nnvm::trace {
 
@@ -87,5 +91,17 @@ template <class T> struct BlockPool {
   }
   template <class U> bool operator==(const BlockPool<U>&) const { return true; }
 };
+
+// A tensor whose TensorImpl (with its reference counts) comes from the
+// pool, constructed with its layout: copying a DimVector into a new one is a
+// memcpy, assigning one is a loop. Lazy outputs, a plan's outputs and the
+// views a plan makes.
+template <class Shape, class Strides>
+Tensor pooled_tensor(std::shared_ptr<Storage> storage, Shape&& shape, Strides&& strides, int64_t offset, DType dtype,
+                     Device device, bool is_view = false) {
+  return Tensor(std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>(), std::move(storage),
+                                                 std::forward<Shape>(shape), std::forward<Strides>(strides), offset,
+                                                 dtype, device, is_view));
+}
 
 }  // namespace nnvm::trace

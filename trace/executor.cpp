@@ -109,8 +109,7 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 // Each run makes its outputs' storages and tensors, which the recorder
 // adopts and drops: their blocks wait on the thread's free lists (trace/block_pool.h).
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
-  return Tensor(std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>(), std::move(storage), v.shape,
-                                                 contiguous_strides(v.shape), int64_t(0), v.dtype, Device()));
+  return pooled_tensor(std::move(storage), v.shape, contiguous_strides(v.shape), 0, v.dtype, Device());
 }
 
 }  // namespace

@@ -239,15 +239,9 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
     for (int32_t i : step.inputs) ins.push_back(env[size_t(ids[size_t(i)])]);
     if (step.op->view) {  // a view of its input's memory: of the arena, an output or a trace input
       ViewSpec v = step.op->view(ins[0], *attrs[k]);
-      auto impl = std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>());
-      impl->storage = ins[0].storage();
-      impl->shape = std::move(v.shape);
-      impl->strides = std::move(v.strides);
-      impl->offset = v.offset;
-      impl->dtype = ins[0].dtype();
-      impl->device = ins[0].device();
-      impl->is_view = true;
-      env[size_t(ids[size_t(step.outputs[0])])] = Tensor(std::move(impl));
+      env[size_t(ids[size_t(step.outputs[0])])] = pooled_tensor(
+          ins[0].storage(), std::move(v.shape), std::move(v.strides), v.offset, ins[0].dtype(), ins[0].device(),
+          /*is_view=*/true);
       continue;
     }
     for (int32_t i : step.outputs) outs.push_back(env[size_t(ids[size_t(i)])]);

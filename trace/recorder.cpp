@@ -286,8 +286,7 @@ class Recorder {
     for (size_t i = 0; i < binds.size(); ++i) {
       if (written_into[i]) continue;
       if (!failure.empty() && failure[i]) {
-        binds[i].record->failure = failure[i];
-        if (binds[i].storage) binds[i].storage->set_pending(std::make_unique<Record>(*binds[i].record));
+        if (binds[i].storage) fail(*binds[i].storage, *binds[i].record, failure[i]);
         continue;
       }
       bind(binds[i].storage, binds[i].target, results[i], copy_kernel);
@@ -407,15 +406,18 @@ class Recorder {
   // failed record of its own: its pending pointer no longer points into
   // arena_, which dies with the recorder.
   void abandon(const char* why) {
-    auto failure = std::make_shared<const std::string>(why);
-    for (Owed& o : owed_) {
-      const std::shared_ptr<Storage> s = o.storage.lock();
-      if (!s) continue;
-      auto own = std::make_unique<Record>(*o.record);
-      own->failure = failure;
-      s->set_pending(std::move(own));
-    }
+    const auto failure = std::make_shared<const std::string>(why);
+    for (Owed& o : owed_)
+      if (const std::shared_ptr<Storage> s = o.storage.lock()) fail(*s, *o.record, failure);
     owed_.clear();
+  }
+
+  // Gives s a copy of `r` of its own that carries `failure`: using s throws
+  // it, and s no longer points into arena_.
+  static void fail(Storage& s, const Record& r, std::shared_ptr<const std::string> failure) {
+    auto own = std::make_unique<Record>(r);
+    own->failure = std::move(failure);
+    s.set_pending(std::move(own));
   }
 
   void reset() {
@@ -542,10 +544,7 @@ class Recorder {
     }
     auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(), nbytes, device, Storage::Lazy{});
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
-    // Constructed with its shape and strides: copying a DimVector into a
-    // new one is a memcpy, assigning one is a loop.
-    return Tensor(std::allocate_shared<TensorImpl>(BlockPool<TensorImpl>(), std::move(storage), value.shape,
-                                                   value.strides, int64_t(0), value.dtype, device));
+    return pooled_tensor(std::move(storage), value.shape, value.strides, 0, value.dtype, device);
   }
 
   Record* make_record(Record::Kind kind, ValueId v, Storage& owner) {

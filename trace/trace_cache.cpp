@@ -108,9 +108,8 @@ TraceCache::Entry* TraceCache::find(uint64_t hash, const Trace* known, bool& aga
   return again ? last_ : entries_.find(hash);
 }
 
-// Counts a sighting of `entry` (and a hit when result.hit: a miss has made
-// the entry and counted itself); `again`: the last lookup found it too. A
-// hot entry already compiled gives its plan.
+// Counts a sighting of `entry` (and a hit when `hit`: a miss has made the
+// entry and counted itself); `again`: the last lookup found it too.
 int64_t TraceCache::count(Entry& entry, bool hit, bool again, uint64_t hash) {
   if (hit) ++stats_.hits;
   if (!again) structures_.put(entry.structure, entry.trace);
@@ -122,6 +121,7 @@ int64_t TraceCache::count(Entry& entry, bool hit, bool again, uint64_t hash) {
   return count;
 }
 
+// The same, into `result`: a hot entry already compiled gives its plan.
 void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
   result.count = count(entry, result.hit, again, result.hash);
   result.hot = result.count >= hot_;
