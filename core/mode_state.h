@@ -22,6 +22,18 @@ inline bool recording() {
   return t_eager_depth == 0 && g_traced.load(std::memory_order_relaxed) &&
          g_hooks.load(std::memory_order_relaxed) != nullptr;
 }
+// Ops run eagerly for a scope, as under EagerGuard, without flushing first:
+// for the library's own runs of a trace (a flush, a plan), which have
+// nothing recorded before them to wait for. A lazy input is still computed
+// when its data is read.
+class RunEagerly {
+ public:
+  RunEagerly() { ++t_eager_depth; }
+  ~RunEagerly() { --t_eager_depth; }
+  RunEagerly(const RunEagerly&) = delete;
+  RunEagerly& operator=(const RunEagerly&) = delete;
+};
+
 // trace_hooks(), inline.
 inline const TraceHooks* hooks() { return g_hooks.load(std::memory_order_acquire); }
 // trace_cap(), inline.

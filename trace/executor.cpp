@@ -8,6 +8,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
+#include "nnvm/core/mode_state.h"
 #include "nnvm/trace/block_pool.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
@@ -328,7 +329,7 @@ void FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scala
     env[size_t(t.inputs()[i])] = inputs[i];
   }
   for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
-  EagerGuard eager;  // a kernel that calls an op runs it now
+  detail::RunEagerly eager;  // a kernel that calls an op runs it now
   NoGradGuard no_grad;
 
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",

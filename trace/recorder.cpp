@@ -221,7 +221,7 @@ class Recorder {
       Recorder& r;
       ~Done() {
         r.flushing_ = false;
-        r.trace_.clear();
+        if (!r.unbuilt_) r.trace_.clear();
         r.unbuilt_ = true;
         r.followed_nodes_ = r.followed_values_ = 0;
         r.outputs_.clear();
@@ -233,7 +233,7 @@ class Recorder {
         r.results_.clear();
       }
     } done{*this};
-    EagerGuard eager;
+    detail::RunEagerly eager;
     NoGradGuard no_grad;
     std::vector<Tensor>& results = results_;
     std::vector<Tensor>& targets = targets_;

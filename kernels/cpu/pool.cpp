@@ -98,18 +98,24 @@ void avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, 
   });
 }
 
+// Adaptive pooling's window of output pixel (oh, ow): libtorch's
+// floor(o * in / out) to ceil((o + 1) * in / out), never empty.
+AvgWindow adaptive_window(const Planes& p, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * p.height / p.out_height, h1 = ((oh + 1) * p.height + p.out_height - 1) / p.out_height;
+  const int64_t w0 = ow * p.width / p.out_width, w1 = ((ow + 1) * p.width + p.out_width - 1) / p.out_width;
+  return {h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
+}
+
 void adaptive_avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
   for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const int64_t h0 = oh * p.height / p.out_height, h1 = ((oh + 1) * p.height + p.out_height - 1) / p.out_height;
+    for (int64_t oh = 0; oh < p.out_height; ++oh)
       for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const int64_t w0 = ow * p.width / p.out_width, w1 = ((ow + 1) * p.width + p.out_width - 1) / p.out_width;
+        const AvgWindow win = adaptive_window(p, oh, ow);
         T sum = 0;
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * sh + iw * sw];
-        y[oh * p.out_width + ow] = sum / T((h1 - h0) * (w1 - w0));
+        for (int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += x[ih * sh + iw * sw];
+        y[oh * p.out_width + ow] = sum / T(win.count);
       }
-    }
   });
 }
 
@@ -126,18 +132,24 @@ inline int64_t nearest_source(int64_t o, float scale, int64_t size) {
   return std::min(int64_t(std::floor(float(o) * scale)), size - 1);
 }
 
+// Calls f(oh, ow, ih, iw) for every output pixel with the input pixel
+// nearest-neighbour sampling reads for it: the forward gathers, the backward
+// scatters, over the same pairs.
+template <class F> void for_each_nearest(const Planes& p, double user_h, double user_w, F f) {
+  const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
+  const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
+  for (int64_t oh = 0; oh < p.out_height; ++oh) {
+    const int64_t ih = nearest_source(oh, scale_h, p.height);
+    for (int64_t ow = 0; ow < p.out_width; ++ow) f(oh, ow, ih, nearest_source(ow, scale_w, p.width));
+  }
+}
+
 void nearest_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const double user_h = a.d(1), user_w = a.d(2);
   for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
-    const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const int64_t ih = nearest_source(oh, scale_h, p.height);
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const int64_t iw = nearest_source(ow, scale_w, p.width);
-        y[oh * p.out_width + ow] = x[ih * sh + iw * sw];
-      }
-    }
+    for_each_nearest(p, user_h, user_w, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+      y[oh * p.out_width + ow] = x[ih * sh + iw * sw];
+    });
   });
 }
 
@@ -154,21 +166,29 @@ template <class T> Lerp<T> lerp_at(int64_t dst, int64_t in, T scale, bool align_
   return {i0, i0 < in - 1 ? i0 + 1 : i0, T(1) - w1, w1};
 }
 
+// Calls f(oh, ow, h, w) for every output pixel with its two source rows h and
+// columns w and their weights: the forward gathers, the backward scatters,
+// over the same four pixels.
+template <class T, class F>
+void for_each_bilinear(const Planes& p, double user_h, double user_w, bool align_corners, F f) {
+  const T scale_h = source_scale<T>(p.height, p.out_height, user_h, align_corners);
+  const T scale_w = source_scale<T>(p.width, p.out_width, user_w, align_corners);
+  for (int64_t oh = 0; oh < p.out_height; ++oh) {
+    const Lerp<T> h = lerp_at(oh, p.height, scale_h, align_corners);
+    for (int64_t ow = 0; ow < p.out_width; ++ow) f(oh, ow, h, lerp_at(ow, p.width, scale_w, align_corners));
+  }
+}
+
 void bilinear_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const double user_h = a.d(1), user_w = a.d(2);
   const bool align_corners = a.b(3);
   for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    const T scale_h = source_scale<T>(p.height, p.out_height, user_h, align_corners);
-    const T scale_w = source_scale<T>(p.width, p.out_width, user_w, align_corners);
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const Lerp<T> h = lerp_at(oh, p.height, scale_h, align_corners);
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const Lerp<T> w = lerp_at(ow, p.width, scale_w, align_corners);
-        const T top = w.w0 * x[h.i0 * sh + w.i0 * sw] + w.w1 * x[h.i0 * sh + w.i1 * sw];
-        const T bottom = w.w0 * x[h.i1 * sh + w.i0 * sw] + w.w1 * x[h.i1 * sh + w.i1 * sw];
-        y[oh * p.out_width + ow] = h.w0 * top + h.w1 * bottom;
-      }
-    }
+    auto at = [&](int64_t oh, int64_t ow, const Lerp<T>& h, const Lerp<T>& w) {
+      const T top = w.w0 * x[h.i0 * sh + w.i0 * sw] + w.w1 * x[h.i0 * sh + w.i1 * sw];
+      const T bottom = w.w0 * x[h.i1 * sh + w.i0 * sw] + w.w1 * x[h.i1 * sh + w.i1 * sw];
+      y[oh * p.out_width + ow] = h.w0 * top + h.w1 * bottom;
+    };
+    for_each_bilinear<T>(p, user_h, user_w, align_corners, at);
   });
 }
 
@@ -250,30 +270,22 @@ void avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
 
 void adaptive_avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
   for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const int64_t h0 = oh * p.height / p.out_height, h1 = ((oh + 1) * p.height + p.out_height - 1) / p.out_height;
+    for (int64_t oh = 0; oh < p.out_height; ++oh)
       for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const int64_t w0 = ow * p.width / p.out_width, w1 = ((ow + 1) * p.width + p.out_width - 1) / p.out_width;
-        const T share = g[oh * sh + ow * sw] / T((h1 - h0) * (w1 - w0));
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) gx[ih * p.width + iw] += share;
+        const AvgWindow win = adaptive_window(p, oh, ow);
+        const T share = g[oh * sh + ow * sw] / T(win.count);
+        for (int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (int64_t iw = win.w0; iw < win.w1; ++iw) gx[ih * p.width + iw] += share;
       }
-    }
   });
 }
 
 void nearest_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const double user_h = a.d(2), user_w = a.d(3);
   for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
-    const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
-    const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const int64_t ih = nearest_source(oh, scale_h, p.height);
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const int64_t iw = nearest_source(ow, scale_w, p.width);
-        gx[ih * p.width + iw] += g[oh * sh + ow * sw];
-      }
-    }
+    for_each_nearest(p, user_h, user_w, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+      gx[ih * p.width + iw] += g[oh * sh + ow * sw];
+    });
   });
 }
 
@@ -281,19 +293,14 @@ void bilinear_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
   const double user_h = a.d(2), user_w = a.d(3);
   const bool align_corners = a.b(4);
   for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
-    const T scale_h = source_scale<T>(p.height, p.out_height, user_h, align_corners);
-    const T scale_w = source_scale<T>(p.width, p.out_width, user_w, align_corners);
-    for (int64_t oh = 0; oh < p.out_height; ++oh) {
-      const Lerp<T> h = lerp_at(oh, p.height, scale_h, align_corners);
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const Lerp<T> w = lerp_at(ow, p.width, scale_w, align_corners);
-        const T v = g[oh * sh + ow * sw];
-        gx[h.i0 * p.width + w.i0] += h.w0 * w.w0 * v;
-        gx[h.i0 * p.width + w.i1] += h.w0 * w.w1 * v;
-        gx[h.i1 * p.width + w.i0] += h.w1 * w.w0 * v;
-        gx[h.i1 * p.width + w.i1] += h.w1 * w.w1 * v;
-      }
-    }
+    auto at = [&](int64_t oh, int64_t ow, const Lerp<T>& h, const Lerp<T>& w) {
+      const T v = g[oh * sh + ow * sw];
+      gx[h.i0 * p.width + w.i0] += h.w0 * w.w0 * v;
+      gx[h.i0 * p.width + w.i1] += h.w0 * w.w1 * v;
+      gx[h.i1 * p.width + w.i0] += h.w1 * w.w0 * v;
+      gx[h.i1 * p.width + w.i1] += h.w1 * w.w1 * v;
+    };
+    for_each_bilinear<T>(p, user_h, user_w, align_corners, at);
   });
 }
 
