@@ -21,9 +21,9 @@ std::string reg(int i) { return absl::StrCat("r", i); }
 std::string num(double c) { return absl::StrCat(c); }
 std::string dims_text(IntArrayRef d) { return absl::StrCat("{", absl::StrJoin(d, ", "), "}"); }
 
-Tensor make_input(const InputSpec& spec, DType dtype) {
+Tensor make_input(const InputSpec& spec, DType dtype, bool float32_values) {
   EagerGuard eager;
-  Tensor t = random(spec.shape, dtype, spec.seed);
+  Tensor t = float32_values ? random(spec.shape, kFloat32, spec.seed).to(dtype) : random(spec.shape, dtype, spec.seed);
   if (spec.requires_grad) return t.requires_grad_();
   return with_layout(t, spec.layout);
 }
@@ -110,7 +110,7 @@ class Generator {
     spec.seed = p_.seed * 131 + p_.inputs.size();
     const int k = int(p_.inputs.size());
     p_.inputs.push_back(spec);
-    m_.inputs.push_back(make_input(spec, p_.dtype));
+    m_.inputs.push_back(make_input(spec, p_.dtype, p_.float32_values));
     const int r = int(m_.regs.size());
     add({absl::StrCat(reg(r), " = input", k, "  /* ", shape_str(spec.shape), requires_grad ? " requires_grad" : "",
                       " ", layout_name(spec.layout), " */"),
@@ -698,7 +698,7 @@ Outcome run_program(const Program& p, Mode mode, double scalar_scale) {
   } restore{previous};
   Machine m;
   m.scalar_scale = scalar_scale;
-  for (const InputSpec& spec : p.inputs) m.inputs.push_back(make_input(spec, p.dtype));
+  for (const InputSpec& spec : p.inputs) m.inputs.push_back(make_input(spec, p.dtype, p.float32_values));
   for (const Step& s : p.steps) s.run(m);
   Tensor loss;
   for (size_t i = 0; i < m.regs.size() && i < p.loss_weights.size(); ++i) {

@@ -55,6 +55,9 @@ struct InputSpec {
 struct Program {
   uint64_t seed = 0;
   DType dtype = kFloat32;
+  // The inputs hold float32 values whatever the dtype: a float64 run of a
+  // float32 program on the same values, its exact reference.
+  bool float32_values = false;
   std::vector<InputSpec> inputs;
   std::vector<Step> steps;
   // The loss is the sum of regs[i] * loss_weights[i] over the registers that
