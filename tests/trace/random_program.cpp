@@ -102,7 +102,8 @@ class Generator {
   }
 
   // ---- the program being drawn ----
-  void add_input(bool requires_grad, std::optional<DimVector> fixed = std::nullopt) {
+  // Whether the input's register was added (not when it is too big).
+  bool add_input(bool requires_grad, std::optional<DimVector> fixed = std::nullopt) {
     InputSpec spec;
     spec.shape = fixed ? *fixed : shape(uniform(0, 3));
     spec.requires_grad = requires_grad;
@@ -112,10 +113,10 @@ class Generator {
     p_.inputs.push_back(spec);
     m_.inputs.push_back(make_input(spec, p_.dtype, p_.float32_values));
     const int r = int(m_.regs.size());
-    add({absl::StrCat(reg(r), " = input", k, "  /* ", shape_str(spec.shape), requires_grad ? " requires_grad" : "",
-                      " ", layout_name(spec.layout), " */"),
-         [k](Machine& m) { m.regs.push_back(m.inputs[size_t(k)]); }},
-        {}, /*fresh=*/true);
+    return add({absl::StrCat(reg(r), " = input", k, "  /* ", shape_str(spec.shape),
+                             requires_grad ? " requires_grad" : "", " ", layout_name(spec.layout), " */"),
+                [k](Machine& m) { m.regs.push_back(m.inputs[size_t(k)]); }},
+               {}, /*fresh=*/true);
   }
 
   // Runs `step` on the eager machine and keeps it unless it failed a size
@@ -164,7 +165,7 @@ class Generator {
     if (u < 0.955) return cast_step();
     if (u < 0.97) return factory_step();
     if (u < 0.98) return indices_step();
-    return add_input(chance(0.4));
+    add_input(chance(0.4));
   }
 
   Unary unary() {
@@ -417,7 +418,7 @@ class Generator {
     const int64_t k = x.size(-1);
     DimVector w_shape = {k};
     if (chance(0.8)) w_shape.push_back(dim_size());
-    add_input(chance(0.6), w_shape);
+    if (!add_input(chance(0.6), w_shape)) return;  // too big: w is not a register
     const int w = int(m_.regs.size()) - 1;
     add({absl::StrCat(reg(w + 1), " = matmul(", reg(a), ", ", reg(w), ")"),
          [a, w](Machine& m) { m.regs.push_back(matmul(m.regs[size_t(a)], m.regs[size_t(w)])); }},
