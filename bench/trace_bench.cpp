@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench_math.h"
+#include "nnvm/kernels/cpu/gemm.h"
 #include "nnvm/nnvm.h"
 #include "nnvm/trace/executor.h"
 
@@ -166,5 +167,34 @@ void BM_RnnDynamicHandwritten(benchmark::State& state) {
   state.counters["us/step"] = per_item(double(steps) * 1e-6);
 }
 BENCHMARK(BM_RnnDynamicHandwritten)->Name("BM_RnnDynamic/handwritten")->UseRealTime();
+
+// The step's two 1x64 by 64x64 products alone, through the GEMM its plan runs
+// (cpu::gemm on the tensors' own 64-byte aligned memory), per iteration:
+// `warm`, back to back (W and U together are 32 KB, the whole L1); `evicted`,
+// after 64 KB of other data went through the cache, as a step's recording
+// and flush send theirs; `touch`, the 64 KB alone, to subtract.
+enum class GemmCache { kWarm, kEvicted, kTouchOnly };
+void BM_RnnGemm(benchmark::State& state, GemmCache variant) {
+  const Rnn rnn;
+  const EagerGuard eager;
+  const Tensor h = rnn.xs[1], out = zeros({2, kHidden});
+  const float *x = rnn.xs[0].data_ptr<float>(), *hp = h.data_ptr<float>();
+  const float *w = rnn.w.data_ptr<float>(), *u = rnn.u.data_ptr<float>();
+  float* c = out.data_ptr<float>();
+  std::vector<char> other(size_t(64) << 10, 1);
+  for (auto _ : state) {
+    if (variant != GemmCache::kWarm)
+      for (size_t i = 0; i < other.size(); i += 64) other[i] = char(other[i] + 1);
+    if (variant != GemmCache::kTouchOnly) {
+      cpu::gemm(1, kHidden, kHidden, {x, kHidden, 1}, {w, kHidden, 1}, 0.f, c, kHidden);
+      cpu::gemm(1, kHidden, kHidden, {hp, kHidden, 1}, {u, kHidden, 1}, 0.f, c + kHidden, kHidden);
+    }
+    benchmark::DoNotOptimize(c);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_RnnGemm, warm, GemmCache::kWarm)->UseRealTime();
+BENCHMARK_CAPTURE(BM_RnnGemm, evicted, GemmCache::kEvicted)->UseRealTime();
+BENCHMARK_CAPTURE(BM_RnnGemm, touch, GemmCache::kTouchOnly)->UseRealTime();
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/block_pool.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 
@@ -58,13 +59,9 @@ const KernelFn& kernel_for(const OpDef& op, Device device) {
 }
 
 Tensor make_output(const OutputSpec& spec, Device device, std::string_view op_name) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(checked_nbytes(spec.shape, itemsize(spec.dtype), op_name), device);
-  impl->strides = contiguous_strides(spec.shape);
-  impl->shape = spec.shape;
-  impl->dtype = spec.dtype;
-  impl->device = device;
-  return Tensor(std::move(impl));
+  auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(),
+                                               checked_nbytes(spec.shape, itemsize(spec.dtype), op_name), device);
+  return pooled_tensor(std::move(storage), spec.shape, contiguous_strides(spec.shape), 0, spec.dtype, device);
 }
 
 }  // namespace
@@ -117,8 +114,8 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
     NNVM_DCHECK(!inputs.empty());
     const Tensor& in = inputs[0];
     ViewSpec v = op.view(in, attrs);
-    outs.emplace_back(std::make_shared<TensorImpl>(in.storage(), std::move(v.shape), std::move(v.strides), v.offset,
-                                                   in.dtype(), in.device(), /*is_view=*/true));
+    outs.push_back(pooled_tensor(in.storage(), std::move(v.shape), std::move(v.strides), v.offset, in.dtype(),
+                                 in.device(), /*is_view=*/true));
     autograd::record(op, inputs, attrs, outs);
     return;
   }

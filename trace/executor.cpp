@@ -9,7 +9,7 @@
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
-#include "nnvm/trace/block_pool.h"
+#include "nnvm/core/block_pool.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
 
@@ -108,7 +108,7 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 }
 
 // Each run makes its outputs' storages and tensors, which the recorder
-// adopts and drops: their blocks wait on the thread's free lists (trace/block_pool.h).
+// adopts and drops: their blocks wait on the thread's free lists (core/block_pool.h).
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
   return pooled_tensor(std::move(storage), v.shape, contiguous_strides(v.shape), 0, v.dtype, Device());
 }

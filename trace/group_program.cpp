@@ -7,7 +7,7 @@
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/jit/rowwise_jit.h"
-#include "nnvm/trace/block_pool.h"
+#include "nnvm/core/block_pool.h"
 
 namespace nnvm::trace {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <thread>
 
-#include "nnvm/trace/block_pool.h"
+#include "nnvm/core/block_pool.h"
 #include "nnvm/trace/recorder.h"
 #include "reference.h"
 

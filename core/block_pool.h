@@ -1,9 +1,11 @@
-// A per-thread free list of same-sized blocks, as a std allocator: the
-// recorder makes a lazy storage per recorded output, and the trace keeps a
-// weak reference to each until it flushes, so their blocks come back to
-// malloc all at once at the flush and would be fetched again one by one from
-// its slow path while the next trace records. Here they wait on the freeing
-// thread's list for the next allocation of that size.
+// A per-thread free list of same-sized blocks, as a std allocator, for the
+// TensorImpls and Storages every op makes: an eager op's output, a view, the
+// recorder's lazy outputs, a plan's outputs. A trace keeps a weak reference
+// to each lazy storage until it flushes, so their blocks come back to malloc
+// all at once at the flush and would be fetched again one by one from its
+// slow path while the next trace records. Here they wait on the freeing
+// thread's list for the next allocation of that size. Under AddressSanitizer
+// a block is poisoned while it waits, so a use after free is still seen.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,11 @@
 
 #include "nnvm/core/tensor.h"
 
-namespace nnvm::trace {
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace nnvm {
 
 // Blocks of one size. A block freed on a thread whose list is already gone
 // (its thread_locals are being destroyed) goes straight back to the heap.
@@ -23,6 +29,7 @@ template <size_t kBytes> class BlockFreeList {
     BlockFreeList* l = local();
     if (!l || !l->head_) return ::operator new(kBytes);
     Node* n = l->head_;
+    unpoison(n);
     l->head_ = n->next;
     --l->count_;
     return n;
@@ -34,6 +41,7 @@ template <size_t kBytes> class BlockFreeList {
       return;
     }
     l->head_ = new (p) Node{l->head_};
+    poison(p);
     ++l->count_;
   }
 
@@ -42,6 +50,7 @@ template <size_t kBytes> class BlockFreeList {
     current() = nullptr;
     while (head_) {
       Node* n = head_;
+      unpoison(n);
       head_ = n->next;
       ::operator delete(n);
     }
@@ -52,6 +61,13 @@ template <size_t kBytes> class BlockFreeList {
     Node* next;
   };
   static_assert(kBytes >= sizeof(Node));
+#if defined(__SANITIZE_ADDRESS__)
+  static void poison(void* p) { ASAN_POISON_MEMORY_REGION(p, kBytes); }
+  static void unpoison(void* p) { ASAN_UNPOISON_MEMORY_REGION(p, kBytes); }
+#else
+  static void poison(void*) {}
+  static void unpoison(void*) {}
+#endif
   static constexpr size_t kMaxBlocks = 4096;  // what one long trace frees, give or take
 
   // Both trivially destructible, so readable while other thread_locals die.
@@ -94,8 +110,7 @@ template <class T> struct BlockPool {
 
 // A tensor whose TensorImpl (with its reference counts) comes from the
 // pool, constructed with its layout: copying a DimVector into a new one is a
-// memcpy, assigning one is a loop. Lazy outputs, a plan's outputs and the
-// views a plan makes.
+// memcpy, assigning one is a loop.
 template <class Shape, class Strides>
 Tensor pooled_tensor(std::shared_ptr<Storage> storage, Shape&& shape, Strides&& strides, int64_t offset, DType dtype,
                      Device device, bool is_view = false) {
@@ -104,4 +119,4 @@ Tensor pooled_tensor(std::shared_ptr<Storage> storage, Shape&& shape, Strides&& 
                                                  dtype, device, is_view));
 }
 
-}  // namespace nnvm::trace
+}  // namespace nnvm
