@@ -61,13 +61,15 @@ class Storage {
   void allocate();
 
  private:
+  // data_ptr() reads the first two: one cache line for a storage nothing
+  // has touched since the last step.
   void* data_;
+  PendingWork* pending_ = nullptr;
   size_t nbytes_;
   Device device_;
   bool from_allocator_;
   std::function<void(void*)> deleter_;
   std::atomic<uint64_t> version_{0};
-  PendingWork* pending_ = nullptr;
   std::unique_ptr<PendingWork> owned_pending_;
 };
 

@@ -38,7 +38,9 @@ struct Record final : PendingWork {
 // A trace's records, made in chunks (one allocation per kChunk records, not
 // one per lazy tensor). A storage's pending pointer points into the arena
 // until the flush, which clears it first thing (a failed trace gives its
-// storages records of their own); the next trace then reuses the arena.
+// storages records of their own) and moves each write's target out; the
+// next trace then reuses the arena's records as they are. A record in the
+// arena never carries a failure (fail() copies it first).
 class RecordArena {
  public:
   static constexpr size_t kChunk = 64;
@@ -53,11 +55,12 @@ class RecordArena {
   }
 
   void clear() {
+#ifndef NDEBUG
     for (size_t k = 0; k < used_; ++k) {
-      Record& r = chunks_[k / kChunk][k % kChunk];
-      r.target = Tensor();
-      r.failure = nullptr;
+      const Record& r = chunks_[k / kChunk][k % kChunk];
+      NNVM_DCHECK(!r.target.defined() && !r.failure);
     }
+#endif
     used_ = 0;
   }
 
@@ -200,7 +203,8 @@ class Recorder {
       if (o.record->kind == Record::kContents && !s) continue;
       outputs_.push_back(o.record->value);
       if (s) s->set_pending(nullptr);
-      binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, o.record->target, o.record});
+      binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, std::move(o.record->target),
+                       o.record});
     }
     const bool repeated = cursor_.repeats(node_count(), value_count(), inputs_.size(), outputs_);
     stats_.flushes_repeated += repeated;
