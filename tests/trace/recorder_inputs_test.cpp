@@ -1,11 +1,6 @@
 // How the recorder turns materialised tensors into trace inputs: once per
 // tensor and layout, whether the trace reads a few (a scan) or many (a hash
-// map, switched to mid-trace), as they were when recorded; and the
-// per-thread block pool its lazy storages come from, freed on any thread.
-#include <array>
-#include <thread>
-
-#include "nnvm/core/block_pool.h"
+// map, switched to mid-trace), as they were when recorded.
 #include "nnvm/trace/recorder.h"
 #include "reference.h"
 
@@ -68,28 +63,6 @@ TEST(RecorderInputs, ATensorRepointedBeforeTheFlushIsReadAsRecorded) {
     testing::expect_tensors_close(y, before, 0, 0);
     testing::expect_tensors_close(z, after, 0, 0);
   }
-}
-
-TEST(BlockPool, BlocksFreedOnAnotherThreadAreReused) {
-  BlockPool<std::array<char, 96>> pool;
-  std::vector<std::array<char, 96>*> blocks;
-  for (int i = 0; i < 100; ++i) {
-    blocks.push_back(pool.allocate(1));
-    blocks.back()->fill(char(i));
-  }
-  std::thread([&] {
-    BlockPool<std::array<char, 96>> other;
-    for (auto* b : blocks) other.deallocate(b, 1);  // onto that thread's list, freed when it ends
-  }).join();
-  for (int i = 0; i < 100; ++i) {
-    blocks[size_t(i)] = pool.allocate(1);
-    blocks[size_t(i)]->fill(char(i));
-  }
-  for (int i = 0; i < 100; ++i) EXPECT_EQ((*blocks[size_t(i)])[95], char(i));
-  for (auto* b : blocks) pool.deallocate(b, 1);
-  auto* same = pool.allocate(1);
-  EXPECT_EQ(same, blocks.back());  // the last block freed here is the first handed out
-  pool.deallocate(same, 1);
 }
 
 }  // namespace
