@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_format.h"
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/block_pool.h"
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
-#include "nnvm/core/block_pool.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "nnvm/core/block_pool.h"
 #include "nnvm/core/thread_pool.h"
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/jit/rowwise_jit.h"
-#include "nnvm/core/block_pool.h"
 
 namespace nnvm::trace {
 

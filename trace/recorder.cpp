@@ -9,9 +9,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/block_pool.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
-#include "nnvm/core/block_pool.h"
 #include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"

@@ -83,21 +83,6 @@ AvgWindow avg_window(const Planes& p, int64_t oh, int64_t ow, IntArrayRef k, Int
   return {h0, h1, w0, w1, count_include_pad ? padded_count : (h1 - h0) * (w1 - w0)};
 }
 
-void avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
-  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2);
-  const bool count_include_pad = a.b(4);
-  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh)
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const AvgWindow win = avg_window(p, oh, ow, k, s, pad, count_include_pad);
-        T sum = 0;
-        for (int64_t ih = win.h0; ih < win.h1; ++ih)
-          for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += x[ih * sh + iw * sw];
-        y[oh * p.out_width + ow] = win.h0 < win.h1 && win.w0 < win.w1 ? sum / T(win.count) : T(0);
-      }
-  });
-}
-
 // Adaptive pooling's window of output pixel (oh, ow): libtorch's
 // floor(o * in / out) to ceil((o + 1) * in / out), never empty.
 AvgWindow adaptive_window(const Planes& p, int64_t oh, int64_t ow) {
@@ -106,16 +91,33 @@ AvgWindow adaptive_window(const Planes& p, int64_t oh, int64_t ow) {
   return {h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
 }
 
+// Average pooling, fixed or adaptive: each output pixel is its window's sum
+// over the window's divisor (an empty window gives 0). window(oh, ow) -> AvgWindow.
+template <class T, class Window>
+void window_means(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y, Window window) {
+  for (int64_t oh = 0; oh < p.out_height; ++oh)
+    for (int64_t ow = 0; ow < p.out_width; ++ow) {
+      const AvgWindow win = window(oh, ow);
+      T sum = 0;
+      for (int64_t ih = win.h0; ih < win.h1; ++ih)
+        for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += x[ih * sh + iw * sw];
+      y[oh * p.out_width + ow] = win.h0 < win.h1 && win.w0 < win.w1 ? sum / T(win.count) : T(0);
+    }
+}
+
+void avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2);
+  const bool count_include_pad = a.b(4);
+  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    window_means(p, x, sh, sw, y, [&](int64_t oh, int64_t ow) {
+      return avg_window(p, oh, ow, k, s, pad, count_include_pad);
+    });
+  });
+}
+
 void adaptive_avg_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
   for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh)
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const AvgWindow win = adaptive_window(p, oh, ow);
-        T sum = 0;
-        for (int64_t ih = win.h0; ih < win.h1; ++ih)
-          for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += x[ih * sh + iw * sw];
-        y[oh * p.out_width + ow] = sum / T(win.count);
-      }
+    window_means(p, x, sh, sw, y, [&](int64_t oh, int64_t ow) { return adaptive_window(p, oh, ow); });
   });
 }
 
@@ -252,31 +254,34 @@ void max_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
   convert_into(gx, result);
 }
 
+// window_means' backward: each output pixel's gradient over its divisor,
+// added to every input pixel of its window.
+template <class T, class Window>
+void spread_over_windows(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx, Window window) {
+  for (int64_t oh = 0; oh < p.out_height; ++oh)
+    for (int64_t ow = 0; ow < p.out_width; ++ow) {
+      const AvgWindow win = window(oh, ow);
+      if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
+      const T share = g[oh * sh + ow * sw] / T(win.count);
+      for (int64_t ih = win.h0; ih < win.h1; ++ih)
+        for (int64_t iw = win.w0; iw < win.w1; ++iw) gx[ih * p.width + iw] += share;
+    }
+}
+
 // The linear backward kernels' attributes are the input shape, then the forward's.
 void avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const IntArrayRef k = a.ints(1), s = a.ints(2), pad = a.ints(3);
   const bool count_include_pad = a.b(5);
   for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh)
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const AvgWindow win = avg_window(p, oh, ow, k, s, pad, count_include_pad);
-        if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
-        const T share = g[oh * sh + ow * sw] / T(win.count);
-        for (int64_t ih = win.h0; ih < win.h1; ++ih)
-          for (int64_t iw = win.w0; iw < win.w1; ++iw) gx[ih * p.width + iw] += share;
-      }
+    spread_over_windows(p, g, sh, sw, gx, [&](int64_t oh, int64_t ow) {
+      return avg_window(p, oh, ow, k, s, pad, count_include_pad);
+    });
   });
 }
 
 void adaptive_avg_pool_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
   for_each_grad_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* g, int64_t sh, int64_t sw, T* gx) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh)
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        const AvgWindow win = adaptive_window(p, oh, ow);
-        const T share = g[oh * sh + ow * sw] / T(win.count);
-        for (int64_t ih = win.h0; ih < win.h1; ++ih)
-          for (int64_t iw = win.w0; iw < win.w1; ++iw) gx[ih * p.width + iw] += share;
-      }
+    spread_over_windows(p, g, sh, sw, gx, [&](int64_t oh, int64_t ow) { return adaptive_window(p, oh, ow); });
   });
 }
 
