@@ -151,28 +151,44 @@ void gemm_tile(int64_t mc, int64_t nc, int64_t k, MatrixRef<T> a, MatrixRef<T> b
 
 // A few rows of A against a row-major B (a vector-matrix product, an RNN
 // step): packing B and computing MR-row tiles would cost more than the
-// product. Each row of C is k scaled rows of B summed in increasing k, as
-// the blocked path sums them, kW columns at a time in registers.
+// product. Each row of C is k scaled rows of B summed, kW columns at a time
+// in registers. One sum per column would be a chain of k dependent FMAs,
+// bound by their latency (a 64x64 product: 4 chains of 64); the even and odd
+// rows of B go to two sums instead, added at the end, so twice as many FMAs
+// are in flight.
 template <class T>
 void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc) {
   using V = typename Blocking<T>::V;
   constexpr int64_t L = Blocking<T>::kLanes, kW = 4 * L;
+  auto load = [](const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  };
   for (int64_t i = 0; i < m; ++i) {
     const T* ai = a.data + i * a.rs;
     int64_t j0 = 0;
     for (; j0 + kW <= n; j0 += kW) {
-      V acc[4] = {};
-      for (int64_t p = 0; p < k; ++p) {
+      V even[4] = {}, odd[4] = {};
+      int64_t p = 0;
+      for (; p + 2 <= k; p += 2) {
+        const T x0 = ai[p * a.cs], x1 = ai[(p + 1) * a.cs];
+        const T* b0 = b.data + p * b.rs + j0;
+        const T* b1 = b0 + b.rs;
+#pragma GCC unroll 4
+        for (int64_t h = 0; h < 4; ++h) {
+          even[h] += x0 * load(b0 + h * L);
+          odd[h] += x1 * load(b1 + h * L);
+        }
+      }
+      if (p < k) {
         const T x = ai[p * a.cs];
         const T* bp = b.data + p * b.rs + j0;
 #pragma GCC unroll 4
-        for (int64_t h = 0; h < 4; ++h) {
-          V bv;
-          std::memcpy(&bv, bp + h * L, sizeof(V));
-          acc[h] += x * bv;
-        }
+        for (int64_t h = 0; h < 4; ++h) even[h] += x * load(bp + h * L);
       }
-      std::memcpy(c + i * ldc + j0, acc, sizeof(acc));
+      for (int64_t h = 0; h < 4; ++h) even[h] += odd[h];
+      std::memcpy(c + i * ldc + j0, even, sizeof(even));
     }
     if (j0 == n) continue;
     alignas(64) T acc[kW] = {};
