@@ -22,11 +22,12 @@ OutputSpecs infer_from_attrs(absl::Span<const Tensor>, const Attrs& a) {
 
 OutputSpecs infer_copy(absl::Span<const Tensor> in, const Attrs& a) { return {{dims(in[0].sizes()), a.dtype(0)}}; }
 
-Tensor creation(std::string_view name, IntArrayRef shape, DType dtype, std::initializer_list<AttrValue> extra) {
-  check_shape(shape, name);
+// `op`: a function-local static of the caller's (find_op takes the registry's lock).
+Tensor creation(const OpDef& op, IntArrayRef shape, DType dtype, std::initializer_list<AttrValue> extra) {
+  check_shape(shape, op.name);
   Attrs attrs{dims(shape), dtype};
   for (const AttrValue& v : extra) attrs.push_back(v);
-  return call1(find_op(name), absl::Span<const Tensor>(), attrs);
+  return call1(op, absl::Span<const Tensor>(), attrs);
 }
 
 DType dtype_or(const std::optional<TensorOptions>& o, DType fallback) { return o ? o->dtype_ : fallback; }
@@ -37,13 +38,13 @@ Generator& gen_or_default(Generator* g) { return g ? *g : default_generator(); }
 AttrValue seed_attr(std::pair<uint64_t, uint64_t> s) { return Scalar(int64_t(s.first)); }
 AttrValue counter_attr(std::pair<uint64_t, uint64_t> s) { return Scalar(int64_t(s.second)); }
 
-Tensor random_op(std::string_view name, IntArrayRef shape, DType dtype, Generator* gen,
+Tensor random_op(const OpDef& op, IntArrayRef shape, DType dtype, Generator* gen,
                  std::initializer_list<AttrValue> extra = {}) {
-  check_shape(shape, name);
+  check_shape(shape, op.name);
   const auto s = gen_or_default(gen).reserve(2 * uint64_t(numel_of(shape)));
   Attrs attrs{dims(shape), dtype, seed_attr(s), counter_attr(s)};
   for (const AttrValue& v : extra) attrs.push_back(v);
-  return call1(find_op(name), absl::Span<const Tensor>(), attrs);
+  return call1(op, absl::Span<const Tensor>(), attrs);
 }
 
 }  // namespace
@@ -80,7 +81,8 @@ Tensor empty(IntArrayRef shape, TensorOptions o) {
 }
 
 Tensor full(IntArrayRef shape, const Scalar& value, std::optional<TensorOptions> o) {
-  return creation("full", shape, dtype_or(o, value.default_dtype()), {value});
+  static const OpDef& op = find_op("full");
+  return creation(op, shape, dtype_or(o, value.default_dtype()), {value});
 }
 Tensor zeros(IntArrayRef shape, TensorOptions o) { return full(shape, 0, o); }
 Tensor ones(IntArrayRef shape, TensorOptions o) { return full(shape, 1, o); }
@@ -96,31 +98,37 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::o
              ") is not reachable with step ", st);
   const bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
   const int64_t n = int64_t(std::ceil((e - s) / st));
-  return creation("arange", {n}, dtype_or(o, any_float ? kFloat32 : kInt64), {start, step});
+  static const OpDef& op = find_op("arange");
+  return creation(op, {n}, dtype_or(o, any_float ? kFloat32 : kInt64), {start, step});
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   NNVM_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
-  return creation("linspace", {steps}, o.dtype_, {Scalar(start), Scalar(end)});
+  static const OpDef& op = find_op("linspace");
+  return creation(op, {steps}, o.dtype_, {Scalar(start), Scalar(end)});
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
-  return creation("eye", {n, m.value_or(n)}, o.dtype_, {});
+  static const OpDef& op = find_op("eye");
+  return creation(op, {n, m.value_or(n)}, o.dtype_, {});
 }
 
 Tensor rand(IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(is_floating(o.dtype_), "rand", "expected a floating dtype but got ", o.dtype_);
-  return random_op("uniform", shape, o.dtype_, gen, {Scalar(0.0), Scalar(1.0)});
+  static const OpDef& op = find_op("uniform");
+  return random_op(op, shape, o.dtype_, gen, {Scalar(0.0), Scalar(1.0)});
 }
 
 Tensor randn(IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(is_floating(o.dtype_), "randn", "expected a floating dtype but got ", o.dtype_);
-  return random_op("normal", shape, o.dtype_, gen);
+  static const OpDef& op = find_op("normal");
+  return random_op(op, shape, o.dtype_, gen);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(low < high, "randint", "expected low < high but got low=", low, ", high=", high);
-  return random_op("randint", shape, o.dtype_, gen, {Scalar(low), Scalar(high)});
+  static const OpDef& op = find_op("randint");
+  return random_op(op, shape, o.dtype_, gen, {Scalar(low), Scalar(high)});
 }
 
 Tensor randint(int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
@@ -129,7 +137,8 @@ Tensor randint(int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen)
 
 Tensor bernoulli(const Tensor& p, Generator* gen) {
   const auto s = gen_or_default(gen).reserve(2 * uint64_t(p.numel()));
-  return call1(find_op("bernoulli"), {p}, {seed_attr(s), counter_attr(s)});
+  static const OpDef& op = find_op("bernoulli");
+  return call1(op, {p}, {seed_attr(s), counter_attr(s)});
 }
 
 Tensor bernoulli(IntArrayRef shape, double p, TensorOptions o, Generator* gen) {

@@ -245,10 +245,12 @@ void register_reduction_grads() {
       true, true);
   // The adjoint of a running sum is the running sum from the end, and back.
   register_op("cumsum").grad_with(along_dim_grad([](const GradContext&, const Tensor& g, int64_t dim) {
-    return call1(find_op("cumsum_reverse"), {g}, {dim, g.dtype()});
+    static const OpDef& reverse = find_op("cumsum_reverse");
+    return call1(reverse, {g}, {dim, g.dtype()});
   }), false);
   register_op("cumsum_reverse").grad_with(along_dim_grad([](const GradContext&, const Tensor& g, int64_t dim) {
-    return call1(find_op("cumsum"), {g}, {dim, g.dtype()});
+    static const OpDef& cumsum = find_op("cumsum");
+    return call1(cumsum, {g}, {dim, g.dtype()});
   }), false);
   // y (g - sum(g y)) and g - exp(y) sum(g), from the saved output y.
   register_op("softmax").grad_with(along_dim_grad([](const GradContext& c, const Tensor& g, int64_t dim) {
