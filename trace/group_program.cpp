@@ -231,20 +231,48 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
 
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
                              absl::Span<const Attrs* const> attrs, size_t first, size_t end) const {
+  // A step's operands are moved out of env and back, not copied: a copy of a
+  // Tensor is an atomic increment and decrement in a process with threads. A
+  // value a step names twice is copied the second time.
   absl::InlinedVector<Tensor, 4> ins, outs;
+  absl::InlinedVector<size_t, 8> moved;  // the env slots ins and outs took, in order
+  auto take = [&](absl::InlinedVector<Tensor, 4>& into, int32_t i) {
+    const size_t slot = size_t(ids[size_t(i)]);
+    if (const auto it = std::find(moved.begin(), moved.end(), slot); it != moved.end()) {
+      const size_t at = size_t(it - moved.begin());
+      into.push_back(at < ins.size() ? ins[at] : outs[at - ins.size()]);
+      moved.push_back(SIZE_MAX);  // a copy: nothing to give back
+      return;
+    }
+    into.push_back(std::move(env[slot]));
+    moved.push_back(slot);
+  };
+  // Gives the moved operands back to env, also when a kernel throws.
+  struct GiveBack {
+    absl::InlinedVector<Tensor, 4>& ins;
+    absl::InlinedVector<Tensor, 4>& outs;
+    absl::InlinedVector<size_t, 8>& moved;
+    std::vector<Tensor>& env;
+    ~GiveBack() {
+      for (size_t k = 0; k < moved.size(); ++k)
+        if (moved[k] != SIZE_MAX) env[moved[k]] = std::move(k < ins.size() ? ins[k] : outs[k - ins.size()]);
+      ins.clear();
+      outs.clear();
+      moved.clear();
+    }
+  };
   for (size_t k = first; k < std::min(end, steps_.size()); ++k) {
     const Step& step = steps_[k];
-    ins.clear();
-    outs.clear();
-    for (int32_t i : step.inputs) ins.push_back(env[size_t(ids[size_t(i)])]);
+    const GiveBack give_back{ins, outs, moved, env};
+    for (int32_t i : step.inputs) take(ins, i);
     if (step.op->view) {  // a view of its input's memory: of the arena, an output or a trace input
       ViewSpec v = step.op->view(ins[0], *attrs[k]);
-      env[size_t(ids[size_t(step.outputs[0])])] = pooled_tensor(
-          ins[0].storage(), std::move(v.shape), std::move(v.strides), v.offset, ins[0].dtype(), ins[0].device(),
-          /*is_view=*/true);
+      Tensor view = pooled_tensor(ins[0].storage(), std::move(v.shape), std::move(v.strides), v.offset,
+                                  ins[0].dtype(), ins[0].device(), /*is_view=*/true);
+      env[size_t(ids[size_t(step.outputs[0])])] = std::move(view);
       continue;
     }
-    for (int32_t i : step.outputs) outs.push_back(env[size_t(ids[size_t(i)])]);
+    for (int32_t i : step.outputs) take(outs, i);
     step.op->kernels[size_t(kCPU)](ins, outs, *attrs[k]);
   }
 }

@@ -154,6 +154,21 @@ TEST(FusedPlan, MatmulWithBiasAndRelu) {
   EXPECT_EQ(count_groups(*plan, GroupKind::kMatmulEpilogue, false), 1) << plan->to_string();
 }
 
+// A node-by-node step that names one value twice (x @ x, then x @ x + x in
+// the epilogue's matmul) gets it twice, and the value is still there for the
+// steps after it and for a second run.
+TEST(FusedPlan, AStepNamingOneValueTwice) {
+  Trace t;
+  const Tensor x = testing::random({9, 9}, kFloat32, 16);
+  const ValueId xv = t.add_input(x);
+  const ValueId square = t.add_node1(op("matmul"), {xv, xv});
+  const ValueId again = t.add_node1(op("matmul"), {square, square});
+  t.mark_output(t.add_node1(op("add"), {again, xv}, {Scalar(1)}));
+  t.mark_output(square);
+  auto plan = expect_matches_interpreter(t, {x});
+  EXPECT_EQ(count_groups(*plan, GroupKind::kMatmulEpilogue, false), 1) << plan->to_string();
+}
+
 TEST(FusedPlan, ViewsInsideTheTraceAndSeveralOutputs) {
   Trace t;
   const Tensor x = testing::random({8, 12}, kFloat32, 16), y = testing::random({12, 8}, kFloat32, 17);
