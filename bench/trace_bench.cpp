@@ -83,11 +83,11 @@ void BM_PlanReplay(benchmark::State& state) {
   const trace::ValueId e = node("exp", {node("add", {node("mul", {x, y}), x}, {Scalar(1)})});
   t.mark_output(node("sum", {node("relu", {node("add", {e, y}, {Scalar(-1)})})}, {DimVector{}, false, kFloat32}));
   const trace::FusedPlan plan(t);
-  const std::vector<Tensor> inputs = {a, b};
+  std::vector<Tensor> inputs = {a, b};  // borrowed by each run
   std::vector<bool> written;
   std::vector<Tensor> results;
   for (auto _ : state) {
-    plan.run_into(inputs, t.scalars(), {}, written, results);
+    plan.run_into(absl::MakeSpan(inputs), t.scalars(), {}, written, results);
     benchmark::DoNotOptimize(results.data());
   }
 }

@@ -173,6 +173,12 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
     }
   }
   for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
+  for (size_t i = 0; i < trace_.outputs().size(); ++i) {
+    const ValueId v = trace_.outputs()[i];
+    const bool last = std::find(trace_.outputs().begin() + ptrdiff_t(i) + 1, trace_.outputs().end(), v) ==
+                      trace_.outputs().end();
+    output_moves_.push_back(last && !trace_.value(v).is_input() && !in_arena[size_t(v)]);
+  }
   plan_direct_writes();
   if (!knobs().dump_dir.empty()) dump(knobs().dump_dir);
 }
@@ -302,13 +308,14 @@ FusedPlan::ArenaTensors FusedPlan::take_arena() const {
 }
 
 std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
+  std::vector<Tensor> own(inputs.begin(), inputs.end());
   std::vector<bool> written;
   std::vector<Tensor> results;
-  run_into(inputs, scalars, {}, written, results);
+  run_into(absl::MakeSpan(own), scalars, {}, written, results);
   return results;
 }
 
-void FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
                          absl::Span<const Tensor> targets, std::vector<bool>& written,
                          std::vector<Tensor>& results) const {
   const Trace& t = trace_;
@@ -316,24 +323,19 @@ void FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scala
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
   NNVM_CHECK(inputs.size() == t.inputs().size(), "FusedPlan", "the trace takes ", t.inputs().size(),
              " inputs but got ", inputs.size());
-  // The run's tensors by value with the arena's bound (a nested run finds
-  // the thread's kept arena taken and makes its own). The run holds the
-  // arena and its values' tensors until it returns.
-  ArenaTensors arena = take_arena();
-  std::vector<Tensor>& env = arena.env;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
     NNVM_CHECK(inputs[i].dtype() == v.dtype && inputs[i].sizes() == IntArrayRef(v.shape), "FusedPlan", "input ",
                i, " is ", dtype_name(inputs[i].dtype()), shape_str(inputs[i].sizes()), "; the plan expects ",
                dtype_name(v.dtype), shape_str(v.shape));
-    env[size_t(t.inputs()[i])] = inputs[i];
   }
-  for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
-  detail::RunEagerly eager;  // a kernel that calls an op runs it now
-  NoGradGuard no_grad;
-
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
              t.outputs().size(), " outputs but got ", targets.size(), " targets");
+  // The run's tensors by value with the arena's bound (a nested run finds
+  // the thread's kept arena taken and makes its own). The run holds the
+  // arena and its values' tensors until it returns.
+  ArenaTensors arena = take_arena();
+  std::vector<Tensor>& env = arena.env;
   written.assign(targets.size(), false);
   for (size_t i = 0; i < targets.size(); ++i) {
     Tensor& slot = env[size_t(t.outputs()[i])];
@@ -341,6 +343,26 @@ void FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scala
     slot = targets[i];
     written[i] = true;
   }
+  // The inputs are borrowed: moved into env, and back before the run returns
+  // or throws (a copy of each would be two atomic operations in a process
+  // with threads).
+  struct Borrowed {
+    absl::Span<Tensor> inputs;
+    const std::vector<ValueId>& ids;
+    std::vector<Tensor>* env;  // null once given back
+    void give_back() {
+      for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = std::move((*env)[size_t(ids[i])]);
+      env = nullptr;
+    }
+    ~Borrowed() {
+      if (env) give_back();
+    }
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) env[size_t(t.inputs()[i])] = std::move(inputs[i]);
+  Borrowed borrowed{inputs, t.inputs(), &env};
+  for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
+  detail::RunEagerly eager;  // a kernel that calls an op runs it now
+  NoGradGuard no_grad;
 
   absl::InlinedVector<const Attrs*, 8> group_attrs;
   absl::InlinedVector<Attrs, 4> bound;  // a group's attributes with Scalars bound; only for nodes with slots
@@ -372,7 +394,11 @@ void FusedPlan::run_into(absl::Span<const Tensor> inputs, absl::Span<const Scala
     group_attrs.clear();
   }
   results.clear();
-  for (ValueId v : t.outputs()) results.push_back(env[size_t(v)]);
+  for (size_t i = 0; i < t.outputs().size(); ++i) {
+    Tensor& out = env[size_t(t.outputs()[i])];
+    results.push_back(output_moves_[i] ? std::move(out) : out);
+  }
+  borrowed.give_back();  // before keep_arena takes env
   keep_arena(std::move(arena));
 }
 

@@ -43,7 +43,7 @@ class FusedPlan final : public Plan {
   FusedPlan& operator=(const FusedPlan&) = delete;
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
-  void run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars, absl::Span<const Tensor> targets,
+  void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars, absl::Span<const Tensor> targets,
                 std::vector<bool>& written, std::vector<Tensor>& results) const override;
   const Trace& trace() const override { return trace_; }
   // The trace, the fusion plan, how each group runs, and the memory plan.
@@ -122,6 +122,10 @@ class FusedPlan final : public Plan {
                                                  // (trace outputs, empty values)
   std::vector<DirectWrite> direct_;      // per trace output
   std::vector<int32_t> input_last_step_;  // per trace input: the last step reading it (the step count for outputs)
+  // Per trace output: the run moves its tensor into the results (its last
+  // place among the outputs, not an input, not an arena value a kept arena
+  // binds again), else copies it.
+  std::vector<bool> output_moves_;
   uint64_t hash_ = 0;
   uint64_t id_ = 0;  // this plan among every plan of the process
 };

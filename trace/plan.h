@@ -23,9 +23,10 @@ class Plan {
   // into targets[i] when nothing reads the target's old contents afterwards;
   // it then returns targets[i] as output i and sets written[i], and the
   // caller neither copies nor holds a second parameter-sized buffer. The
-  // outputs go into `results` (a caller's buffer, kept from run to run). The
-  // default writes no target.
-  virtual void run_into(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars,
+  // outputs go into `results` (a caller's buffer, kept from run to run).
+  // `inputs` are borrowed: the run may move them out, and gives them back
+  // before it returns or throws. The default writes no target.
+  virtual void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
                         absl::Span<const Tensor> targets, std::vector<bool>& written,
                         std::vector<Tensor>& results) const {
     written.assign(targets.size(), false);

@@ -254,14 +254,14 @@ class Recorder {
         compiled = cursor_.look_up_compiled(global_trace_cache());
       if (compiled) {
         ++stats_.flushes_unbuilt;
-        compiled->plan->run_into(inputs, compiled->entry->scalars(), targets, written_into, results);
+        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->entry->scalars(), targets, written_into, results);
       } else {
         build_with_outputs(cursor_.entry());
         if (observer_) observer_(t);
         const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
         if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                       static_cast<unsigned long long>(found.hash), t.to_string().c_str());
-        if (found.plan) found.plan->run_into(inputs, t.scalars(), targets, written_into, results);
+        if (found.plan) found.plan->run_into(absl::MakeSpan(inputs), t.scalars(), targets, written_into, results);
         else results = interpret(t, inputs);
       }
     } catch (const std::exception&) {

@@ -32,7 +32,9 @@ Written run_against_interpreter(const Trace& t, const std::vector<Tensor>& input
   for (Tensor& e : expected) e = e.clone();
   const FusedPlan plan(t);
   Written w;
-  plan.run_into(inputs, {}, targets, w.written, w.results);
+  std::vector<Tensor> borrowed = inputs;
+  plan.run_into(absl::MakeSpan(borrowed), {}, targets, w.written, w.results);
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(borrowed[i].is_same(inputs[i])) << "input " << i << " given back";
   EXPECT_EQ(w.results.size(), expected.size());
   for (size_t i = 0; i < expected.size() && i < w.results.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "output " << i << "\n" << plan.to_string());
