@@ -267,9 +267,9 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
     for (int32_t i : step.inputs) take(ins, i);
     if (step.op->view) {  // a view of its input's memory: of the arena, an output or a trace input
       ViewSpec v = step.op->view(ins[0], *attrs[k]);
-      Tensor view = pooled_tensor(ins[0].storage(), std::move(v.shape), std::move(v.strides), v.offset,
-                                  ins[0].dtype(), ins[0].device(), /*is_view=*/true);
-      env[size_t(ids[size_t(step.outputs[0])])] = std::move(view);
+      env[size_t(ids[size_t(step.outputs[0])])] = pooled_tensor(
+          ins[0].storage(), std::move(v.shape), std::move(v.strides), v.offset, ins[0].dtype(), ins[0].device(),
+          /*is_view=*/true);
       continue;
     }
     for (int32_t i : step.outputs) take(outs, i);
