@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nnvm/core/device.h"
@@ -29,6 +30,20 @@ struct Node;
 }  // namespace autograd
 
 struct TensorImpl {
+  TensorImpl() = default;
+  // Constructed with its layout: copying a DimVector into a new one is a
+  // memcpy, assigning one is a loop (core/block_pool.h's pooled_tensor).
+  template <class Shape, class Strides>
+  TensorImpl(std::shared_ptr<Storage> storage_, Shape&& shape_, Strides&& strides_, int64_t offset_, DType dtype_,
+             Device device_, bool is_view_)
+      : storage(std::move(storage_)),
+        shape(std::forward<Shape>(shape_)),
+        strides(std::forward<Strides>(strides_)),
+        offset(offset_),
+        dtype(dtype_),
+        device(device_),
+        is_view(is_view_) {}
+
   std::shared_ptr<Storage> storage;
   DimVector shape;
   DimVector strides;

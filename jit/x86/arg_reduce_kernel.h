@@ -45,7 +45,7 @@ class ArgReduceKernel final : public Generator {
 
   ArgReduceKernel(const LoopIR& ir, std::string_view accesses, ReduceAxis axis, Isa isa);
 
-  void operator()(ReduceCall* call) const { reinterpret_cast<void (*)(ReduceCall*)>(entry())(call); }
+  void operator()(ReduceCall* call) const { run_code(call); }
 
  private:
   void generate_rows();

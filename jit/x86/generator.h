@@ -65,6 +65,11 @@ class Generator : public Xbyak::CodeGenerator {
 
   // The entry point, valid after finalize().
   const void* entry() const { return getCode(); }
+  // Calls the generated code, a function of one argument, with `call`.
+  template <class Call>
+  void run_code(Call* call) const {
+    reinterpret_cast<void (*)(Call*)>(const_cast<void*>(entry()))(call);
+  }
   size_t code_bytes() const { return getSize(); }
 
  protected:

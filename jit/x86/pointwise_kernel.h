@@ -81,7 +81,7 @@ class PointwiseKernel final : public Generator {
   // `stream`: non-temporal stores; every output pointer of a call must be 64-byte aligned.
   PointwiseKernel(const LoopIR& ir, std::string_view accesses, Isa isa, bool stream = false);
 
-  void operator()(PointwiseCall* call) const { reinterpret_cast<void (*)(PointwiseCall*)>(entry())(call); }
+  void operator()(PointwiseCall* call) const { run_code(call); }
 
  private:
   struct Location {

@@ -72,7 +72,7 @@ class RowwiseKernel final : public Generator {
  public:
   RowwiseKernel(const RowwiseSpec& spec, Isa isa);
 
-  void operator()(RowwiseCall* call) const { reinterpret_cast<void (*)(RowwiseCall*)>(entry())(call); }
+  void operator()(RowwiseCall* call) const { run_code(call); }
 
  private:
   void generate();

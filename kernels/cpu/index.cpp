@@ -69,7 +69,9 @@ void gather_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, co
   const Tensor self = at_least_1d(in[0]), index = at_least_1d(in[1]), o = at_least_1d(out[0]);
   if (index.numel() == 0) return;
   const int64_t d = a.i(0), size = self.size(d);
-  const auto [src, step] = along_index(self, index, d);
+  const auto along = along_index(self, index, d);
+  const Tensor& src = along.first;  // named, not a structured binding: lambdas below capture them
+  const int64_t step = along.second;
   with_index_type(index.dtype(), [&](auto index_zero) {
     using I = decltype(index_zero);
     NNVM_DISPATCH_ALL(self.dtype(), "gather", [&] {
@@ -93,7 +95,9 @@ KernelFn scatter_kernel(const char* name, ScatterMode mode) {
     copy_values(o, self);
     if (index.numel() == 0) return;
     const int64_t d = a.i(0), size = o.size(d);
-    const auto [dst, step] = along_index(o, index, d);
+    const auto along = along_index(o, index, d);
+    const Tensor& dst = along.first;  // named, not a structured binding: lambdas below capture them
+    const int64_t step = along.second;
     // The value form has no src; the index stands in as an operand never read.
     const Tensor src = mode == ScatterMode::Value
                            ? index

@@ -65,7 +65,7 @@ class Parser {
         std::string key = string();
         if (v.find(key) != nullptr) fail(detail::concat("duplicate key \"", key, "\""));
         expect(':');
-        v.object.emplace_back(std::move(key), value(depth + 1));
+        v.object.push_back({std::move(key), value(depth + 1)});
         if (peek() == '}') break;
         expect(',');
       }

@@ -12,6 +12,8 @@
 
 namespace nnvm::json {
 
+struct Member;
+
 struct Value {
   enum class Kind { Null, Bool, Number, String, Array, Object };
   Kind kind = Kind::Null;
@@ -21,9 +23,14 @@ struct Value {
   double number = 0;
   std::string string;
   std::vector<Value> array;
-  std::vector<std::pair<std::string, Value>> object;
+  std::vector<Member> object;  // in the document's order
 
   const Value* find(std::string_view key) const;
+};
+
+struct Member {
+  std::string key;
+  Value value;
 };
 
 // Parses one JSON document (whitespace around it allowed); throws nnvm::Error
