@@ -47,7 +47,7 @@ bool is_recording();
 void set_trace_cap(int64_t nodes);
 int64_t trace_cap();
 
-class OpDef;
+struct OpDef;
 class Attrs;
 struct OutputSpec;
 

@@ -65,10 +65,10 @@ class Generator : public Xbyak::CodeGenerator {
 
   // The entry point, valid after finalize().
   const void* entry() const { return getCode(); }
-  // Calls the generated code, a function of one argument, with `call`.
-  template <class Call>
-  void run_code(Call* call) const {
-    reinterpret_cast<void (*)(Call*)>(const_cast<void*>(entry()))(call);
+  // Calls the generated code as a function of `args`' types.
+  template <class... Args>
+  void run_code(Args... args) const {
+    reinterpret_cast<void (*)(Args...)>(const_cast<void*>(entry()))(args...);
   }
   size_t code_bytes() const { return getSize(); }
 

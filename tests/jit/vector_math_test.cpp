@@ -128,7 +128,7 @@ class ExpReferenceKernel final : public Generator {
     finalize();
   }
   void operator()(const float* x, float* y, int64_t n) const {
-    reinterpret_cast<void (*)(const float*, float*, int64_t)>(entry())(x, y, n);
+    run_code(x, y, n);
   }
 };
 
@@ -168,8 +168,11 @@ TEST(VectorMath, Softplus) {
   for (auto [beta, threshold] : {std::pair{1.0f, 20.0f}, {2.0f, 5.0f}, {0.5f, 30.0f}, {-1.5f, 20.0f}}) {
     SCOPED_TRACE(::testing::Message() << "beta " << beta << " threshold " << threshold);
     expect_accuracy(
-        "softplus", [&](Isa isa, const std::vector<float>& x) { return run(ir, isa, x, {beta, threshold}); },
-        [&](float x) {
+        "softplus",
+        [&, beta = beta, threshold = threshold](Isa isa, const std::vector<float>& x) {
+          return run(ir, isa, x, {beta, threshold});
+        },
+        [beta = beta, threshold = threshold](float x) {  // init-captures: clang 14 cannot capture a structured binding
           const float t = x * beta;
           return t > threshold ? double(x) : std::log1p(std::exp(double(t))) / double(beta);
         },

@@ -225,7 +225,7 @@ void check_binary(const BinaryCase& c, DType ta, DType tb) {
     const std::vector<double> va = values(a), vb = values(b);
     const Tensor reference_dtype = c.op(a, b);
     std::vector<double> expected;
-    testing::for_each_index(out_shape, [&](const DimVector& idx) {
+    testing::for_each_index(out_shape, [&, &sa = sa, &sb = sb](const DimVector& idx) {  // clang 14: no binding captures
       expected.push_back(round_to(c.ref(va[testing::broadcast_offset(idx, sa)], vb[testing::broadcast_offset(idx, sb)]),
                                   reference_dtype.dtype()));
     });

@@ -153,7 +153,7 @@ TEST(ReduceGrad, AlongDimOps) {
       for (int64_t dim = -1; dim < int64_t(shape.size()); ++dim) {
         SCOPED_TRACE(std::string(name) + " " + shape_str(shape) + " dim " + std::to_string(dim));
         Tensor x = leaf(shape, 41);
-        auto f = [&](const std::vector<Tensor>& in) {
+        auto f = [&, &fn = fn](const std::vector<Tensor>& in) {  // clang 14 cannot capture a structured binding
           const Tensor v = in[0].dim() > 1 ? in[0].transpose(0, in[0].dim() - 1) : in[0];
           return fn(v, dim);
         };
