@@ -352,7 +352,11 @@ TEST(Recognise, GeluExactAndTanh) {
 Trace gelu_chain(DType dtype, double inv_sqrt2, ScalarBinding scalars = ScalarBinding::kCompileTime) {
   Builder b{{}, scalars};
   const ValueId x = b.input(dtype, {8});
-  b.t.mark_output(b.mul(b.times(x, 0.5), b.plus(b.node("erf", {b.times(x, inv_sqrt2)}), 1)));
+  // one statement per node: the order of a call's arguments is the compiler's choice
+  const ValueId scaled = b.times(x, inv_sqrt2);
+  const ValueId erf = b.node("erf", {scaled});
+  const ValueId half = b.times(x, 0.5);
+  b.t.mark_output(b.mul(half, b.plus(erf, 1)));
   return std::move(b.t);
 }
 
