@@ -37,7 +37,8 @@ double atol_for(DType t, int64_t k) { return (t == kFloat64 ? 1e-12 : 2e-6) * do
 TEST(LinalgMatmul, MatchesNaiveOnOddSizesAndLayouts) {
   const int64_t sizes[][3] = {{1, 1, 1}, {7, 33, 1}, {1, 65, 7}, {33, 7, 65}, {65, 130, 33}, {130, 65, 130},
                               {7, 1, 130}, {6, 256, 32}, {13, 300, 47},
-                              {1, 64, 64}, {5, 70, 40}, {3, 300, 129}};  // the last three: few rows, no packing
+                              {1, 64, 64}, {5, 70, 40}, {3, 300, 129},  // few rows, no packing
+                              {2, 33, 70}};  // few rows, an odd k: the last row of B has no pair
   for (DType dt : {kFloat32, kFloat64}) {
     uint64_t seed = 1;
     for (const auto& s : sizes) {
