@@ -66,6 +66,9 @@ struct TraceHooks {
   // Computes what the recorder owes `storage` (its trace flushes).
   void (*materialize)(Storage& storage);
   void (*flush)();
+  // Called before `impl` is pointed at other memory (Tensor::set_data): a
+  // trace that reads impl's storage keeps it alive until it runs.
+  void (*repoint)(const TensorImpl& impl);
 };
 
 void install_trace_hooks(const TraceHooks* hooks);

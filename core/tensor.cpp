@@ -32,6 +32,20 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * int64_t(itemsize(impl_->dtype));
 }
 
+void Tensor::set_data(const Tensor& value) const {
+  NNVM_CHECK(defined() && value.defined(), "set_data", "both tensors must be defined");
+  if (const detail::TraceHooks* hooks = detail::trace_hooks()) hooks->repoint(*impl_);
+  TensorImpl& impl = *impl_;
+  const TensorImpl& src = *value.impl_;
+  impl.storage = src.storage;
+  impl.shape = src.shape;
+  impl.strides = src.strides;
+  impl.offset = src.offset;
+  impl.dtype = src.dtype;
+  impl.device = src.device;
+  impl.is_view = false;
+}
+
 void Tensor::check_dtype(DType expected, std::string_view op) const {
   NNVM_CHECK(defined(), op, "the tensor is undefined");
   NNVM_CHECK(impl_->dtype == expected, op, "expected a tensor of dtype ", dtype_name(expected),

@@ -143,6 +143,10 @@ class Tensor {
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
 
   // ---- copies and casts ----
+  // Points this tensor's every handle at `value`'s memory and layout
+  // (libtorch's set_data; Module::to). A trace recorded before still reads
+  // what the tensor was.
+  void set_data(const Tensor& value) const;
   Tensor contiguous() const;  // returns *this when already contiguous
   Tensor clone() const;
   Tensor to(DType dtype) const;  // returns *this when the dtype already matches

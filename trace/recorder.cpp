@@ -126,8 +126,10 @@ class Recorder {
                             ? cursor_.repeated_node(node_count(), value_count(), op, inputs, ids, attrs)
                             : nullptr;
     if (known) {
-      for (size_t i = 0; i < inputs.size(); ++i)  // the node's new trace inputs
-        if (size_t(known->inputs[i]) >= value_count()) value_of(inputs[i], op.name);
+      // The node's new trace inputs: predict_ids found each without a record
+      // and not an input as it is now. (A tensor read twice is new once.)
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (size_t(known->inputs[i]) >= value_count()) take_input(input_for(inputs[i].impl()), inputs[i]);
       if (unbuilt_) {
         first = ValueId(followed_values_);
         NNVM_DCHECK(known->outputs.empty() || known->outputs[0] == first);
@@ -199,12 +201,13 @@ class Recorder {
     std::vector<Bind>& binds = binds_;
     binds.clear();
     for (Owed& o : owed_) {
-      std::shared_ptr<Storage> s = o.storage.lock();
-      if (o.record->kind == Record::kContents && !s) continue;
+      // Held by owed_ alone: no tensor refers to it, and none can again.
+      const bool dropped = o.storage.use_count() == 1;
+      if (o.record->kind == Record::kContents && dropped) continue;
       outputs_.push_back(o.record->value);
-      if (s) s->set_pending(nullptr);
-      binds.push_back({o.record->kind == Record::kContents ? std::move(s) : nullptr, std::move(o.record->target),
-                       o.record});
+      o.storage->set_pending(nullptr);
+      binds.push_back({o.record->kind == Record::kContents ? std::move(o.storage) : nullptr,
+                       std::move(o.record->target), o.record});
     }
     const bool repeated = cursor_.repeats(node_count(), value_count(), inputs_.size(), outputs_);
     stats_.flushes_repeated += repeated;
@@ -325,6 +328,15 @@ class Recorder {
     copy_kernel({r}, {Tensor(std::move(impl))}, {});
   }
 
+  // impl is about to point at other memory: an input of the trace that is
+  // what impl is now keeps its storage.
+  void repoint(const TensorImpl& impl) {
+    const Input* in = find_input(&impl);
+    if (!in || in->value < 0) return;
+    InputRef& input = inputs_[in->index];
+    if (!input.kept && impl.storage.get() == input.storage) input.kept = impl.storage;
+  }
+
   RecorderStats stats() const {
     RecorderStats s = stats_;
     s.nodes = int64_t(node_count());
@@ -341,18 +353,26 @@ class Recorder {
   // A materialised tensor the trace reads: the tensor itself (no copy of its
   // metadata) and what a program may re-point before the flush (its storage
   // and offset; the trace's input value keeps its dtype, shape and strides).
+  // The storage is not held (two atomic operations per input and trace):
+  // the tensor holds it, and Tensor::set_data, the one way to re-point a
+  // tensor, has the recorder keep it first (repoint).
   struct InputRef {
     Tensor tensor;
-    std::shared_ptr<Storage> storage;
+    const Storage* storage = nullptr;
     int64_t offset = 0;
     bool is_view = false;
+    std::shared_ptr<Storage> kept;  // the storage, once the tensor was re-pointed
   };
   struct Input {
     ValueId value = -1;
     size_t index = 0;  // into inputs_
   };
+  // A storage the trace owes something, held until the flush: a weak
+  // reference would cost four atomic operations per lazy tensor (take, lock,
+  // release, drop) where this costs one, and a lazy storage no tensor holds
+  // any more (use_count 1) can never be reached again.
   struct Owed {
-    std::weak_ptr<Storage> storage;
+    std::shared_ptr<Storage> storage;
     Record* record;  // in arena_
   };
 
@@ -412,7 +432,7 @@ class Recorder {
   void abandon(const char* why) {
     const auto failure = std::make_shared<const std::string>(why);
     for (Owed& o : owed_)
-      if (const std::shared_ptr<Storage> s = o.storage.lock()) fail(*s, *o.record, failure);
+      if (o.storage.use_count() > 1) fail(*o.storage, *o.record, failure);
     owed_.clear();
   }
 
@@ -486,11 +506,15 @@ class Recorder {
       return view;
     }
     Input& in = input_for(t.impl());
-    if (in.value < 0 || !unchanged(*t.impl(), inputs_[in.index], value(in.value))) {
-      in.value = unbuilt_ ? ValueId(followed_values_++) : trace_.add_input(t);
-      in.index = inputs_.size();
-      inputs_.push_back({t, t.storage(), t.storage_offset(), t.impl()->is_view});
-    }
+    if (in.value >= 0 && unchanged(*t.impl(), inputs_[in.index], value(in.value))) return in.value;
+    return take_input(in, t);
+  }
+
+  // Makes the materialised tensor t, whose entry is `in`, a new input of the trace.
+  ValueId take_input(Input& in, const Tensor& t) {
+    in.value = unbuilt_ ? ValueId(followed_values_++) : trace_.add_input(t);
+    in.index = inputs_.size();
+    inputs_.push_back({t, t.impl()->storage.get(), t.storage_offset(), t.impl()->is_view, nullptr});
     return in.value;
   }
 
@@ -518,7 +542,7 @@ class Recorder {
 
   // t is still what the trace took as input `v`.
   static bool unchanged(const TensorImpl& t, const InputRef& input, const Value& v) {
-    return t.storage == input.storage && t.offset == input.offset && t.dtype == v.dtype &&
+    return t.storage.get() == input.storage && t.offset == input.offset && t.dtype == v.dtype &&
            same_dims(t.shape, v.shape) && same_dims(t.strides, v.strides);
   }
 
@@ -526,8 +550,13 @@ class Recorder {
   // has re-pointed it since (Module::to, set_data), a handle to what it was.
   static Tensor as_recorded(InputRef& input, const Value& v) {
     if (unchanged(*input.tensor.impl(), input, v)) return std::move(input.tensor);
+    // Edited behind the recorder's back (not through set_data): the memory
+    // may be gone. An undefined input fails the ops that read it, as any
+    // failing op of a trace does, and nothing else.
+    if (!input.kept) [[unlikely]]
+      return Tensor();
     auto impl = std::make_shared<TensorImpl>();
-    impl->storage = std::move(input.storage);
+    impl->storage = std::move(input.kept);
     impl->shape = v.shape;
     impl->strides = v.strides;
     impl->offset = input.offset;
@@ -605,6 +634,7 @@ const detail::TraceHooks kHooks{
        const Tensor& out) { recorder().record_into(op, inputs, attrs, result, out); },
     [](Storage& s) { recorder().materialize(s); },
     [] { recorder().flush(); },
+    [](const TensorImpl& impl) { recorder().repoint(impl); },
 };
 
 NNVM_REGISTER(trace_recorder) { detail::install_trace_hooks(&kHooks); }

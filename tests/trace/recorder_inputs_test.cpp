@@ -53,15 +53,35 @@ TEST(RecorderInputs, ATensorRepointedBeforeTheFlushIsReadAsRecorded) {
     }
     mark_step();
     const Tensor y = x * 2 + 1;
-    TensorImpl& impl = *x.impl();  // what set_data does
-    impl.storage = other.impl()->storage;
-    impl.shape = other.impl()->shape;
-    impl.strides = other.impl()->strides;
-    impl.offset = other.impl()->offset;
-    impl.dtype = other.impl()->dtype;
+    x.set_data(other);
+    Tensor reuse;  // were x's old memory freed, the next tensor of its size would take it
+    {
+      EagerGuard eager;
+      reuse = full({3, 4}, 7.0);
+    }
     const Tensor z = x * 3;
     testing::expect_tensors_close(y, before, 0, 0);
     testing::expect_tensors_close(z, after, 0, 0);
+  }
+}
+
+// A tensor re-pointed by editing its TensorImpl (not through set_data): the
+// ops of the trace that read it fail with an nnvm::Error, the others keep
+// their values, and nothing reads memory that may be gone.
+TEST(RecorderInputs, ATensorEditedBehindTheTracesBackFailsItsReaders) {
+  if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
+  for (int round = 0; round < 3; ++round) {  // cold and hot
+    SCOPED_TRACE(round);
+    Tensor x = testing::random({3, 4}, kFloat32, 1);
+    const Tensor w = testing::random({3, 4}, kFloat32, 2);
+    const Tensor view = x[0];  // keeps x's memory alive for the test's own check
+    mark_step();
+    const Tensor y = x * 2;
+    const Tensor z = w * 2;
+    x.impl()->storage = testing::random({3, 4}, kFloat32, 3).storage();
+    EXPECT_THROW(y.to_vector<float>(), Error);
+    EagerGuard eager;
+    testing::expect_tensors_close(z, w * 2, 0, 0);
   }
 }
 

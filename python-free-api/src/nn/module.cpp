@@ -19,20 +19,6 @@ void check_name(const std::string& name, std::string_view what) {
              "' must be non-empty and contain no '.'");
 }
 
-// Points every handle to `t` at `value`'s data (libtorch's set_data): the
-// module's member, its registry entry and an optimizer's list all share the impl.
-void set_data(const Tensor& t, const Tensor& value) {
-  TensorImpl& impl = *t.impl();
-  const TensorImpl& src = *value.impl();
-  impl.storage = src.storage;
-  impl.shape = src.shape;
-  impl.strides = src.strides;
-  impl.offset = src.offset;
-  impl.dtype = src.dtype;
-  impl.device = src.device;
-  impl.is_view = false;
-}
-
 }  // namespace
 
 Module::Module(std::string name) : name_(std::move(name)) {}
@@ -105,11 +91,11 @@ void Module::to(DType dtype) {
   NoGradGuard no_grad;
   for (Tensor& p : parameters())
     if (p.is_floating_point() && p.dtype() != dtype) {
-      set_data(p, p.to(dtype));
+      p.set_data(p.to(dtype));
       if (p.grad().defined()) p.mutable_grad() = Tensor();  // a gradient of the old dtype
     }
   for (const Tensor& b : buffers())
-    if (b.is_floating_point() && b.dtype() != dtype) set_data(b, b.to(dtype));
+    if (b.is_floating_point() && b.dtype() != dtype) b.set_data(b.to(dtype));
 }
 
 void Module::zero_grad(bool set_to_none) {
