@@ -92,23 +92,43 @@ inline uint64_t next_program_id() {
   return ++ids;
 }
 
+// A caller's promise about a run's operand layouts. `layouts` names a place
+// that runs a program with the same operand sizes and strides every time (a
+// hot plan's group, whose inputs have the strides its signature fixes); 0:
+// no promise. `context` is whatever else the key reads that may change
+// between runs (the ISA, the thread count). A run with the stamp of the
+// thread's last launch of the program skips the key compare.
+struct LaunchStamp {
+  uint64_t layouts = 0;
+  int64_t context = 0;
+};
+
 // The launch a run of program `program` uses: the calling thread's copy of
-// the program's last launch when `describe` matches its key (no atomic
-// operation: a tiny kernel's run notices the four of loading a shared
-// pointer atomically), else the program's shared `last` when it matches,
-// else plan() (a new launch, or null: nothing runs). The thread keeps a few
-// programs' launches, by id; its copy lives until it runs another program
-// in that place, so the launch outlives the run.
+// the program's last launch when that launch had the same stamp or
+// `describe` matches its key (no atomic operation: a tiny kernel's run
+// notices the four of loading a shared pointer atomically), else the
+// program's shared `last` when it matches, else plan() (a new launch, or
+// null: nothing runs). The thread keeps a few programs' launches, by id; its
+// copy lives until it runs another program in that place, so the launch
+// outlives the run.
 template <class Launch, class Describe, class Plan>
 const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const Launch>>& last,
-                          const Describe& describe, const Plan& plan) {
+                          const Describe& describe, const Plan& plan, LaunchStamp stamp = {}) {
   struct Slot {
     uint64_t program = 0;
     std::shared_ptr<const Launch> launch;
+    LaunchStamp stamp;  // of the run that last matched the launch
   };
   thread_local std::array<Slot, 8> slots;
   Slot& slot = slots[program % slots.size()];
-  if (slot.program == program && key_matches(slot.launch->key, describe)) return slot.launch.get();
+  if (slot.program == program) {
+    if (stamp.layouts != 0 && slot.stamp.layouts == stamp.layouts && slot.stamp.context == stamp.context)
+      return slot.launch.get();
+    if (key_matches(slot.launch->key, describe)) {
+      slot.stamp = stamp;
+      return slot.launch.get();
+    }
+  }
   std::shared_ptr<const Launch> launch = last.load();
   if (!launch || !key_matches(launch->key, describe)) {
     launch = plan();
@@ -117,6 +137,7 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
   }
   slot.program = program;
   slot.launch = std::move(launch);
+  slot.stamp = stamp;
   return slot.launch.get();
 }
 

@@ -218,7 +218,7 @@ bool PointwiseJit::wants_stream(int64_t numel) const {
 }
 
 bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
-                       absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
+                       absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts) const {
   const Isa isa = active_isa();
   if (!lowering_.ok() || isa == Isa::kPortable) return false;
   const LoopIR& ir = lowering_.ir;
@@ -237,8 +237,10 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     for (size_t k = size_t(ir.inputs); k < operands && may_stream; ++k)
       key.value(reinterpret_cast<uintptr_t>(base[k]) % 64 == 0);
   };
-  const Launch* launch =
-      find_launch(id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); });
+  // a stream decision also reads the outputs' alignment, which no layout promise covers
+  const LaunchStamp stamp{may_stream ? 0 : layouts, int64_t(isa)};
+  const Launch* launch = find_launch(
+      id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, stamp);
   if (!launch) return false;
   const Launch& l = *launch;
   const LoopSpace& space = l.space;

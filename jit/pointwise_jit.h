@@ -72,8 +72,9 @@ class PointwiseJit {
 
   // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
   // active ISA and the operands' layouts allow; false: nothing ran.
+  // `layouts`: a LaunchStamp::layouts promise, or 0.
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
-           absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
+           absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts = 0) const;
 
  private:
   // A run's loop space, variant and block geometry, reused by every later

@@ -268,7 +268,7 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
 }
 
 bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
-                    absl::Span<const Attrs* const> attrs, IntArrayRef loop) const {
+                    absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts) const {
   const Isa isa = active_isa();
   if (!lowering_.ok()) return false;
   if (isa == Isa::kPortable) return fall_back("the ISA is portable");
@@ -287,10 +287,15 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     key.value(red.b(1));
     for (size_t k = 0; k < operands; ++k) key_layout(key, env[size_t(ids[k])]);
   };
-  const Launch* launch = find_launch(id_, last_, describe, [&] {
-    const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
-    return plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
-  });
+  // the reduced dims and keepdim are structure: a layout promise covers them
+  const LaunchStamp stamp{layouts, int64_t(isa) << 32 | get_num_threads()};
+  const Launch* launch = find_launch(
+      id_, last_, describe,
+      [&] {
+        const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
+        return plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
+      },
+      stamp);
   if (!launch) return false;
   const Launch& l = *launch;
   const ReduceSpace& space = l.space;

@@ -91,8 +91,9 @@ class ReduceJit {
 
   // Runs the group over env[ids[i]] (inputs set, the output allocated) with
   // `loop` the reduction's input shape; false: nothing was written.
+  // `layouts`: a LaunchStamp::layouts promise, or 0.
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
-           absl::Span<const Attrs* const> attrs, IntArrayRef loop) const;
+           absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts = 0) const;
 
  private:
   // A run's reduce space, variant and task geometry, reused by every later

@@ -210,20 +210,21 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 }
 
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
-                       const Tiling& tiling) const {
-  if (jit_ && jit_->run(ids, env, attrs, tiling.loop)) return;
+                       const Tiling& tiling, uint64_t layouts) const {
+  if (jit_ && jit_->run(ids, env, attrs, tiling.loop, layouts)) return;
   if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
     run_steps(ids, env, attrs, 0, 1);
     absl::InlinedVector<ValueId, 8> operands;
     for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
-    if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes()))
+    if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes(), layouts))
       run_steps(ids, env, attrs, 1);
     return;
   }
   if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
   // untiled, the reduction's input is allocated: its shape is the loop
   if (reduce_ &&
-      reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes()))
+      reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes(),
+                   layouts))
     return;
   if (tiled()) run_tiles(ids, env, attrs, tiling);
   else run_steps(ids, env, attrs);

@@ -101,8 +101,11 @@ class GroupProgram final : public jit::CompiledKernel {
   // Runs the group over env[ids[i]] (the plan's tensors by value): inputs
   // set, outputs allocated (untiled: every computed value but views, which
   // the program sets). attrs[k] are step k's attributes with Scalars bound.
+  // `layouts` (jit::LaunchStamp): nonzero names the caller's place whose
+  // every run has the same operand sizes and strides, so a JIT kernel's
+  // launch is not looked up again; 0 promises nothing.
   void run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
-           const Tiling& tiling) const;
+           const Tiling& tiling, uint64_t layouts = 0) const;
 
  private:
   void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
