@@ -330,10 +330,12 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   bool recorded_strides = true;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = t.value(t.inputs()[i]);
-    NNVM_CHECK(inputs[i].dtype() == v.dtype && inputs[i].sizes() == IntArrayRef(v.shape), "FusedPlan", "input ",
-               i, " is ", dtype_name(inputs[i].dtype()), shape_str(inputs[i].sizes()), "; the plan expects ",
-               dtype_name(v.dtype), shape_str(v.shape));
-    recorded_strides = recorded_strides && inputs[i].strides() == IntArrayRef(v.strides);
+    NNVM_CHECK(inputs[i].defined(), "FusedPlan", "input ", i, " is an undefined tensor");
+    const TensorImpl& in = *inputs[i].impl();
+    NNVM_CHECK(in.dtype == v.dtype && same_dims(in.shape, v.shape), "FusedPlan", "input ", i, " is ",
+               dtype_name(in.dtype), shape_str(in.shape), "; the plan expects ", dtype_name(v.dtype),
+               shape_str(v.shape));
+    recorded_strides = recorded_strides && same_dims(in.strides, v.strides);
   }
   NNVM_CHECK(targets.empty() || targets.size() == t.outputs().size(), "FusedPlan", "the trace has ",
              t.outputs().size(), " outputs but got ", targets.size(), " targets");
