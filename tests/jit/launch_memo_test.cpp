@@ -108,6 +108,35 @@ TEST(LaunchMemo, ANewBatchSizeOrViewOffsetRecomputes) {
     }
 }
 
+// Two plans of one program (an RNN's first step and the others) replayed in
+// turn with the strides their traces recorded: after each has run once, no
+// run compares the launch key (jit::LaunchStamp), and every run still
+// computes what the interpreter does. A run at other strides compares it.
+TEST(LaunchMemo, PlansInTurnWithTheirRecordedStridesCompareNoKey) {
+  on_each_isa([&](Isa) {
+    const Tensor row = testing::random({33}, kFloat32, 5);
+    const Tensor x = testing::random({4, 33}, kFloat32, 1);
+    const Trace pt = pointwise_chain(x, row), rt = row_sum(x);
+    const trace::FusedPlan p1(pt), p2(pt), r1(rt), r2(rt);
+    ASSERT_EQ(&p1.program(0), &p2.program(0)) << "the kernel cache shares one program";
+    ASSERT_NE(r1.program(0).reduce(), nullptr) << r1.to_string();
+    const Tensor tall = testing::random({12, 33}, kFloat32, 2);
+    auto round = [&](const Tensor& in) {
+      expect_runs_match(p1, pt, {in, row});
+      expect_runs_match(p2, pt, {in, row});
+      expect_runs_match(r1, rt, {in});
+      expect_runs_match(r2, rt, {in});
+    };
+    round(x);
+    round(tall.narrow(0, 3, 4));  // the recorded strides at another offset
+    const int64_t compares = launch_key_compares();
+    for (int k = 0; k < 3; ++k) round(tall.narrow(0, int64_t(k) * 2, 4));
+    EXPECT_EQ(launch_key_compares(), compares);
+    round(testing::random({33, 4}, kFloat32, 3).t());  // other strides: the key decides
+    EXPECT_GT(launch_key_compares(), compares);
+  });
+}
+
 // A thread keeps the launches of a few programs (find_launch): more programs
 // than it has places, in turn and with their layouts changing, share places
 // and must each find their own launch or make one.
