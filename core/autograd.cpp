@@ -5,13 +5,14 @@
 #include <unordered_set>
 
 #include "nnvm/core/functions.h"
+#include "nnvm/core/hot_tls.h"
 #include "nnvm/core/op.h"
 
 namespace nnvm::autograd {
 
 namespace {
 
-thread_local bool t_grad_enabled = true;  // read by every op
+NNVM_HOT_TLS thread_local bool t_grad_enabled = true;  // read by every op
 
 AutogradMeta* meta_of(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
 

@@ -13,6 +13,7 @@
 #include <new>
 #include <utility>
 
+#include "nnvm/core/hot_tls.h"
 #include "nnvm/core/tensor.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -72,11 +73,11 @@ template <size_t kBytes> class BlockFreeList {
 
   // Both trivially destructible, so readable while other thread_locals die.
   static bool& dead() {
-    static thread_local bool d = false;
+    NNVM_HOT_TLS static thread_local bool d = false;
     return d;
   }
   static BlockFreeList*& current() {
-    static thread_local BlockFreeList* l = nullptr;
+    NNVM_HOT_TLS static thread_local BlockFreeList* l = nullptr;
     return l;
   }
   static BlockFreeList* local() {

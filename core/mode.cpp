@@ -12,7 +12,7 @@ namespace detail {
 std::atomic<bool> g_traced{knobs().traced};
 std::atomic<int64_t> g_trace_cap{knobs().trace_cap};
 std::atomic<const TraceHooks*> g_hooks{nullptr};
-thread_local int t_eager_depth = 0;
+NNVM_HOT_TLS thread_local int t_eager_depth = 0;
 
 }  // namespace detail
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "nnvm/core/hot_tls.h"
 #include "nnvm/core/mode.h"
 
 namespace nnvm::detail {
@@ -15,7 +16,7 @@ namespace nnvm::detail {
 extern std::atomic<bool> g_traced;
 extern std::atomic<int64_t> g_trace_cap;
 extern std::atomic<const TraceHooks*> g_hooks;
-extern thread_local int t_eager_depth;
+NNVM_HOT_TLS extern thread_local int t_eager_depth;
 
 // is_recording(), inline.
 inline bool recording() {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "nnvm/core/hot_tls.h"
 #include "nnvm/core/mode.h"
 
 #include "nnvm/core/knobs.h"
@@ -16,7 +17,7 @@ namespace nnvm {
 
 namespace {
 
-thread_local bool t_in_parallel = false;
+NNVM_HOT_TLS thread_local bool t_in_parallel = false;
 
 // Workers sleep on a condition variable. A job lives on the caller's stack;
 // a worker that takes it counts itself in `active`, and the caller returns only

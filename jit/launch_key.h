@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/container/inlined_vector.h"
+#include "nnvm/core/hot_tls.h"
 #include "nnvm/core/tensor.h"
 
 namespace nnvm::jit {
@@ -133,8 +134,15 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
       if (s.layouts != 0 && !(stamps[0] == s)) stamps = {s, stamps[0]};
     }
   };
-  thread_local std::array<Slot, 8> slots;
-  Slot& slot = slots[program % slots.size()];
+  using Slots = std::array<Slot, 8>;
+  // on the heap: the library's TLS segment stays small (core/hot_tls.h)
+  thread_local std::unique_ptr<Slots> own;
+  NNVM_HOT_TLS static thread_local Slots* slots = nullptr;
+  if (!slots) [[unlikely]] {
+    own = std::make_unique<Slots>();
+    slots = own.get();
+  }
+  Slot& slot = (*slots)[program % slots->size()];
   if (slot.program == program) {
     if (stamp.layouts != 0 && (slot.stamps[0] == stamp || slot.stamps[1] == stamp)) return slot.launch.get();
     detail::count_launch_key_compare();

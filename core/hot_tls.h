@@ -1,0 +1,14 @@
+// The model of the few thread-locals every op reads (DESIGN §1: the per-op
+// path). The library's thread-locals go through TLS descriptors
+// (CMakeLists.txt), a call per access that keeps it loadable with dlopen;
+// the ones marked NNVM_HOT_TLS use the initial-exec model instead, a load at
+// a fixed offset from the thread pointer. That marks the whole library
+// STATIC_TLS: a dlopen of it then needs its whole TLS segment in glibc's
+// static reserve, so the segment is kept small: a large thread-local (the
+// recorder, a JIT program's launch slots) lives on the heap behind a
+// thread-local pointer. glibc keeps 512 bytes of that reserve for libraries
+// loaded after start-up; the segment is about 370 bytes. Test
+// dlopen_library loads libnnvm.so with dlopen.
+#pragma once
+
+#define NNVM_HOT_TLS [[gnu::tls_model("initial-exec")]]
