@@ -15,8 +15,26 @@
 // address of such a variable, marked so, as null: BlockPool's test).
 #pragma once
 
+#include <memory>
+
 #if defined(__PIC__) && !defined(__PIE__)
 #define NNVM_HOT_TLS [[gnu::tls_model("initial-exec")]]
 #else
 #define NNVM_HOT_TLS
 #endif
+
+namespace nnvm {
+
+// The calling thread's T, made on first use and destroyed when the thread
+// ends: one initial-exec pointer in the TLS segment, the object on the heap.
+// `Tag` tells apart two states of one type.
+template <class T, class Tag = T> T& thread_state() {
+  NNVM_HOT_TLS static thread_local T* state = nullptr;
+  if (!state) [[unlikely]] {
+    thread_local std::unique_ptr<T> own = std::make_unique<T>();
+    state = own.get();
+  }
+  return *state;
+}
+
+}  // namespace nnvm

@@ -134,15 +134,8 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
       if (s.layouts != 0 && !(stamps[0] == s)) stamps = {s, stamps[0]};
     }
   };
-  using Slots = std::array<Slot, 8>;
-  // on the heap: the library's TLS segment stays small (core/hot_tls.h)
-  thread_local std::unique_ptr<Slots> own;
-  NNVM_HOT_TLS static thread_local Slots* slots = nullptr;
-  if (!slots) [[unlikely]] {
-    own = std::make_unique<Slots>();
-    slots = own.get();
-  }
-  Slot& slot = (*slots)[program % slots->size()];
+  std::array<Slot, 8>& slots = thread_state<std::array<Slot, 8>>();
+  Slot& slot = slots[program % slots.size()];
   if (slot.program == program) {
     if (stamp.layouts != 0 && (slot.stamps[0] == stamp || slot.stamps[1] == stamp)) return slot.launch.get();
     detail::count_launch_key_compare();

@@ -242,23 +242,14 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
 std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
-  NNVM_HOT_TLS static thread_local std::array<ArenaTensors, 2>* kept = nullptr;  // one TLS load
-  if (!kept) [[unlikely]] {
-    thread_local auto a = std::make_unique<std::array<ArenaTensors, 2>>();  // on the heap: core/hot_tls.h
-    kept = a.get();
-  }
-  return *kept;
+  return thread_state<std::array<ArenaTensors, 2>>();
 }
 
 // The tensors-by-value buffer of the thread's last run of a plan with no
 // arena: such plans share it and take none of the kept slots.
 std::vector<Tensor>& FusedPlan::spare_env() {
-  NNVM_HOT_TLS static thread_local std::vector<Tensor>* spare = nullptr;
-  if (!spare) [[unlikely]] {
-    thread_local auto v = std::make_unique<std::vector<Tensor>>();
-    spare = v.get();
-  }
-  return *spare;
+  struct SpareEnv;
+  return thread_state<std::vector<Tensor>, SpareEnv>();
 }
 
 void FusedPlan::keep_arena(ArenaTensors arena) const {

@@ -613,19 +613,7 @@ class Recorder {
   std::function<void(const Trace&)> observer_;
 };
 
-// On the heap: the library's TLS segment stays small (core/hot_tls.h).
-Recorder& make_recorder() {
-  thread_local std::unique_ptr<Recorder> r = std::make_unique<Recorder>();
-  return *r;
-}
-
-// Every recorded op asks for it: one TLS load instead of a thread_local's
-// init guard.
-Recorder& recorder() {
-  NNVM_HOT_TLS static thread_local Recorder* r = nullptr;
-  if (!r) [[unlikely]] r = &make_recorder();
-  return *r;
-}
+Recorder& recorder() { return thread_state<Recorder>(); }
 
 const detail::TraceHooks kHooks{
     [](const OpDef& op, TensorRefs inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
