@@ -1,6 +1,10 @@
 // Matrix products: the one op that does the arithmetic ("matmul": batched,
 // with broadcast batch dims, rank >= 2 on both sides), and the public
 // functions built from it with views (1-D promotion, mm, bmm, outer, linear).
+// "matmul_sum" (a b + c d, float32 and float64, both products of one shape)
+// is no public function: the recognise pass makes it of the sum of two
+// products (an RNN cell's x W + h U, a gradient reaching a tensor through two
+// products), and its kernel adds the second product into the first's memory.
 // Kernel: kernels/cpu/linalg.cpp on the GEMM of kernels/cpu/gemm.h.
 #include <algorithm>
 
@@ -55,7 +59,23 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
           c.needs_input_grad[1] ? call1(op, {a.mT(), g}) : Tensor()};
 }
 
-NNVM_REGISTER(linalg_ops) { register_op("matmul").inputs(2).infer_with(infer_matmul).grad_with(matmul_grad); }
+// a b + c d: both products of the same shape and dtype.
+OutputSpecs infer_matmul_sum(absl::Span<const Tensor> in, const Attrs& attrs) {
+  OutputSpecs ab = infer_matmul(in.subspan(0, 2), attrs);
+  const OutputSpecs cd = infer_matmul(in.subspan(2, 2), attrs);
+  NNVM_CHECK(ab[0].shape == cd[0].shape && ab[0].dtype == cd[0].dtype, "matmul_sum", "the products ",
+             shape_str(in[0].sizes()), " x ", shape_str(in[1].sizes()), " and ", shape_str(in[2].sizes()), " x ",
+             shape_str(in[3].sizes()), " have different shapes or dtypes (", shape_str(ab[0].shape), " and ",
+             shape_str(cd[0].shape), ")");
+  NNVM_CHECK(ab[0].dtype == kFloat32 || ab[0].dtype == kFloat64, "matmul_sum", "float32 and float64 only, got ",
+             ab[0].dtype);
+  return ab;
+}
+
+NNVM_REGISTER(linalg_ops) {
+  register_op("matmul").inputs(2).infer_with(infer_matmul).grad_with(matmul_grad);
+  register_op("matmul_sum").inputs(4).infer_with(infer_matmul_sum);
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   NNVM_CHECK(a.defined() && b.defined(), "matmul", "an operand is an undefined tensor");

@@ -157,7 +157,7 @@ void gemm_tile(int64_t mc, int64_t nc, int64_t k, MatrixRef<T> a, MatrixRef<T> b
 // rows of B go to two sums instead, added at the end, so twice as many FMAs
 // are in flight.
 template <class T>
-void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T* c, int64_t ldc) {
+void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T beta, T* c, int64_t ldc) {
   using V = typename Blocking<T>::V;
   constexpr int64_t L = Blocking<T>::kLanes, kW = 4 * L;
   auto load = [](const T* p) {
@@ -188,6 +188,8 @@ void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T>
         for (int64_t h = 0; h < 4; ++h) even[h] += x * load(bp + h * L);
       }
       for (int64_t h = 0; h < 4; ++h) even[h] += odd[h];
+      if (beta != T(0))  // beta == 0 never reads C
+        for (int64_t h = 0; h < 4; ++h) even[h] += beta * load(c + i * ldc + j0 + h * L);
       std::memcpy(c + i * ldc + j0, even, sizeof(even));
     }
     if (j0 == n) continue;
@@ -198,6 +200,8 @@ void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T>
       const T* bp = b.data + p * b.rs + j0;
       for (int64_t j = 0; j < w; ++j) acc[j] += x * bp[j];
     }
+    if (beta != T(0))
+      for (int64_t j = 0; j < w; ++j) acc[j] += beta * c[i * ldc + j0 + j];
     std::memcpy(c + i * ldc + j0, acc, size_t(w) * sizeof(T));
   }
 }
@@ -212,7 +216,7 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, 
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  if (m < MR && b.cs == 1 && beta == T(0) && m * n * k < kParallelWork) return gemm_few_rows(m, n, k, a, b, c, ldc);
+  if (m < MR && b.cs == 1 && m * n * k < kParallelWork) return gemm_few_rows(m, n, k, a, b, beta, c, ldc);
   // Tiles of C are the unit of parallel work: shrink them until every thread
   // has one, and even out the row tiles over the threads when there are few.
   const int64_t threads = m * n * k < kParallelWork ? 1 : get_num_threads();

@@ -1,6 +1,7 @@
-// CPU kernel of "matmul" (core/ops/linalg.cpp): one GEMM per batch entry,
-// reading every operand through its strides (broadcast batch dims have stride
-// 0, transposed views are read as they are).
+// CPU kernels of "matmul" and "matmul_sum" (core/ops/linalg.cpp): one GEMM
+// per batch entry, reading every operand through its strides (broadcast batch
+// dims have stride 0, transposed views are read as they are); matmul_sum's
+// second product is added into the first's (beta = 1).
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/gemm.h"
 #include "nnvm/kernels/cpu/staging.h"
@@ -30,14 +31,15 @@ std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
   return offsets;
 }
 
-template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c) {
+// c = a b + beta c, per batch entry of c.
+template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c, T beta = T(0)) {
   // off the arrays, not through checked size(d) calls: a small product (an RNN step's) feels them
   const IntArrayRef cs = c.sizes(), as = a.strides(), bs = b.strides();
   const size_t rank = cs.size(), ra = as.size(), rb = bs.size();
   const int64_t m = cs[rank - 2], n = cs[rank - 1], k = a.sizes()[ra - 1];
   if (rank == 2) {  // one product: no batch offsets to build
     gemm(m, n, k, MatrixRef<T>{a.data_ptr<T>(), as[ra - 2], as[ra - 1]},
-         MatrixRef<T>{b.data_ptr<T>(), bs[rb - 2], bs[rb - 1]}, T(0), c.data_ptr<T>(), n);
+         MatrixRef<T>{b.data_ptr<T>(), bs[rb - 2], bs[rb - 1]}, beta, c.data_ptr<T>(), n);
     return;
   }
   const IntArrayRef batch = c.sizes().first(c.dim() - 2);
@@ -47,7 +49,7 @@ template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Ten
   T* pc = c.data_ptr<T>();
   auto one = [&](int64_t i) {
     gemm(m, n, k, MatrixRef<T>{pa + off_a[i], a.stride(-2), a.stride(-1)},
-         MatrixRef<T>{pb + off_b[i], b.stride(-2), b.stride(-1)}, T(0), pc + i * m * n, n);
+         MatrixRef<T>{pb + off_b[i], b.stride(-2), b.stride(-1)}, beta, pc + i * m * n, n);
   };
   const int64_t entries = int64_t(off_a.size());
   if (entries > 1 && m * n * k < kSmallProduct) {
@@ -100,8 +102,28 @@ void matmul_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, co
   }
 }
 
+// out = a b, then out += c d: the sum's rounding is the one add(a b, c d)
+// makes whenever the GEMM sums c d's k in one block.
+void matmul_sum_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
+  const Tensor& c = out[0];
+  if (c.numel() == 0) return;
+  switch (c.dtype()) {
+    case kFloat32:
+      batched_gemm<float>(in[0], in[1], c);
+      return batched_gemm<float>(in[2], in[3], c, 1.f);
+    case kFloat64:
+      batched_gemm<double>(in[0], in[1], c);
+      return batched_gemm<double>(in[2], in[3], c, 1.0);
+    default:
+      throw Error(nnvm::detail::concat("matmul_sum: float32 and float64 only, got ", dtype_name(c.dtype())));
+  }
+}
+
 }  // namespace
 
-NNVM_REGISTER(cpu_linalg_kernels) { register_kernel("matmul", kCPU, matmul_kernel); }
+NNVM_REGISTER(cpu_linalg_kernels) {
+  register_kernel("matmul", kCPU, matmul_kernel);
+  register_kernel("matmul_sum", kCPU, matmul_sum_kernel);
+}
 
 }  // namespace nnvm::cpu

@@ -416,10 +416,22 @@ class Generator {
     }
     // x @ w with w an input [k, n] or [k]
     const int64_t k = x.size(-1);
+    const bool floating = is_floating(x.dtype());  // x is not used past the first add_input: regs may move
     DimVector w_shape = {k};
     if (chance(0.8)) w_shape.push_back(dim_size());
     if (!add_input(chance(0.6), w_shape)) return;  // too big: w is not a register
     const int w = int(m_.regs.size()) - 1;
+    if (w_shape.size() == 2 && floating && chance(0.35) && add_input(chance(0.6), w_shape)) {
+      // x @ w + sin(x) @ v: two products added (an RNN cell's x W + h U)
+      const int v = w + 1;
+      add({absl::StrCat(reg(v + 1), " = matmul(", reg(a), ", ", reg(w), ") + matmul(", reg(a), ".sin(), ", reg(v), ")"),
+           [a, w, v](Machine& m) {
+             const Tensor& in = m.regs[size_t(a)];
+             m.regs.push_back(matmul(in, m.regs[size_t(w)]) + matmul(in.sin(), m.regs[size_t(v)]));
+           }},
+          {a, w, v});
+      return;
+    }
     add({absl::StrCat(reg(w + 1), " = matmul(", reg(a), ", ", reg(w), ")"),
          [a, w](Machine& m) { m.regs.push_back(matmul(m.regs[size_t(a)], m.regs[size_t(w)])); }},
         {a, w});

@@ -16,31 +16,6 @@ using testing::expect_tensors_close;
 
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 
-// Builds traces as the public API records them (x - y is add with alpha -1,
-// 1 + t is add.Scalar(t, 1, 1)), with every Scalar compile-time unless
-// `scalars` says they are recorded run-time arguments.
-struct Builder {
-  Trace t;
-  ScalarBinding scalars = ScalarBinding::kCompileTime;
-
-  ValueId input(DType dtype, IntArrayRef shape) { return t.add_input(dtype, shape, contiguous_strides(shape)); }
-  ValueId node(const char* op, std::initializer_list<ValueId> in, Attrs attrs = {}) {
-    return t.add_node1(find_op(op), in, std::move(attrs), scalars);
-  }
-  DType dtype(ValueId v) const { return t.value(v).dtype; }
-  ValueId add(ValueId a, ValueId b, double alpha = 1) { return node("add", {a, b}, {Scalar(alpha)}); }
-  ValueId sub(ValueId a, ValueId b) { return node("add", {a, b}, {Scalar(int64_t(-1))}); }
-  ValueId mul(ValueId a, ValueId b) { return node("mul", {a, b}); }
-  ValueId div(ValueId a, ValueId b) { return node("div", {a, b}); }
-  ValueId plus(ValueId a, double s) { return node("add.Scalar", {a}, {Scalar(s), Scalar(int64_t(1))}); }
-  ValueId times(ValueId a, double s) { return node("mul.Scalar", {a}, {Scalar(s)}); }
-  ValueId amax(ValueId a, int64_t d) { return node("amax", {a}, {DimVector{d}, true}); }
-  ValueId sum(ValueId a, int64_t d) { return node("sum", {a}, {DimVector{d}, true, dtype(a)}); }
-  ValueId mean(ValueId a, DimVector d) { return node("mean", {a}, {d, true, dtype(a)}); }
-  ValueId exp(ValueId a) { return node("exp", {a}); }
-};
-
-
 constexpr DType kDtypes[] = {kFloat32, kFloat64};
 
 // ---- softmax ----

@@ -159,7 +159,7 @@ class Grouping {
       new_group(n, Building::kReduction);
       return;
     }
-    const bool matmul = nd.op->name == "matmul";
+    const bool matmul = nd.op->name == "matmul" || nd.op->name == "matmul_sum";
     for (int32_t p : ps)
       not_fused_.push_back({p, n, nd.op->view ? "consumer is a view"
                                   : matmul     ? "matmul takes no prologue"

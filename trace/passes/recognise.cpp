@@ -74,7 +74,7 @@ class Recogniser {
  private:
   std::optional<Match> find(const Node& root) {
     for (auto matcher : {&Recogniser::layer_norm, &Recogniser::softmax, &Recogniser::log_softmax,
-                         &Recogniser::gelu, &Recogniser::silu, &Recogniser::rms_norm})
+                         &Recogniser::gelu, &Recogniser::silu, &Recogniser::rms_norm, &Recogniser::matmul_sum})
       if (std::optional<Match> m = (this->*matcher)(root)) return m;
     return std::nullopt;
   }
@@ -425,6 +425,19 @@ class Recogniser {
       return m;
     }
     return std::nullopt;
+  }
+
+  // matmul(a, b) + matmul(c, d), alpha 1
+  std::optional<Match> matmul_sum(const Node& root) {
+    if (root.op->name != "add") return std::nullopt;
+    const Node* ab = as(root.inputs[0], "matmul");
+    const Node* cd = as(root.inputs[1], "matmul");
+    if (!ab || !cd) return std::nullopt;
+    Match m = start("matmul_sum", root, {ab, cd});
+    m.x = ab->inputs[0];
+    expect(m, root, 0, 1, "alpha of a b + alpha c d");
+    replace_by(m, "matmul_sum", {ab->inputs[0], ab->inputs[1], cd->inputs[0], cd->inputs[1]}, {});
+    return m;
   }
 
   // ---- checks every pattern shares ----

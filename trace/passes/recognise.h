@@ -13,6 +13,9 @@
 //   0.5 * x * (1 + erf(x / sqrt(2)))   (or x * (1/sqrt(2)))  -> gelu(x)
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  -> gelu(x, "tanh")
 //   x * sigmoid(x)                                          -> silu(x)
+//   matmul(a, b) + matmul(c, d)                             -> matmul_sum(a, b, c, d)
+//     (one GEMM adds the second product into the first's memory: an RNN
+//     cell's x W + h U, a gradient that reaches a tensor through two products)
 // The results agree with the chain's up to the order of floating-point
 // operations (the fused kernels round once where the chain rounds per op);
 // nothing else changes:
@@ -48,7 +51,8 @@ namespace nnvm::trace {
 
 struct RecogniseDecision {
   size_t node = 0;      // the pattern's last node, in the trace as it was before the pass
-  std::string pattern;  // "softmax", "log_softmax", "layer_norm", "gelu", "gelu_tanh", "silu", "rms_norm"
+  std::string pattern;  // "softmax", "log_softmax", "layer_norm", "gelu", "gelu_tanh", "silu", "rms_norm",
+                        // "matmul_sum"
   bool applied = false;
   std::string reason;   // why not, when not applied
 };
