@@ -81,9 +81,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   NNVM_CHECK(a.defined() && b.defined(), "matmul", "an operand is an undefined tensor");
   NNVM_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul", "both operands need at least one dimension, got ",
              shape_str(a.sizes()), " and ", shape_str(b.sizes()));
-  const int64_t k_b = b.dim() == 1 ? b.size(0) : b.size(-2);
-  NNVM_CHECK(a.size(-1) == k_b, "matmul", "shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
-             " cannot be multiplied (", a.size(-1), " columns against ", k_b, " rows)");
+  // off the arrays, not through checked size(d) calls: a small product (an RNN step's) feels them
+  const IntArrayRef as = a.sizes(), bs = b.sizes();
+  const int64_t k_a = as.back(), k_b = bs.size() == 1 ? bs[0] : bs[bs.size() - 2];
+  NNVM_CHECK(k_a == k_b, "matmul", "shapes ", shape_str(as), " and ", shape_str(bs), " cannot be multiplied (", k_a,
+             " columns against ", k_b, " rows)");
   if (a.dim() > 1 && b.dim() > 1) return call1(matmul_op(), {a, b});  // borrowed: no copies
   // A 1-D operand is a row (left) or column (right) vector whose unit dim is dropped afterwards.
   Tensor r = call1(matmul_op(), {a.dim() == 1 ? a.unsqueeze(0) : a, b.dim() == 1 ? b.unsqueeze(1) : b});
