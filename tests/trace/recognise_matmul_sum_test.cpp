@@ -118,6 +118,17 @@ TEST(RecogniseMatmulSum, TheOpChecksItsOperands) {
   }
   const Tensor i = zeros({2, 3}, kInt64), j = zeros({3, 4}, kInt64);
   EXPECT_THROW(call1(op, {i, j, i, j}), Error);
+  // No gradient: the pass makes the op only in traces autograd has already
+  // recorded, so one that reaches it is the caller's error, named.
+  const Tensor w = zeros({3, 4}).requires_grad_();
+  const Tensor y = call1(op, {a, w, a, w});
+  try {
+    y.sum().backward();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul_sum"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not differentiable"), std::string::npos) << e.what();
+  }
 }
 
 // An RNN cell in traced mode, with a transposed weight and odd sizes: its
