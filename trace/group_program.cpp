@@ -8,6 +8,7 @@
 #include "nnvm/jit/pointwise_jit.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/jit/rowwise_jit.h"
+#include "nnvm/kernels/cpu/gemm.h"
 
 namespace nnvm::trace {
 
@@ -105,6 +106,10 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
       reduce_input_ = index_of(last.inputs[0]);
     }
     if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) build_epilogue(t, g, values);
+    if (epilogue_) {
+      const std::string& first = steps_[0].op->name;
+      gemm_products_ = first == "matmul" ? 1 : first == "matmul_sum" ? 2 : 0;
+    }
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -213,7 +218,7 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
                        const Tiling& tiling, uint64_t layouts) const {
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop, layouts)) return;
   if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
-    run_steps(ids, env, attrs, 0, 1);
+    if (!run_gemm(ids, env)) run_steps(ids, env, attrs, 0, 1);
     absl::InlinedVector<ValueId, 8> operands;
     for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
     if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes(), layouts))
@@ -228,6 +233,34 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
     return;
   if (tiled()) run_tiles(ids, env, attrs, tiling);
   else run_steps(ids, env, attrs);
+}
+
+bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env) const {
+  if (gemm_products_ == 0) return false;
+  const Step& step = steps_[0];
+  const TensorImpl* out_impl = env[size_t(ids[size_t(step.outputs[0])])].impl();
+  if (!out_impl) return false;
+  const TensorImpl& c = *out_impl;
+  if (c.dtype != kFloat32 || c.shape.size() != 2 || !c.storage->has_memory()) return false;
+  const int64_t m = c.shape[0], n = c.shape[1];
+  if (c.strides[1] != 1 && n > 1) return false;
+  if (c.strides[0] != n && m > 1) return false;
+  const TensorImpl* operands[4];
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    const TensorImpl* x = env[size_t(ids[size_t(step.inputs[i])])].impl();
+    if (!x || x->dtype != kFloat32 || x->shape.size() != 2) return false;
+    operands[i] = x;
+  }
+  // The reference kernel's order of operations: c = a b, then c += c' d' (GEMM beta 1).
+  float* out = static_cast<float*>(c.storage->data()) + c.offset;
+  auto matrix = [](const TensorImpl& x) {
+    return cpu::MatrixRef<float>{static_cast<const float*>(x.storage->data()) + x.offset, x.strides[0], x.strides[1]};
+  };
+  for (int32_t p = 0; p < gemm_products_; ++p) {
+    const TensorImpl &a = *operands[2 * p], &b = *operands[2 * p + 1];
+    cpu::gemm(m, n, a.shape[1], matrix(a), matrix(b), p == 0 ? 0.f : 1.f, out, n);
+  }
+  return true;
 }
 
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,

@@ -111,6 +111,10 @@ class GroupProgram final : public jit::CompiledKernel {
   void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  size_t first = 0, size_t end = SIZE_MAX) const;
   void build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
+  // An epilogue group's matmul (or matmul_sum) straight through the GEMM
+  // when its operands are 2-D float32 and its output contiguous; false when
+  // they are not (the reference kernel runs it).
+  bool run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env) const;
   void run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  const Tiling& tiling) const;
 
@@ -127,6 +131,7 @@ class GroupProgram final : public jit::CompiledKernel {
   std::unique_ptr<jit::PointwiseJit> epilogue_;
   std::vector<int32_t> epilogue_values_;  // per epilogue operand: its index in the group's values
   int32_t epilogue_loop_ = -1;            // the matmul's output: the epilogue's loop shape
+  int32_t gemm_products_ = 0;             // an epilogue group's first step: 1 matmul, 2 matmul_sum
 };
 
 }  // namespace nnvm::trace

@@ -154,6 +154,55 @@ TEST(FusedPlan, MatmulWithBiasAndRelu) {
   EXPECT_EQ(count_groups(*plan, GroupKind::kMatmulEpilogue, false), 1) << plan->to_string();
 }
 
+// An epilogue group's 2-D float32 matmul or matmul_sum runs straight through
+// the GEMM (GroupProgram::run_gemm): the same bits as the reference kernel,
+// for transposed and column-sliced operands, odd sizes, one row or column,
+// k = 0 and no rows; a batched product and float64 take the reference kernel.
+TEST(FusedPlan, AnEpiloguesMatmulThroughTheGemmHasTheKernelsBits) {
+  struct Case {
+    int64_t m, n, k, k2;
+    bool transposed;
+    DType dtype = kFloat32;
+    int64_t batch = 0;
+  };
+  const Case cases[] = {{1, 64, 64, 64, false}, {7, 13, 5, 9, true}, {1, 1, 3, 1, true}, {5, 1, 17, 4, false},
+                        {6, 33, 0, 3, false},   {0, 8, 4, 4, false}, {3, 70, 2, 0, true}, {4, 9, 6, 6, false, kFloat64},
+                        {3, 5, 4, 2, false, kFloat32, 2}};
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    for (bool sum : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " @ " << c.k << "x" << c.n << (sum ? " + a product" : "")
+                                        << (c.transposed ? ", transposed" : "") << " batch " << c.batch);
+      auto operand = [&](int64_t rows, int64_t cols) {
+        DimVector shape = c.transposed ? DimVector{cols, rows} : DimVector{rows, cols};
+        if (c.batch) shape.insert(shape.begin(), c.batch);
+        Tensor x = testing::random(shape, c.dtype, ++seed);
+        return c.transposed ? x.transpose(-1, -2) : x;
+      };
+      Trace t;
+      std::vector<Tensor> inputs(sum ? 5 : 3);  // the products' operands, then the bias
+      for (size_t p = 0; p + 1 < inputs.size(); p += 2) {
+        inputs[p] = operand(c.m, p == 0 ? c.k : c.k2);
+        inputs[p + 1] = operand(p == 0 ? c.k : c.k2, c.n);
+      }
+      inputs.back() = testing::random({c.n}, c.dtype, ++seed);
+      std::vector<ValueId> v;
+      for (const Tensor& x : inputs) v.push_back(t.add_input(x));
+      const ValueId product = sum ? t.add_node1(op("matmul_sum"), {v[0], v[1], v[2], v[3]})
+                                  : t.add_node1(op("matmul"), {v[0], v[1]});
+      // an exact epilogue: the comparison sees the GEMM's bits
+      t.mark_output(t.add_node1(op("relu"), {t.add_node1(op("add"), {product, v.back()}, {Scalar(1)})}));
+      EagerGuard eager;
+      const FusedPlan plan(t);
+      ASSERT_EQ(count_groups(plan, GroupKind::kMatmulEpilogue, false), 1) << plan.to_string();
+      const std::vector<Tensor> expected = interpret(t, inputs);
+      const std::vector<Tensor> actual = plan.run(inputs, {});
+      ASSERT_EQ(actual.size(), 1u);
+      expect_tensors_close(actual[0], expected[0], 0, 0);
+    }
+  }
+}
+
 // A node-by-node step that names one value twice (x @ x, then x @ x + x in
 // the epilogue's matmul) gets it twice, and the value is still there for the
 // steps after it and for a second run.
