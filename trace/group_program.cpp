@@ -267,7 +267,9 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
                              absl::Span<const Attrs* const> attrs, size_t first, size_t end) const {
   // A step's operands are moved out of env and back, not copied: a copy of a
   // Tensor is an atomic increment and decrement in a process with threads. A
-  // value a step names twice is copied the second time.
+  // value a step names twice is copied the second time. A step of one input
+  // and one output (a reduction, a row-wise op) takes them in place, each a
+  // span of one element of env.
   absl::InlinedVector<Tensor, 4> ins, outs;
   absl::InlinedVector<size_t, 8> moved;  // the env slots ins and outs took, in order
   auto take = [&](absl::InlinedVector<Tensor, 4>& into, int32_t i) {
@@ -297,6 +299,12 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
   };
   for (size_t k = first; k < std::min(end, steps_.size()); ++k) {
     const Step& step = steps_[k];
+    if (step.inputs.size() == 1 && step.outputs.size() == 1 && step.inputs[0] != step.outputs[0] &&
+        !step.op->view) {
+      step.op->kernels[size_t(kCPU)](absl::MakeConstSpan(&env[size_t(ids[size_t(step.inputs[0])])], 1),
+                                     absl::MakeConstSpan(&env[size_t(ids[size_t(step.outputs[0])])], 1), *attrs[k]);
+      continue;
+    }
     const GiveBack give_back{ins, outs, moved, env};
     for (int32_t i : step.inputs) take(ins, i);
     if (step.op->view) {  // a view of its input's memory: of the arena, an output or a trace input
