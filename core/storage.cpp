@@ -17,6 +17,12 @@ Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(vo
 Storage::Storage(size_t nbytes, Device device, Lazy)
     : data_(nullptr), nbytes_(nbytes), device_(device), from_allocator_(false) {}
 
+void Storage::reuse_lazy(size_t nbytes, Device device) {
+  NNVM_DCHECK(data_ == nullptr && pending_ == nullptr && !from_allocator_ && !deleter_ && !owned_pending_);
+  nbytes_ = nbytes;
+  device_ = device;
+}
+
 void Storage::take_memory(Storage& other) {
   NNVM_DCHECK(!has_memory() && other.nbytes_ == nbytes_ && other.device_ == device_);
   std::swap(data_, other.data_);

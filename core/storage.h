@@ -59,6 +59,9 @@ class Storage {
   // `other` is left without memory), or fresh memory from the allocator.
   void take_memory(Storage& other);
   void allocate();
+  // A lazy storage nothing refers to any more, made a new lazy storage of
+  // `nbytes` (the recorder's own spares: no allocation per lazy tensor).
+  void reuse_lazy(size_t nbytes, Device device);
 
  private:
   // data_ptr() reads the first two: one cache line for a storage nothing

@@ -207,7 +207,10 @@ class Recorder {
     for (Owed& o : owed_) {
       // Held by owed_ alone: no tensor refers to it, and none can again.
       const bool dropped = o.storage.use_count() == 1;
-      if (o.record->kind == Record::kContents && dropped) continue;
+      if (o.record->kind == Record::kContents && dropped) {
+        keep_spare(std::move(o.storage));
+        continue;
+      }
       outputs_.push_back(o.record->value);
       o.storage->set_pending(nullptr);
       binds.push_back({o.record->kind == Record::kContents ? std::move(o.storage) : nullptr,
@@ -588,9 +591,24 @@ class Recorder {
     } else {
       nbytes = checked_nbytes(value.shape, nbytes, op);
     }
-    auto storage = std::allocate_shared<Storage>(BlockPool<Storage>(), nbytes, device, Storage::Lazy{});
+    std::shared_ptr<Storage> storage;
+    if (spare_storages_.empty()) {
+      storage = std::allocate_shared<Storage>(BlockPool<Storage>(), nbytes, device, Storage::Lazy{});
+    } else {
+      storage = std::move(spare_storages_.back());
+      spare_storages_.pop_back();
+      storage->reuse_lazy(nbytes, device);
+    }
     owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
     return pooled_tensor(std::move(storage), value.shape, value.strides, 0, value.dtype, device);
+  }
+
+  // A lazy storage the trace owed its contents, dropped by every tensor
+  // before the flush (a temporary of an expression): kept for a later lazy
+  // tensor instead of freed, up to kSpareStorages. It never had memory.
+  void keep_spare(std::shared_ptr<Storage> storage) {
+    storage->set_pending(nullptr);
+    if (spare_storages_.size() < kSpareStorages) spare_storages_.push_back(std::move(storage));
   }
 
   Record* make_record(Record::Kind kind, ValueId v, Storage& owner) {
@@ -615,6 +633,8 @@ class Recorder {
   absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
   absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
   std::vector<Owed> owed_;      // in the order the trace took them on
+  static constexpr size_t kSpareStorages = 256;
+  std::vector<std::shared_ptr<Storage>> spare_storages_;  // see keep_spare
   TraceCursor cursor_;  // the entries of the last flushes, and the one this trace repeats
   // A flush's buffers, empty between flushes (flushes do not nest).
   std::vector<Bind> binds_;

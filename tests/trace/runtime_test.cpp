@@ -368,5 +368,29 @@ TEST_F(Runtime, TracesOfADataDependentLoopShareTheirKernels) {
   for (size_t i = 0; i < results.size(); ++i) expect_same(results[i], run(counts[i % counts.size()]));
 }
 
+// A step's temporaries die before its flush; the recorder keeps their
+// storage objects for the lazy tensors of later steps, here of other sizes,
+// larger and smaller: each holds its own bytes and values, and a temporary
+// still held at the flush is an output like any other.
+TEST_F(Runtime, StoragesOfDroppedTemporariesServeLaterLazyTensors) {
+  Tensor kept;
+  for (int64_t n : {5, 300, 2, 4097, 0, 64, 1}) {
+    SCOPED_TRACE(n);
+    const Tensor x = random({n}, kFloat32, uint64_t(30 + n));
+    mark_step();
+    Tensor held = x * 3;  // takes the storage of a temporary the last step dropped
+    const Tensor y = ((x * 2) + 1).exp() - x;  // three temporaries dropped
+    EXPECT_EQ(is_lazy(y), n > 0);  // an empty tensor needs no memory
+    mark_step();
+    EXPECT_EQ(y.storage()->nbytes(), size_t(n) * 4);
+    EXPECT_EQ(held.storage()->nbytes(), size_t(n) * 4);
+    expect_same(y, ((x * 2) + 1).exp() - x);
+    expect_same(held, x * 3);
+    if (!kept.defined()) kept = held;  // the first step's value stays intact
+    ASSERT_EQ(kept.numel(), 5);
+    expect_same(kept, random({5}, kFloat32, 35) * 3);
+  }
+}
+
 }  // namespace
 }  // namespace nnvm
