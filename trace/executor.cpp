@@ -308,7 +308,7 @@ std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<c
 
 void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
                          absl::Span<const Tensor> targets, std::vector<bool>& written,
-                         std::vector<Tensor>& results) const {
+                         std::vector<Tensor>& results, bool recorded_layouts) const {
   const Trace& t = trace_;
   NNVM_CHECK(scalars.empty() || scalars.size() == t.scalars().size(), "FusedPlan", "the trace has ",
              t.scalars().size(), " Scalar slots but got ", scalars.size(), " values");
@@ -320,8 +320,9 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   // launch-key compare (jit::LaunchStamp).
   bool recorded_strides = true;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& v = t.value(t.inputs()[i]);
     NNVM_CHECK(inputs[i].defined(), "FusedPlan", "input ", i, " is an undefined tensor");
+    if (recorded_layouts) continue;
+    const Value& v = t.value(t.inputs()[i]);
     const TensorImpl& in = *inputs[i].impl();
     NNVM_CHECK(in.dtype == v.dtype && same_dims(in.shape, v.shape), "FusedPlan", "input ", i, " is ",
                dtype_name(in.dtype), shape_str(in.shape), "; the plan expects ", dtype_name(v.dtype),

@@ -44,7 +44,8 @@ class FusedPlan final : public Plan {
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
   void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars, absl::Span<const Tensor> targets,
-                std::vector<bool>& written, std::vector<Tensor>& results) const override;
+                std::vector<bool>& written, std::vector<Tensor>& results,
+                bool recorded_layouts = false) const override;
   const Trace& trace() const override { return trace_; }
   // The trace, the fusion plan, how each group runs, and the memory plan.
   std::string to_string() const override;

@@ -25,10 +25,14 @@ class Plan {
   // caller neither copies nor holds a second parameter-sized buffer. The
   // outputs go into `results` (a caller's buffer, kept from run to run).
   // `inputs` are borrowed: the run may move them out, and gives them back
-  // before it returns or throws. The default writes no target.
+  // before it returns or throws. `recorded_layouts`: each input is undefined
+  // or has the dtype, shape and strides of the plan's trace input (the
+  // recorder's flush of a trace with the plan's signature), so the run need
+  // not compare them. The default writes no target.
   virtual void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
                         absl::Span<const Tensor> targets, std::vector<bool>& written,
-                        std::vector<Tensor>& results) const {
+                        std::vector<Tensor>& results, bool recorded_layouts = false) const {
+    (void)recorded_layouts;
     written.assign(targets.size(), false);
     results = run(inputs, scalars);
   }

@@ -219,6 +219,8 @@ class Recorder {
     const bool repeated = cursor_.repeats(node_count(), value_count(), inputs_.size(), outputs_);
     stats_.flushes_repeated += repeated;
     Trace& t = trace_;
+    // Each input with the layout it was recorded with (a plan of the trace's
+    // signature has those layouts), or undefined.
     std::vector<Tensor>& inputs = flushed_inputs_;
     inputs.clear();
     for (size_t k = 0; k < inputs_.size(); ++k) inputs.push_back(as_recorded(inputs_[k], input_value(k)));
@@ -264,14 +266,17 @@ class Recorder {
         compiled = cursor_.look_up_compiled(global_trace_cache());
       if (compiled) {
         ++stats_.flushes_unbuilt;
-        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->entry->scalars(), targets, written_into, results);
+        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->entry->scalars(), targets, written_into, results,
+                                 /*recorded_layouts=*/true);
       } else {
         build_with_outputs(cursor_.entry());
         if (observer_) observer_(t);
         const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
         if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                       static_cast<unsigned long long>(found.hash), t.to_string().c_str());
-        if (found.plan) found.plan->run_into(absl::MakeSpan(inputs), t.scalars(), targets, written_into, results);
+        if (found.plan)
+          found.plan->run_into(absl::MakeSpan(inputs), t.scalars(), targets, written_into, results,
+                               /*recorded_layouts=*/true);
         else results = interpret(t, inputs);
       }
     } catch (const std::exception&) {
