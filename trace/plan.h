@@ -31,8 +31,7 @@ class Plan {
   // not compare them. The default writes no target.
   virtual void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
                         absl::Span<const Tensor> targets, std::vector<bool>& written,
-                        std::vector<Tensor>& results, bool recorded_layouts = false) const {
-    (void)recorded_layouts;
+                        std::vector<Tensor>& results, bool /*recorded_layouts*/ = false) const {
     written.assign(targets.size(), false);
     results = run(inputs, scalars);
   }

@@ -116,17 +116,13 @@ class Recorder {
   }
 
   void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
+    flush_if_needed(op, inputs, nullptr);
     ValueId first;
     size_t count;
     ValueId few_ids[8];
     std::vector<ValueId> many_ids(inputs.size() > std::size(few_ids) ? inputs.size() : 0);
     const absl::Span<ValueId> ids(many_ids.empty() ? few_ids : many_ids.data(), inputs.size());
-    Prediction p = predict_ids(op, inputs, ids, cursor_.following());
-    if (p == Prediction::kFlush) {
-      flush();
-      p = predict_ids(op, inputs, ids, cursor_.following());  // nothing is pending now
-    }
-    const Node* known = p == Prediction::kIds
+    const Node* known = cursor_.following() && predict_ids(op, inputs, ids)
                             ? cursor_.repeated_node(node_count(), value_count(), op, inputs, ids, attrs)
                             : nullptr;
     if (known) {
@@ -388,29 +384,20 @@ class Recorder {
     Record* record;  // in arena_
   };
 
-  // What recording an op on `inputs` needs, in one pass over them.
-  enum class Prediction {
-    kIds,    // `ids` holds the value id each input will have
-    kView,   // reading an input records a view node (or `predict` was false)
-    kFlush,  // an input's storage has a pending write at another layout: flush first
-  };
-  // With `predict`, the value ids recording `inputs` gives them (new trace
-  // inputs numbered on from the trace's values), recording nothing. Every
-  // input is checked for a pending flush either way. `ids` has a place per input.
-  Prediction predict_ids(const OpDef& op, TensorRefs inputs, absl::Span<ValueId> ids, bool predict) const {
+  // The value ids recording `inputs` gives them (new trace inputs numbered
+  // on from the trace's values), recording nothing; false when reading one
+  // records a view node.
+  // `ids` has a place per input.
+  bool predict_ids(const OpDef& op, TensorRefs inputs, absl::Span<ValueId> ids) const {
     ValueId fresh = ValueId(value_count());
-    bool view = !predict;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
-      const Record* r = own_record(*t.storage(), op.name);
-      if (r && r->kind == Record::kWrite && !same_layout(t, r->target)) return Prediction::kFlush;
-      if (view) continue;
       size_t twin = 0;
       while (twin < i && !inputs[twin].is_same(t)) ++twin;
       if (twin < i) {
         ids[i] = ids[twin];
-      } else if (r) {
-        if (r->kind != Record::kWrite && !is_whole(t, r->value)) view = true;
+      } else if (const Record* r = own_record(*t.storage(), op.name)) {
+        if (r->kind != Record::kWrite && !is_whole(t, r->value)) return false;
         ids[i] = r->value;
       } else if (const Input* in = find_input(t.impl());
                  in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], value(in->value))) {
@@ -419,7 +406,7 @@ class Recorder {
         ids[i] = fresh++;
       }
     }
-    return view ? Prediction::kView : Prediction::kIds;
+    return true;
   }
 
   // The trace being recorded while it is unbuilt_ is the first
