@@ -97,12 +97,13 @@ std::optional<TraceCursor::Compiled> TraceCursor::look_up_compiled(TraceCache& c
   const Recent& r = recent_[at_];
   if (!r.plan || !cache.hit_compiled({r.entry.get(), r.hash})) return std::nullopt;
   to_front(at_);
-  return Compiled{recent_[0].plan.get(), recent_[0].entry.get()};
+  return Compiled{recent_[0].plan.get(), recent_[0].entry.get(), recent_[0].holds_entry_scalars};
 }
 
 void TraceCursor::make_latest(size_t k, const CacheLookup& found) {
   to_front(k);
-  recent_[0] = {found.entry, found.hash, found.plan};
+  recent_[0] = {found.entry, found.hash, found.plan,
+                found.plan && found.entry && found.plan->holds_scalars(found.entry->scalars())};
 }
 
 void TraceCursor::to_front(size_t k) {

@@ -51,6 +51,9 @@ class TraceCursor {
   struct Compiled {
     const Plan* plan;
     const Trace* entry;
+    // The plan holds the entry's Scalars (Plan::holds_scalars): a run with
+    // them passes none, and binds none.
+    bool holds_entry_scalars;
   };
   std::optional<Compiled> look_up_compiled(TraceCache& cache);
   // A new trace starts (after a flush).
@@ -71,6 +74,7 @@ class TraceCursor {
     std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it
     uint64_t hash = 0;
     std::shared_ptr<const Plan> plan;  // its compiled plan, once a lookup found one
+    bool holds_entry_scalars = false;  // plan->holds_scalars(entry->scalars())
   };
   std::array<Recent, 4> recent_;  // the latest first
   size_t at_ = recent_.size();    // the entry followed (recent_.size(): none chosen yet)

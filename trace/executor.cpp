@@ -385,7 +385,7 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
       bound.reserve(group.slotted.size());  // the pointers into it stay valid
       for (int32_t step : group.slotted) {
         const Node& node = t.nodes()[size_t(nodes[size_t(step)])];
-        if (holds_scalars(node, scalars)) continue;
+        if (trace::holds_scalars(node, scalars)) continue;
         if (group_attrs.empty()) group_attrs.assign(group.attrs.begin(), group.attrs.end());
         bound.push_back(bind_scalars(node, scalars));
         group_attrs[size_t(step)] = &bound.back();
@@ -403,6 +403,13 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   }
   borrowed.give_back();  // before keep_arena takes env
   keep_arena(std::move(arena));
+}
+
+bool FusedPlan::holds_scalars(absl::Span<const Scalar> scalars) const {
+  if (scalars.size() != trace_.scalars().size()) return false;
+  for (const Node& node : trace_.nodes())
+    if (!trace::holds_scalars(node, scalars)) return false;
+  return true;
 }
 
 std::string FusedPlan::to_string() const {

@@ -47,6 +47,7 @@ class FusedPlan final : public Plan {
                 std::vector<bool>& written, std::vector<Tensor>& results,
                 bool recorded_layouts = false) const override;
   const Trace& trace() const override { return trace_; }
+  bool holds_scalars(absl::Span<const Scalar> scalars) const override;
   // The trace, the fusion plan, how each group runs, and the memory plan.
   std::string to_string() const override;
 

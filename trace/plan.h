@@ -35,6 +35,10 @@ class Plan {
     written.assign(targets.size(), false);
     results = run(inputs, scalars);
   }
+  // Whether every Scalar the plan runs with is bit for bit its value in
+  // `scalars` (another trace's scalars(), of the plan's signature): a run
+  // with those may then pass none. The default says no.
+  virtual bool holds_scalars(absl::Span<const Scalar> /*scalars*/) const { return false; }
   // The optimised trace the plan runs.
   virtual const Trace& trace() const = 0;
   // A readable description (the optimised trace, and how it runs).

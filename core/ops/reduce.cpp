@@ -300,7 +300,9 @@ DType widened(DType t) { return is_integral(t, true) ? kInt64 : t; }
 
 // (dims, keepdim, extra...): every reduction's attributes.
 Attrs reduce_attrs(IntArrayRef d, bool keepdim, std::initializer_list<AttrValue> extra) {
-  Attrs attrs{dims(d), keepdim};
+  Attrs attrs;  // pushed one by one: an initializer list would copy each value once more
+  attrs.push_back(dims(d));
+  attrs.push_back(keepdim);
   for (const AttrValue& v : extra) attrs.push_back(v);
   return attrs;
 }

@@ -173,9 +173,13 @@ ViewSpec view_select(const Tensor& in, const Attrs& a) {
   NNVM_CHECK(index >= -size && index < size, "select", "index ", index, " is out of range for dim ", d,
              " of size ", size, " (shape ", shape_str(in.sizes()), ")");
   if (index < 0) index += size;
-  ViewSpec v{dims(in.sizes()), dims(in.strides()), in.storage_offset() + index * in.stride(d)};
-  v.shape.erase(v.shape.begin() + d);
-  v.strides.erase(v.strides.begin() + d);
+  const TensorImpl& t = *in.impl();
+  ViewSpec v{{}, {}, t.offset + index * t.strides[size_t(d)]};
+  for (size_t k = 0; k < t.shape.size(); ++k) {  // every dim but d
+    if (k == size_t(d)) continue;
+    v.shape.push_back(t.shape[k]);
+    v.strides.push_back(t.strides[k]);
+  }
   return v;
 }
 

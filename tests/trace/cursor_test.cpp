@@ -89,6 +89,27 @@ TEST_F(Cursor, ARepeatedTraceIsRecordedFromTheCursorAndFlushedWithoutComparison)
   }
 }
 
+// The cache compiles an entry from the sighting that turns it hot, whose
+// Scalars may differ from the entry's own trace: an unbuilt repeat of the
+// entry (its Scalars, bit for bit) must then bind them, not run the plan's.
+TEST_F(Cursor, AnUnbuiltRepeatOfAnEntryCompiledWithOtherScalarsBindsItsOwn) {
+  const Tensor a = random({16}, kFloat32, 1);
+  mark_step();
+  const auto scaled = [&](double s) -> Program { return [&a, s] { return (a * s).exp(); }; };
+  // Values no simplification pins (0.5 would be part of the signature).
+  traced(scaled(0.3));  // the entry's trace
+  traced(scaled(0.7));  // the sighting that compiles it (at NNVM_HOT=2)
+  for (int k = 0; k < 3; ++k) {
+    const trace::RecorderStats before = stats();
+    const Tensor y = traced(scaled(0.3));
+    if (knobs().hot <= 2) {
+      EXPECT_EQ(stats().flushes_unbuilt - before.flushes_unbuilt, 1) << "run " << k;
+    }
+    expect_tensors_close(y, eager(scaled(0.3)));
+  }
+  expect_tensors_close(traced(scaled(0.7)), eager(scaled(0.7)));
+}
+
 TEST_F(Cursor, AnUnbuiltRepeatWhosePlanFailsKeepsWhatDoesNotDependOnTheFailure) {
   const Tensor a = random({6, 8}, kFloat32, 1), good = full({6, 2}, 3, kInt64), bad = full({6, 2}, 99, kInt64);
   const Program independent = [&] { return (a * 2.0).exp(); };
