@@ -41,7 +41,8 @@ std::string shapes_of(TensorRefs inputs) {
   });
 }
 
-void check_inputs(const OpDef& op, TensorRefs inputs) {
+// Every op's inputs pass here: the checks inline, the messages not.
+[[noreturn, gnu::noinline, gnu::cold]] void throw_bad_inputs(const OpDef& op, TensorRefs inputs) {
   NNVM_CHECK(op.num_inputs < 0 || int(inputs.size()) == op.num_inputs, op.name, "expected ",
              op.num_inputs, " inputs but got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -49,6 +50,19 @@ void check_inputs(const OpDef& op, TensorRefs inputs) {
     NNVM_CHECK(t != nullptr, op.name, "an input is an undefined tensor (inputs: ", shapes_of(inputs), ")");
     const Device first = inputs[0].impl()->device;  // defined: checked at i == 0
     NNVM_CHECK(t->device == first, op.name, "inputs are on different devices (", first, " and ", t->device, ")");
+  }
+  throw Error(detail::concat(op.name, ": invalid inputs (", shapes_of(inputs), ")"));  // not reached
+}
+
+void check_inputs(const OpDef& op, TensorRefs inputs) {
+  const size_t n = inputs.size();
+  if (op.num_inputs >= 0 && size_t(op.num_inputs) != n) [[unlikely]] throw_bad_inputs(op, inputs);
+  if (n == 0) return;
+  const TensorImpl* first = inputs[0].impl();
+  if (first == nullptr) [[unlikely]] throw_bad_inputs(op, inputs);
+  for (size_t i = 1; i < n; ++i) {
+    const TensorImpl* t = inputs[i].impl();
+    if (t == nullptr || !(t->device == first->device)) [[unlikely]] throw_bad_inputs(op, inputs);
   }
 }
 
