@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""The data a traced RNN step touches, in cache lines (docs/BENCHMARKS.md).
+
+Builds driver.cpp against a built libnnvm (default /tmp/build-rd, a
+RelWithDebInfo build with NNVM_NATIVE=OFF: valgrind does not run AVX-512),
+runs it under valgrind's lackey with every load and store traced, splits the
+trace at the driver's marker stores and prints, for the last steps, the
+distinct 64-byte lines touched: W and U, the stack, the rest; then the rest of
+one step by 4 KiB page.
+
+    python3 tools/step_footprint/step_footprint.py [BUILD_DIR]
+"""
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+build = sys.argv[1] if len(sys.argv) > 1 else "/tmp/build-rd"
+work = tempfile.mkdtemp(prefix="step_footprint.")
+driver = os.path.join(work, "driver")
+subprocess.run(["g++", "-std=c++20", "-O2", f"-I{build}/include", f"-I{root}/python-free-api/include",
+                os.path.join(here, "driver.cpp"), "-o", driver, f"-L{build}", "-lnnvm",
+                f"-Wl,-rpath,{build}"], check=True)
+log = os.path.join(work, "trace.txt")
+out = subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={log}", driver],
+                     check=True, capture_output=True, text=True).stdout
+addr = {}
+for line in out.splitlines():
+    name, *rest = line.split()
+    if name in ("W", "U"):
+        addr[name] = (int(rest[0], 16), int(rest[1]))
+    elif name == "marker":
+        addr[name] = int(rest[0], 16)
+lines_of = lambda a, n: range(a >> 6, (a + n + 63) >> 6)
+weights = set(lines_of(*addr["W"])) | set(lines_of(*addr["U"]))
+
+steps, step = [], None
+with open(log) as f:
+    for line in f:
+        if len(line) < 4 or line[0] != " " or line[1] not in "LSM":
+            continue
+        a = int(line[3:].split(",")[0], 16)
+        if line[1] == "S" and a == addr["marker"]:
+            if step is not None:
+                steps.append(step)
+            step = set()
+        elif step is not None:
+            step.add(a >> 6)
+if step:
+    steps.append(step)
+steps = steps[:-1]  # the last one runs on past the loop
+stack_of = lambda line: (line << 6) >= 0x1F000000  # valgrind's client stack
+for s in steps[-5:]:
+    w = len(s & weights)
+    st = sum(1 for x in s if stack_of(x))
+    print(f"{len(s)} lines ({len(s) * 64 / 1024:.1f} KiB): W and U {w}, stack {st}, the rest {len(s) - w - st}")
+pages = collections.Counter((x << 6) >> 12 for x in steps[-1] if x not in weights and not stack_of(x))
+print(f"the rest of the last step by 4 KiB page ({len(pages)} pages):")
+for page, n in pages.most_common(12):
+    print(f"  {page << 12:#x}  {n}")
