@@ -51,7 +51,8 @@ std::string shapes_of(TensorRefs inputs) {
     const Device first = inputs[0].impl()->device;  // defined: checked at i == 0
     NNVM_CHECK(t->device == first, op.name, "inputs are on different devices (", first, " and ", t->device, ")");
   }
-  throw Error(detail::concat(op.name, ": invalid inputs (", shapes_of(inputs), ")"));  // not reached
+  // Not reached: check_inputs calls it only when one of the checks above fails.
+  throw Error(detail::concat(op.name, ": invalid inputs (", shapes_of(inputs), ")"));
 }
 
 void check_inputs(const OpDef& op, TensorRefs inputs) {

@@ -97,7 +97,9 @@ std::optional<TraceCursor::Compiled> TraceCursor::look_up_compiled(TraceCache& c
   const Recent& r = recent_[at_];
   if (!r.plan || !cache.hit_compiled({r.entry.get(), r.hash})) return std::nullopt;
   to_front(at_);
-  return Compiled{recent_[0].plan.get(), recent_[0].entry.get(), recent_[0].holds_entry_scalars};
+  const Recent& front = recent_[0];
+  return Compiled{front.plan.get(), front.entry.get(),
+                  front.holds_entry_scalars ? absl::Span<const Scalar>() : front.entry->scalars()};
 }
 
 void TraceCursor::make_latest(size_t k, const CacheLookup& found) {

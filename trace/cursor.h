@@ -51,9 +51,9 @@ class TraceCursor {
   struct Compiled {
     const Plan* plan;
     const Trace* entry;
-    // The plan holds the entry's Scalars (Plan::holds_scalars): a run with
-    // them passes none, and binds none.
-    bool holds_entry_scalars;
+    // What the plan runs with: the entry's Scalars, or none when the plan
+    // holds them already (Plan::holds_scalars) and binds nothing.
+    absl::Span<const Scalar> scalars;
   };
   std::optional<Compiled> look_up_compiled(TraceCache& cache);
   // A new trace starts (after a flush).

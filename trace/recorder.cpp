@@ -262,9 +262,7 @@ class Recorder {
         compiled = cursor_.look_up_compiled(global_trace_cache());
       if (compiled) {
         ++stats_.flushes_unbuilt;
-        const absl::Span<const Scalar> scalars =
-            compiled->holds_entry_scalars ? absl::Span<const Scalar>() : compiled->entry->scalars();
-        compiled->plan->run_into(absl::MakeSpan(inputs), scalars, targets, written_into, results,
+        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
                                  /*recorded_layouts=*/true);
       } else {
         build_with_outputs(cursor_.entry());
