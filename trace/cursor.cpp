@@ -15,10 +15,6 @@ bool identical_attr(const AttrValue& a, const AttrValue& b) {
   return x && y ? identical(*x, *y) : same_attr(a, b);
 }
 
-bool same_layout(const Value& v, const Tensor& t) {
-  return v.dtype == t.dtype() && same_dims(v.shape, t.sizes()) && same_dims(v.strides, t.strides());
-}
-
 // Node `at` of `a` and of `b` (traces alike before it, value ids and roles
 // included) are the same in a signature.
 bool same_node(const Trace& a, const Trace& b, size_t at) {
@@ -34,33 +30,15 @@ bool same_node(const Trace& a, const Trace& b, size_t at) {
 
 }  // namespace
 
-const Node* TraceCursor::repeated_node(size_t nodes, size_t values, const OpDef& op, TensorRefs inputs,
-                                       absl::Span<const ValueId> ids, const Attrs& attrs) {
-  if (!following_) return nullptr;
-  if (nodes > 0) return entry() ? repeated_by(*entry(), nodes, values, op, inputs, ids, attrs) : nullptr;
-  for (size_t k = 0; k < recent_.size(); ++k) {
-    if (!recent_[k].entry) continue;
-    if (const Node* n = repeated_by(*recent_[k].entry, 0, values, op, inputs, ids, attrs)) {
-      at_ = k;
-      return n;
-    }
-  }
-  return nullptr;
-}
-
-const Node* TraceCursor::repeated_by(const Trace& entry, size_t at, size_t values, const OpDef& op,
-                                     TensorRefs inputs, absl::Span<const ValueId> ids,
-                                     const Attrs& attrs) const {
-  if (at >= entry.nodes().size()) return nullptr;
-  const Node& n = entry.nodes()[at];
-  if (n.op != &op || n.inputs.size() != ids.size() || n.attrs.size() != attrs.size()) return nullptr;
-  for (size_t k = 0; k < attrs.size(); ++k)
-    if (!identical_attr(n.attrs[k], attrs[k])) return nullptr;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] != n.inputs[i]) return nullptr;
-    const bool fresh = size_t(ids[i]) >= values;
-    if (fresh && (!entry.value(ids[i]).is_input() || !same_layout(entry.value(ids[i]), inputs[i]))) return nullptr;
-  }
+const Node* TraceCursor::node_like(size_t k, size_t at, const OpDef& op, size_t inputs,
+                                   const Attrs& attrs) const {
+  if (!following_ || k >= recent_.size() || !recent_[k].entry) return nullptr;
+  const std::vector<Node>& nodes = recent_[k].entry->nodes();
+  if (at >= nodes.size()) return nullptr;
+  const Node& n = nodes[at];
+  if (n.op != &op || n.inputs.size() != inputs || n.attrs.size() != attrs.size()) return nullptr;
+  for (size_t a = 0; a < attrs.size(); ++a)
+    if (!identical_attr(n.attrs[a], attrs[a])) return nullptr;
   return &n;
 }
 

@@ -22,13 +22,18 @@ namespace nnvm::trace {
 
 class TraceCursor {
  public:
-  // The entry's node that an op about to be appended to a recording of
-  // `nodes` nodes and `values` values repeats exactly, when it does; `ids`:
-  // the value id each input will have (a new trace input numbered on from
-  // the recording's values). At the recording's first node, this chooses
-  // the entry.
-  const Node* repeated_node(size_t nodes, size_t values, const OpDef& op, TensorRefs inputs,
-                            absl::Span<const ValueId> ids, const Attrs& attrs);
+  static constexpr size_t kRecent = 4;
+  // Node `at` of recent entry k when the op has its op, its attributes
+  // (Scalars bit for bit) and as many inputs: the node the op repeats if its
+  // inputs have the node's value ids (the recorder checks those). Null
+  // otherwise, when k holds no entry, or when the cursor has stopped
+  // following. At the trace's first node any recent entry is a candidate;
+  // after it, only the one followed (`followed()`).
+  const Node* node_like(size_t k, size_t at, const OpDef& op, size_t inputs, const Attrs& attrs) const;
+  const Trace& recent(size_t k) const { return *recent_[k].entry; }
+  size_t followed() const { return at_; }
+  // The trace's first op repeats recent entry k's first node: the cursor follows k.
+  void choose(size_t k) { at_ = k; }
   // After any node is appended to `recording`: whether it still repeats the
   // entry (at the first node, whether it repeats any recent entry).
   void follow(const Trace& recording);
@@ -63,8 +68,6 @@ class TraceCursor {
   }
 
  private:
-  const Node* repeated_by(const Trace& entry, size_t at, size_t values, const OpDef& op,
-                          TensorRefs inputs, absl::Span<const ValueId> ids, const Attrs& attrs) const;
   // Makes recent_[k] the latest entry, now `found`'s.
   void make_latest(size_t k, const CacheLookup& found);
   // Moves recent_[k] to the front, the others after it in their order; the cursor follows it.
@@ -76,7 +79,7 @@ class TraceCursor {
     std::shared_ptr<const Plan> plan;  // its compiled plan, once a lookup found one
     bool holds_entry_scalars = false;  // plan->holds_scalars(entry->scalars())
   };
-  std::array<Recent, 4> recent_;  // the latest first
+  std::array<Recent, kRecent> recent_;  // the latest first
   size_t at_ = recent_.size();    // the entry followed (recent_.size(): none chosen yet)
   bool following_ = true;         // the trace being recorded repeats it so far
 };

@@ -74,6 +74,11 @@ bool same_layout(const Tensor& a, const Tensor& b) {
          same_dims(a.strides(), b.strides());
 }
 
+// A tensor with the value's dtype, shape and strides (a trace input's layout).
+bool same_layout(const Value& v, const Tensor& t) {
+  return v.dtype == t.dtype() && same_dims(v.shape, t.sizes()) && same_dims(v.strides, t.strides());
+}
+
 const OpDef& op_named(const char* name) { return find_op(name); }
 
 bool log_trace() {
@@ -116,20 +121,14 @@ class Recorder {
   }
 
   void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
-    flush_if_needed(op, inputs, nullptr);
+    NewInputs fresh;
+    const Node* known = repeated_node(op, inputs, attrs, fresh);
+    if (!known && flush_if_needed(op, inputs, nullptr)) known = repeated_node(op, inputs, attrs, fresh);
     ValueId first;
     size_t count;
-    ValueId few_ids[8];
-    std::vector<ValueId> many_ids(inputs.size() > std::size(few_ids) ? inputs.size() : 0);
-    const absl::Span<ValueId> ids(many_ids.empty() ? few_ids : many_ids.data(), inputs.size());
-    const Node* known = cursor_.following() && predict_ids(op, inputs, ids)
-                            ? cursor_.repeated_node(node_count(), value_count(), op, inputs, ids, attrs)
-                            : nullptr;
     if (known) {
-      // The node's new trace inputs: predict_ids found each without a record
-      // and not an input as it is now. (A tensor read twice is new once.)
-      for (size_t i = 0; i < inputs.size(); ++i)
-        if (size_t(known->inputs[i]) >= value_count()) take_input(input_for(inputs[i].impl()), inputs[i]);
+      // The node's new trace inputs, in the order the entry numbered them.
+      for (const NewInput& in : fresh) take_input(in.known ? input_for(in.impl) : new_input(in.impl), inputs[in.at]);
       if (unbuilt_) {
         first = ValueId(followed_values_);
         NNVM_DCHECK(known->outputs.empty() || known->outputs[0] == first);
@@ -384,26 +383,57 @@ class Recorder {
     Record* record;  // in arena_
   };
 
-  // The value ids recording `inputs` gives them (new trace inputs numbered
-  // on from the trace's values), recording nothing; false when reading one
-  // records a view node.
-  // `ids` has a place per input.
-  bool predict_ids(const OpDef& op, TensorRefs inputs, absl::Span<ValueId> ids) const {
-    ValueId fresh = ValueId(value_count());
+  // A materialised tensor an op reads that is not an input of the trace
+  // yet: input `at` of the op; `known`: the recorder has an entry for its
+  // TensorImpl (a tensor re-pointed since it was taken).
+  struct NewInput {
+    const TensorImpl* impl;
+    size_t at;
+    bool known;
+  };
+  using NewInputs = absl::InlinedVector<NewInput, 4>;
+
+  // The node of the entry the cursor follows (at the trace's first op, of
+  // any recent entry) that the op repeats, or null: the same op and
+  // attributes (node_like), and inputs with the node's value ids, a trace
+  // input with its dtype, shape and strides where the node reads a new one.
+  // Fills `fresh` with the inputs to take, and records nothing. Null too
+  // when an input needs a flush first or reading it records a view node.
+  const Node* repeated_node(const OpDef& op, TensorRefs inputs, const Attrs& attrs, NewInputs& fresh) {
+    const size_t at = node_count();
+    const size_t first = at == 0 ? 0 : cursor_.followed();
+    const size_t last = at == 0 ? TraceCursor::kRecent : first + 1;
+    for (size_t k = first; k < last; ++k) {
+      const Node* n = cursor_.node_like(k, at, op, inputs.size(), attrs);
+      if (!n || !inputs_repeat(cursor_.recent(k), *n, op, inputs, fresh)) continue;
+      if (at == 0) cursor_.choose(k);
+      return n;
+    }
+    return nullptr;
+  }
+
+  // Whether the op's inputs are node n's of entry e, which the trace repeats
+  // so far (its values are the entry's first ones).
+  bool inputs_repeat(const Trace& e, const Node& n, const OpDef& op, TensorRefs inputs, NewInputs& fresh) const {
+    fresh.clear();
+    ValueId next = ValueId(value_count());  // the id of the next new trace input
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
+      const ValueId want = n.inputs[i];
       size_t twin = 0;
       while (twin < i && !inputs[twin].is_same(t)) ++twin;
       if (twin < i) {
-        ids[i] = ids[twin];
+        if (want != n.inputs[twin]) return false;
       } else if (const Record* r = own_record(*t.storage(), op.name)) {
-        if (r->kind != Record::kWrite && !is_whole(t, r->value)) return false;
-        ids[i] = r->value;
+        if (r->value != want) return false;
+        if (r->kind == Record::kWrite ? !same_layout(t, r->target) : !is_whole(t, e.value(want))) return false;
       } else if (const Input* in = find_input(t.impl());
-                 in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], value(in->value))) {
-        ids[i] = in->value;
+                 in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], e.value(in->value))) {
+        if (in->value != want) return false;
       } else {
-        ids[i] = fresh++;
+        if (want != next || !e.value(want).is_input() || !same_layout(e.value(want), t)) return false;
+        ++next;
+        fresh.push_back({t.impl(), i, in != nullptr});
       }
     }
     return true;
@@ -484,14 +514,16 @@ class Recorder {
     return r && r->kind == Record::kWrite && !same_layout(t, r->target);
   }
 
-  void flush_if_needed(const OpDef& op, TensorRefs inputs, const Tensor* out) {
+  // Runs the trace when an input or `out` needs it (needs_flush); whether it did.
+  bool flush_if_needed(const OpDef& op, TensorRefs inputs, const Tensor* out) {
     bool needed = out && needs_flush(*out, op.name);
     for (const Tensor& in : inputs) needed = needed || needs_flush(in, op.name);
     if (needed) flush();
+    return needed;
   }
 
-  bool is_whole(const Tensor& t, ValueId v) const {
-    const Value& whole = value(v);
+  bool is_whole(const Tensor& t, ValueId v) const { return is_whole(t, value(v)); }
+  static bool is_whole(const Tensor& t, const Value& whole) {
     const TensorImpl& impl = *t.impl();
     return impl.offset == 0 && same_dims(impl.shape, whole.shape) &&
            (same_dims(impl.strides, whole.strides) || is_contiguous_layout(impl.shape, impl.strides));
@@ -529,9 +561,14 @@ class Recorder {
   // What the trace has made of a materialised tensor: a scan while the trace
   // reads a few, a hash map past that (value -1: nothing yet).
   Input& input_for(const TensorImpl* impl) {
-    if (input_of_.empty()) {
+    if (input_of_.empty())
       for (auto& [key, in] : few_inputs_)
         if (key == impl) return in;
+    return new_input(impl);
+  }
+  // The same for a TensorImpl the recorder has no entry for yet.
+  Input& new_input(const TensorImpl* impl) {
+    if (input_of_.empty()) {
       if (few_inputs_.size() < kFewInputs) return few_inputs_.emplace_back(impl, Input{}).second;
       for (auto& [key, in] : few_inputs_) input_of_.emplace(key, in);
     }
