@@ -112,7 +112,14 @@ TraceCache::Entry* TraceCache::find(uint64_t hash, const Trace* known, bool& aga
 // entry and counted itself); `again`: the last lookup found it too.
 int64_t TraceCache::count(Entry& entry, bool hit, bool again, uint64_t hash) {
   if (hit) ++stats_.hits;
-  if (!again) structures_.put(entry.structure, entry.trace);
+  if (!again) {
+    // The structure's latest trace; most often it is this one already (a
+    // program alternating two traces), and assigning it again would be two
+    // atomic operations.
+    std::shared_ptr<const Trace>* latest = structures_.find(entry.structure);
+    if (!latest) structures_.put(entry.structure, entry.trace);
+    else if (*latest != entry.trace) *latest = entry.trace;
+  }
   last_ = &entry;
   const int64_t count = ++entry.count;
   stats_.entries = int64_t(entries_.size());
