@@ -8,24 +8,19 @@ trace at the driver's marker stores and prints, for the last steps, the
 distinct 64-byte lines touched: W and U, the stack, the rest; then the rest of
 one step by 4 KiB page.
 
-    python3 tools/step_footprint/step_footprint.py [BUILD_DIR]
+    python3 tools/rnn_step/step_footprint.py [BUILD_DIR]
 """
 import collections
 import os
 import subprocess
 import sys
-import tempfile
 
-here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.dirname(os.path.dirname(here))
+from build_driver import build_driver
+
 build = sys.argv[1] if len(sys.argv) > 1 else "/tmp/build-rd"
-work = tempfile.mkdtemp(prefix="step_footprint.")
-driver = os.path.join(work, "driver")
-subprocess.run(["g++", "-std=c++20", "-O2", f"-I{build}/include", f"-I{root}/python-free-api/include",
-                os.path.join(here, "driver.cpp"), "-o", driver, f"-L{build}", "-lnnvm",
-                f"-Wl,-rpath,{build}"], check=True)
+work, driver = build_driver(build, "step_footprint.")
 log = os.path.join(work, "trace.txt")
-out = subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={log}", driver],
+out = subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={log}", driver, "30"],
                      check=True, capture_output=True, text=True).stdout
 addr = {}
 for line in out.splitlines():

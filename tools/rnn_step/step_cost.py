@@ -8,24 +8,19 @@ per step: the instructions, those besides cpu::gemm, and the atomic
 read-modify-write instructions (lock-prefixed, and xchg with memory) by the
 place that executes them: the function and its three outermost source lines.
 
-    python3 tools/step_cost/step_cost.py [BUILD_DIR] [STEPS]
+    python3 tools/rnn_step/step_cost.py [BUILD_DIR] [STEPS]
 """
 import collections
 import os
 import re
 import subprocess
 import sys
-import tempfile
 
-here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.dirname(os.path.dirname(here))
+from build_driver import build_driver
+
 build = sys.argv[1] if len(sys.argv) > 1 else "/tmp/build-rd"
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
-work = tempfile.mkdtemp(prefix="step_cost.")
-driver = os.path.join(work, "driver")
-subprocess.run(["g++", "-std=c++20", "-O2", "-g", f"-I{build}/include", f"-I{root}/python-free-api/include",
-                os.path.join(here, "driver.cpp"), "-o", driver, f"-L{build}", "-lnnvm",
-                f"-Wl,-rpath,{build}"], check=True)
+work, driver = build_driver(build, "step_cost.")
 out = os.path.join(work, "callgrind.out")
 subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
                 "--toggle-collect=measured*", driver, str(steps)], check=True, capture_output=True)
