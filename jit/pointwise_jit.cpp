@@ -255,9 +255,14 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     std::copy_n(l.vec_step, operands, call.vec_step);
     std::copy_n(l.lane_stride, operands, call.lane_stride);
     for (int64_t b = begin; b < end; ++b) {
-      // block 0 starts every operand at its base: a small loop's only call computes no offsets
-      const int64_t c = b % l.col_blocks, r = (b / l.col_blocks) % l.row_blocks;
-      const int64_t o = b / (l.col_blocks * l.row_blocks);
+      // block 0 starts every operand at its base: a small loop's only call
+      // computes no offsets (and no divisions)
+      int64_t c = 0, r = 0, o = 0;
+      if (b != 0) {
+        c = b % l.col_blocks;
+        r = (b / l.col_blocks) % l.row_blocks;
+        o = b / (l.col_blocks * l.row_blocks);
+      }
       for (size_t k = 0; k < operands; ++k) {
         int64_t offset = 0;
         if (b != 0) {

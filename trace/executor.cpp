@@ -109,8 +109,11 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 
 // Each run makes its outputs' storages and tensors, which the recorder
 // adopts and drops: their blocks wait on the thread's free lists (core/block_pool.h).
+Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v, const DimVector& strides) {
+  return pooled_tensor(std::move(storage), v.shape, strides, 0, v.dtype, Device());
+}
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
-  return pooled_tensor(std::move(storage), v.shape, contiguous_strides(v.shape), 0, v.dtype, Device());
+  return tensor_on(std::move(storage), v, contiguous_strides(v.shape));
 }
 
 }  // namespace
@@ -148,7 +151,8 @@ FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), has
   for (size_t v = 0; v < trace_.values().size(); ++v) {
     if (!computed(v)) continue;
     if (memory_.offsets[v] < 0) {
-      own_values_[size_t(schedule.step[size_t(trace_.value(ValueId(v)).node)])].push_back(ValueId(v));
+      const Value& val = trace_.value(ValueId(v));
+      own_values_[size_t(schedule.step[size_t(val.node)])].push_back({ValueId(v), contiguous_strides(val.shape)});
       continue;
     }
     // Values at the same place (an in-place chain, a reused buffer) share a slice.
@@ -370,12 +374,13 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   absl::InlinedVector<Attrs, 4> bound;  // a group's attributes with Scalars bound; only for nodes with slots
   for (size_t k = 0; k < order_.size(); ++k) {
     const int32_t g = order_[k];
-    for (ValueId v : own_values_[k]) {  // allocated when computed, not for the whole run
-      const Value& val = t.value(v);
-      if (!env[size_t(v)].defined())
-        env[size_t(v)] = tensor_on(
+    for (const OwnValue& own : own_values_[k]) {  // allocated when computed, not for the whole run
+      const Value& val = t.value(own.value);
+      Tensor& slot = env[size_t(own.value)];
+      if (!slot.defined())
+        slot = tensor_on(
             std::allocate_shared<Storage>(BlockPool<Storage>(), numel_of(val.shape) * itemsize(val.dtype), Device()),
-            val);
+            val, own.strides);
     }
     const Group& group = groups_[size_t(g)];
     absl::Span<const Attrs* const> attrs = group.attrs;

@@ -120,8 +120,12 @@ class FusedPlan final : public Plan {
   std::vector<ArenaValue> arena_values_;  // computed values placed in the arena
   std::vector<ValueId> transient_;        // the values a run binds and drops: all but the arena's
   bool arena_escapes_ = false;            // a trace output is a view of an arena value
-  std::vector<std::vector<ValueId>> own_values_;  // per step: values it computes into memory of their own
-                                                 // (trace outputs, empty values)
+  struct OwnValue {
+    ValueId value;
+    DimVector strides;  // contiguous: a run does not compute them
+  };
+  std::vector<std::vector<OwnValue>> own_values_;  // per step: values it computes into memory of their own
+                                                  // (trace outputs, empty values)
   std::vector<DirectWrite> direct_;      // per trace output
   std::vector<int32_t> input_last_step_;  // per trace input: the last step reading it (the step count for outputs)
   // Per trace output: the run moves its tensor into the results (its last
