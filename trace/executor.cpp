@@ -94,14 +94,6 @@ std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
 }
 
 // Whether two tensors' storages share any byte.
-bool share_memory(const Tensor& a, const Tensor& b) {
-  const Storage &x = *a.storage(), &y = *b.storage();
-  if (&x == &y) return true;
-  const char* xd = static_cast<const char*>(x.data());
-  const char* yd = static_cast<const char*>(y.data());
-  return xd && yd && xd < yd + y.nbytes() && yd < xd + x.nbytes();
-}
-
 bool same_layout(const Tensor& a, const Tensor& b) {
   return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() &&
          a.sizes() == b.sizes() && a.strides() == b.strides();
@@ -199,6 +191,7 @@ void FusedPlan::plan_direct_writes() {
       last_check = std::max(last_check, step_of_group[size_t(fusion_.group_of[n])]);
   for (ValueId out : t.outputs()) {
     DirectWrite d;
+    d.strides = contiguous_strides(t.value(out).shape);
     const int32_t n = t.value(out).node;
     if (n < 0 || is_view(t, out) || step_of_group[size_t(fusion_.group_of[size_t(n)])] <= last_check) {
       direct_.push_back(std::move(d));
@@ -227,14 +220,25 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
                                absl::Span<const Tensor> targets) const {
   const DirectWrite& d = direct_[output];
   const Tensor& target = targets[output];
+  if (d.step < 0 || !target.defined()) return false;
+  const TensorImpl& impl = *target.impl();
   const Value& v = trace_.value(trace_.outputs()[output]);
-  if (d.step < 0 || !target.defined() || target.dtype() != v.dtype || target.sizes() != IntArrayRef(v.shape) ||
-      !target.is_contiguous() || target.device() != Device() || !target.storage()->has_memory())
+  if (impl.dtype != v.dtype || !same_dims(impl.shape, v.shape) || impl.device != Device() ||
+      !impl.storage->has_memory() || !is_contiguous_layout(impl.shape, impl.strides))
     return false;
+  // Every operand is defined here (run_into checked the inputs): no Tensor accessor's check per pair.
+  const Storage& mine = *impl.storage;
+  const char* begin = static_cast<const char*>(mine.data());
+  const char* end = begin + mine.nbytes();
+  auto shares = [&](const Tensor& x) {
+    const Storage& s = *x.impl()->storage;
+    const char* data = static_cast<const char*>(s.data());
+    return &s == &mine || (begin && data && data < end && begin < data + s.nbytes());
+  };
   for (size_t k = 0; k < targets.size(); ++k)
-    if (k != output && targets[k].defined() && share_memory(target, targets[k])) return false;
+    if (k != output && targets[k].defined() && shares(targets[k])) return false;
   for (size_t j = 0; j < inputs.size(); ++j) {
-    if (!share_memory(inputs[j], target) || input_last_step_[j] < d.step) continue;
+    if (!shares(inputs[j]) || input_last_step_[j] < d.step) continue;
     const bool in_place = input_last_step_[j] == d.step && same_layout(inputs[j], target) &&
                           std::find(d.same_step_inputs.begin(), d.same_step_inputs.end(), int32_t(j)) !=
                               d.same_step_inputs.end();
@@ -347,7 +351,7 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
     slot = targets[i];
     written[i] = true;
     // contiguous may still differ in a unit dim's stride from the plan's own output
-    recorded_strides = recorded_strides && same_dims(slot.strides(), contiguous_strides(slot.sizes()));
+    recorded_strides = recorded_strides && same_dims(slot.impl()->strides, direct_[i].strides);
   }
   // The inputs are borrowed: moved into env, and back before the run returns
   // or throws (a copy of each would be two atomic operations in a process

@@ -84,6 +84,7 @@ class FusedPlan final : public Plan {
     // Input positions its node reads elementwise at the output's own elements,
     // read by nothing else in that step: the target may be one of them.
     std::vector<int32_t> same_step_inputs;
+    DimVector strides;  // the output's contiguous strides (a plan's own output has them)
   };
   void plan_direct_writes();
 
