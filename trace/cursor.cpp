@@ -8,13 +8,6 @@ namespace nnvm::trace {
 
 namespace {
 
-// The same attribute, a Scalar's value included (bit for bit).
-bool identical_attr(const AttrValue& a, const AttrValue& b) {
-  const Scalar* x = std::get_if<Scalar>(&a);
-  const Scalar* y = std::get_if<Scalar>(&b);
-  return x && y ? identical(*x, *y) : same_attr(a, b);
-}
-
 // Node `at` of `a` and of `b` (traces alike before it, value ids and roles
 // included) are the same in a signature.
 bool same_node(const Trace& a, const Trace& b, size_t at) {
@@ -29,18 +22,6 @@ bool same_node(const Trace& a, const Trace& b, size_t at) {
 }
 
 }  // namespace
-
-const Node* TraceCursor::node_like(size_t k, size_t at, const OpDef& op, size_t inputs,
-                                   const Attrs& attrs) const {
-  if (!following_ || k >= recent_.size() || !recent_[k].entry) return nullptr;
-  const std::vector<Node>& nodes = recent_[k].entry->nodes();
-  if (at >= nodes.size()) return nullptr;
-  const Node& n = nodes[at];
-  if (n.op != &op || n.inputs.size() != inputs || n.attrs.size() != attrs.size()) return nullptr;
-  for (size_t a = 0; a < attrs.size(); ++a)
-    if (!identical_attr(n.attrs[a], attrs[a])) return nullptr;
-  return &n;
-}
 
 void TraceCursor::follow(const Trace& recording) {
   if (!following_) return;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 
+#include "nnvm/trace/signature.h"
 #include "nnvm/trace/trace_cache.h"
 
 namespace nnvm::trace {
@@ -29,7 +30,16 @@ class TraceCursor {
   // otherwise, when k holds no entry, or when the cursor has stopped
   // following. At the trace's first node any recent entry is a candidate;
   // after it, only the one followed (`followed()`).
-  const Node* node_like(size_t k, size_t at, const OpDef& op, size_t inputs, const Attrs& attrs) const;
+  const Node* node_like(size_t k, size_t at, const OpDef& op, size_t inputs, const Attrs& attrs) const {
+    if (!following_ || k >= recent_.size() || !recent_[k].entry) return nullptr;
+    const std::vector<Node>& nodes = recent_[k].entry->nodes();
+    if (at >= nodes.size()) return nullptr;
+    const Node& n = nodes[at];
+    if (n.op != &op || n.inputs.size() != inputs || n.attrs.size() != attrs.size()) return nullptr;
+    for (size_t a = 0; a < attrs.size(); ++a)
+      if (!identical_attr(n.attrs[a], attrs[a])) return nullptr;
+    return &n;
+  }
   const Trace& recent(size_t k) const { return *recent_[k].entry; }
   size_t followed() const { return at_; }
   // The trace's first op repeats recent entry k's first node: the cursor follows k.
@@ -72,6 +82,13 @@ class TraceCursor {
   void make_latest(size_t k, const CacheLookup& found);
   // Moves recent_[k] to the front, the others after it in their order; the cursor follows it.
   void to_front(size_t k);
+
+  // The same attribute, a Scalar's value included (bit for bit).
+  static bool identical_attr(const AttrValue& a, const AttrValue& b) {
+    const Scalar* x = std::get_if<Scalar>(&a);
+    const Scalar* y = std::get_if<Scalar>(&b);
+    return x && y ? identical(*x, *y) : same_attr(a, b);
+  }
 
   struct Recent {
     std::shared_ptr<const Trace> entry;  // a cache entry's trace, kept alive: its address identifies it

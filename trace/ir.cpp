@@ -183,13 +183,6 @@ Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars) {
   return bound;
 }
 
-bool identical(const Scalar& a, const Scalar& b) {
-  if (a.is_floating() != b.is_floating() || a.is_integral() != b.is_integral()) return false;
-  if (!a.is_floating()) return a.to_int() == b.to_int();
-  const double x = a.to_double(), y = b.to_double();
-  return std::memcmp(&x, &y, sizeof x) == 0;
-}
-
 bool holds_scalars(const Node& n, absl::Span<const Scalar> scalars) {
   for (const ScalarSlot& s : n.slots)
     if (!identical(n.attrs.s(size_t(s.attr)), scalars[size_t(s.slot)])) return false;

@@ -8,6 +8,7 @@
 // reference kernels; signatures key the trace cache.
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -164,7 +165,12 @@ bool is_reduction(const OpDef& op);
 Attrs bind_scalars(const Node& n, absl::Span<const Scalar> scalars);
 
 // The same Scalar: kind and value, bit for bit.
-bool identical(const Scalar& a, const Scalar& b);
+inline bool identical(const Scalar& a, const Scalar& b) {
+  if (a.is_floating() != b.is_floating() || a.is_integral() != b.is_integral()) return false;
+  if (!a.is_floating()) return a.to_int() == b.to_int();
+  const double x = a.to_double(), y = b.to_double();
+  return std::memcmp(&x, &y, sizeof x) == 0;
+}
 
 // Whether n's slotted Scalars already hold the values in `scalars` (binding
 // them would change nothing).

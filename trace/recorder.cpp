@@ -75,8 +75,8 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 }
 
 // A tensor with the value's dtype, shape and strides (a trace input's layout).
-bool same_layout(const Value& v, const Tensor& t) {
-  return v.dtype == t.dtype() && same_dims(v.shape, t.sizes()) && same_dims(v.strides, t.strides());
+bool same_layout(const Value& v, const TensorImpl& t) {
+  return v.dtype == t.dtype && same_dims(v.shape, t.shape) && same_dims(v.strides, t.strides);
 }
 
 const OpDef& op_named(const char* name) { return find_op(name); }
@@ -418,22 +418,24 @@ class Recorder {
     fresh.clear();
     ValueId next = ValueId(value_count());  // the id of the next new trace input
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const Tensor& t = inputs[i];
+      const TensorImpl& t = *inputs[i].impl();  // defined: call() checked every input
       const ValueId want = n.inputs[i];
       size_t twin = 0;
-      while (twin < i && !inputs[twin].is_same(t)) ++twin;
+      while (twin < i && inputs[twin].impl() != &t) ++twin;
       if (twin < i) {
         if (want != n.inputs[twin]) return false;
-      } else if (const Record* r = own_record(*t.storage(), op.name)) {
+      } else if (const Record* r = own_record(*t.storage, op.name)) {
         if (r->value != want) return false;
-        if (r->kind == Record::kWrite ? !same_layout(t, r->target) : !is_whole(t, e.value(want))) return false;
-      } else if (const Input* in = find_input(t.impl());
-                 in && in->value >= 0 && unchanged(*t.impl(), inputs_[in->index], e.value(in->value))) {
+        if (r->kind == Record::kWrite ? !same_layout(inputs[i], r->target) : !is_whole(t, e.value(want)))
+          return false;
+      } else if (const Input* in = find_input(&t);
+                 in && in->value >= 0 && unchanged(t, inputs_[in->index], e.value(in->value))) {
         if (in->value != want) return false;
       } else {
-        if (want != next || !e.value(want).is_input() || !same_layout(e.value(want), t)) return false;
+        const Value& v = e.value(want);
+        if (want != next || !v.is_input() || !same_layout(v, t)) return false;
         ++next;
-        fresh.push_back({t.impl(), i, in != nullptr});
+        fresh.push_back({&t, i, in != nullptr});
       }
     }
     return true;
@@ -522,9 +524,8 @@ class Recorder {
     return needed;
   }
 
-  bool is_whole(const Tensor& t, ValueId v) const { return is_whole(t, value(v)); }
-  static bool is_whole(const Tensor& t, const Value& whole) {
-    const TensorImpl& impl = *t.impl();
+  bool is_whole(const Tensor& t, ValueId v) const { return is_whole(*t.impl(), value(v)); }
+  static bool is_whole(const TensorImpl& impl, const Value& whole) {
     return impl.offset == 0 && same_dims(impl.shape, whole.shape) &&
            (same_dims(impl.strides, whole.strides) || is_contiguous_layout(impl.shape, impl.strides));
   }
