@@ -84,7 +84,7 @@ void BM_PlanReplay(benchmark::State& state) {
   t.mark_output(node("sum", {node("relu", {node("add", {e, y}, {Scalar(-1)})})}, {DimVector{}, false, kFloat32}));
   const trace::FusedPlan plan(t);
   std::vector<Tensor> inputs = {a, b};  // borrowed by each run
-  std::vector<bool> written;
+  trace::WrittenFlags written;
   std::vector<Tensor> results;
   for (auto _ : state) {
     plan.run_into(absl::MakeSpan(inputs), t.scalars(), {}, written, results);

@@ -308,14 +308,14 @@ FusedPlan::ArenaTensors FusedPlan::take_arena() const {
 
 std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
   std::vector<Tensor> own(inputs.begin(), inputs.end());
-  std::vector<bool> written;
+  WrittenFlags written;
   std::vector<Tensor> results;
   run_into(absl::MakeSpan(own), scalars, {}, written, results);
   return results;
 }
 
 void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
-                         absl::Span<const Tensor> targets, std::vector<bool>& written,
+                         absl::Span<const Tensor> targets, WrittenFlags& written,
                          std::vector<Tensor>& results, bool recorded_layouts) const {
   const Trace& t = trace_;
   NNVM_CHECK(scalars.empty() || scalars.size() == t.scalars().size(), "FusedPlan", "the trace has ",
@@ -344,12 +344,12 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   // arena and its values' tensors until it returns.
   ArenaTensors arena = take_arena();
   std::vector<Tensor>& env = arena.env;
-  written.assign(targets.size(), false);
+  written.assign(targets.size(), 0);
   for (size_t i = 0; i < targets.size(); ++i) {
     Tensor& slot = env[size_t(t.outputs()[i])];
     if (slot.defined() || !can_write_into(i, inputs, targets)) continue;  // a value bound for two targets: the first
     slot = targets[i];
-    written[i] = true;
+    written[i] = 1;
     // contiguous may still differ in a unit dim's stride from the plan's own output
     recorded_strides = recorded_strides && same_dims(slot.impl()->strides, direct_[i].strides);
   }

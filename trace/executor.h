@@ -44,7 +44,7 @@ class FusedPlan final : public Plan {
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
   void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars, absl::Span<const Tensor> targets,
-                std::vector<bool>& written, std::vector<Tensor>& results,
+                WrittenFlags& written, std::vector<Tensor>& results,
                 bool recorded_layouts = false) const override;
   const Trace& trace() const override { return trace_; }
   bool holds_scalars(absl::Span<const Scalar> scalars) const override;
@@ -132,7 +132,7 @@ class FusedPlan final : public Plan {
   // Per trace output: the run moves its tensor into the results (its last
   // place among the outputs, not an input, not an arena value a kept arena
   // binds again), else copies it.
-  std::vector<bool> output_moves_;
+  std::vector<uint8_t> output_moves_;  // per output: its tensor moves out of the run's env
   uint64_t hash_ = 0;
   uint64_t id_ = 0;  // this plan among every plan of the process
 };

@@ -3,6 +3,7 @@
 // replays, with that trace's inputs and Scalar values as run-time arguments.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,10 @@
 #include "nnvm/trace/ir.h"
 
 namespace nnvm::trace {
+
+// One flag per trace output: whether a run computed it straight into its
+// target. Bytes, not std::vector<bool>'s bits (a shift and a mask per access).
+using WrittenFlags = std::vector<uint8_t>;
 
 class Plan {
  public:
@@ -30,9 +35,9 @@ class Plan {
   // recorder's flush of a trace with the plan's signature), so the run need
   // not compare them. The default writes no target.
   virtual void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars,
-                        absl::Span<const Tensor> targets, std::vector<bool>& written,
+                        absl::Span<const Tensor> targets, WrittenFlags& written,
                         std::vector<Tensor>& results, bool /*recorded_layouts*/ = false) const {
-    written.assign(targets.size(), false);
+    written.assign(targets.size(), 0);
     results = run(inputs, scalars);
   }
   // Whether every Scalar the plan runs with is bit for bit its value in

@@ -249,8 +249,8 @@ class Recorder {
     std::vector<Tensor>& results = results_;
     std::vector<Tensor>& targets = targets_;
     for (const Bind& b : binds) targets.push_back(b.storage ? Tensor() : b.target);
-    std::vector<bool>& written_into = written_into_;  // results a plan computed straight into their target
-    written_into.assign(binds.size(), false);
+    WrittenFlags& written_into = written_into_;  // results a plan computed straight into their target
+    written_into.assign(binds.size(), 0);
     std::vector<std::shared_ptr<const std::string>> failure;
     std::shared_ptr<const std::string> first_failure;
     // A trace that repeats a compiled entry whole runs its plan with the
@@ -282,7 +282,7 @@ class Recorder {
       results = std::move(partial.outputs);
       failure = std::move(partial.failure);
       first_failure = std::move(partial.first_failure);
-      written_into.assign(binds.size(), false);
+      written_into.assign(binds.size(), 0);
     }
     static const OpDef& copy = op_named("copy");
     const KernelFn& copy_kernel = copy.kernels[size_t(kCPU)];
@@ -669,7 +669,7 @@ class Recorder {
   // A flush's buffers, empty between flushes (flushes do not nest).
   std::vector<Bind> binds_;
   std::vector<Tensor> flushed_inputs_, targets_, results_;
-  std::vector<bool> written_into_;
+  WrittenFlags written_into_;
   std::vector<const Storage*> written_;
   bool flushing_ = false;
   RecorderStats stats_;

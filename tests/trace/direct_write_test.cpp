@@ -21,7 +21,7 @@ const OpDef& op(const char* name) { return find_op(name); }
 
 struct Written {
   std::vector<Tensor> results;
-  std::vector<bool> written;
+  WrittenFlags written;
 };
 
 // Runs `t`'s plan with `targets`, after computing what the interpreter gives
@@ -52,7 +52,7 @@ TEST(DirectWrite, UpdateWritesItsTargetInPlace) {
   t.mark_output(t.add_node1(op("add"), {pv, t.add_node1(op("exp"), {gv})}, {Scalar(-0.1)}));
   void* memory = p.storage()->data();
   const Written w = run_against_interpreter(t, {p, g}, {p});
-  ASSERT_EQ(w.written, std::vector<bool>{true});
+  ASSERT_EQ(w.written, WrittenFlags{1});
   EXPECT_EQ(w.results[0].storage()->data(), memory);
   expect_tensors_close(p, testing::random({64, 90}, kFloat32, 1) - g.exp() * 0.1);
 }
@@ -68,7 +68,7 @@ TEST(DirectWrite, MatmulEpilogueWritesATargetAtAStorageOffset) {
   // the add is the matmul's epilogue: that group runs node by node
   t.mark_output(t.add_node1(op("add"), {pv, t.add_node1(op("matmul"), {av, bv})}, {Scalar(-0.5)}));
   const Written w = run_against_interpreter(t, {p, a, b}, {p});
-  ASSERT_EQ(w.written, std::vector<bool>{true});
+  ASSERT_EQ(w.written, WrittenFlags{1});
   expect_tensors_close(big.narrow(0, 0, 5), before.narrow(0, 0, 5), 0, 0);
   expect_tensors_close(big.narrow(0, 25, 15), before.narrow(0, 25, 15), 0, 0);
 }
@@ -83,7 +83,7 @@ TEST(DirectWrite, UpdatedValueReadLaterInTheSameTrace) {
   t.mark_output(t.add_node1(op("sum"), {t.add_node1(op("mul.Scalar"), {updated}, {Scalar(2.0)})},
                             {DimVector{1}, false, kFloat32}));
   const Written w = run_against_interpreter(t, {p, g}, {p, Tensor()});
-  EXPECT_EQ(w.written, (std::vector<bool>{true, false}));
+  EXPECT_EQ(w.written, (WrittenFlags{1, 0}));
 }
 
 TEST(DirectWrite, OldContentsReadAfterTheUpdateKeepTheirOwnOutput) {
@@ -98,7 +98,7 @@ TEST(DirectWrite, OldContentsReadAfterTheUpdateKeepTheirOwnOutput) {
   const ValueId m = t.add_node1(op("matmul"), {updated, t.add_node1(op("transpose"), {old}, {int64_t(0), int64_t(1)})});
   t.mark_output(m);
   const Written w = run_against_interpreter(t, {p, g, p}, {p, Tensor()});
-  EXPECT_EQ(w.written, (std::vector<bool>{false, false}));
+  EXPECT_EQ(w.written, (WrittenFlags{0, 0}));
 }
 
 TEST(DirectWrite, AnotherReadOfTheTargetInTheSameLoopKeepsItsOwnOutput) {
@@ -111,7 +111,7 @@ TEST(DirectWrite, AnotherReadOfTheTargetInTheSameLoopKeepsItsOwnOutput) {
   t.mark_output(t.add_node1(op("add"), {pv, e}, {Scalar(-0.1)}));
   t.mark_output(t.add_node1(op("mul"), {e, pv}));
   const Written w = run_against_interpreter(t, {p, g}, {p, Tensor()});
-  EXPECT_EQ(w.written, (std::vector<bool>{false, false}));
+  EXPECT_EQ(w.written, (WrittenFlags{0, 0}));
 }
 
 TEST(DirectWrite, NonContiguousOrViewTargetsAreCopiedInto) {
@@ -122,7 +122,7 @@ TEST(DirectWrite, NonContiguousOrViewTargetsAreCopiedInto) {
   const ValueId pv = t.add_input(pt), gv = t.add_input(g);
   t.mark_output(t.add_node1(op("add"), {pv, gv}, {Scalar(1)}));
   const Written w = run_against_interpreter(t, {pt, g}, {pt});
-  EXPECT_EQ(w.written, std::vector<bool>{false});
+  EXPECT_EQ(w.written, WrittenFlags{0});
 }
 
 std::vector<Tensor> parameter_and_grad() {
