@@ -93,7 +93,6 @@ std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
   return order;
 }
 
-// Whether two tensors' storages share any byte.
 bool same_layout(const Tensor& a, const Tensor& b) {
   return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() &&
          a.sizes() == b.sizes() && a.strides() == b.strides();

@@ -588,8 +588,7 @@ class Recorder {
 
   // t is still what the trace took as input `v`.
   static bool unchanged(const TensorImpl& t, const InputRef& input, const Value& v) {
-    return t.storage.get() == input.storage && t.offset == input.offset && t.dtype == v.dtype &&
-           same_dims(t.shape, v.shape) && same_dims(t.strides, v.strides);
+    return t.storage.get() == input.storage && t.offset == input.offset && same_layout(v, t);
   }
 
   // The tensor to run input `v` with: the tensor itself, or, when the program
