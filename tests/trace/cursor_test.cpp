@@ -238,6 +238,37 @@ TEST_F(Cursor, InPlaceUpdatesOfParametersRepeat) {
   expect_tensors_close(w, reference);
 }
 
+// An op whose input has a pending write at another layout (a view of a
+// parameter just updated in place) flushes the trace first; it then starts
+// the next trace, and repeats the first node of that trace's entry.
+TEST_F(Cursor, AnOpThatFlushesFirstRepeatsTheFirstNodeOfTheNextTrace) {
+  Tensor w = random({4, 6}, kFloat32, 1);
+  Tensor reference = w.clone();
+  const Tensor x = random({6, 4}, kFloat32, 2);
+  mark_step();  // w materialised: mul_ records a write into it
+  auto step = [](Tensor& p, const Tensor& in, double scale) {
+    p.mul_(scale);             // a pending write of p's whole layout
+    return (p.t() + in).exp();  // p.t() reads another layout of it: the write runs first
+  };
+  for (int k = 0; k < 6; ++k) {
+    const double scale = 0.9 - 0.05 * k;
+    const trace::RecorderStats before = stats();
+    const Tensor y = step(w, x, scale);
+    const trace::RecorderStats middle = stats();
+    mark_step();
+    const trace::RecorderStats after = stats();
+    EXPECT_EQ(middle.flushes - before.flushes, 1) << "run " << k << ": the write did not flush first";
+    if (k >= 3) {  // both traces are recent entries by now
+      // add and exp (an in-place op records its node in full: mul_ is not counted)
+      EXPECT_EQ(middle.nodes_repeated - before.nodes_repeated, 2) << "run " << k;
+      EXPECT_EQ(after.flushes_repeated - before.flushes_repeated, 2) << "run " << k;
+    }
+    const Tensor want = eager([&] { return step(reference, x, scale); });
+    expect_tensors_close(w, reference);
+    expect_tensors_close(y, want);
+  }
+}
+
 TEST_F(Cursor, AnOpThatFailsAfterARepeatStillThrows) {
   const Tensor a = random({4, 3}, kFloat32, 1), b = random({3, 5}, kFloat32, 2), c = random({4, 5}, kFloat32, 3);
   for (int k = 0; k < 3; ++k) traced([&] { return matmul(a, b).exp(); });
