@@ -2,14 +2,30 @@
 
 #include "nnvm/core/mode.h"
 
+#include <atomic>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nnvm/core/hot_tls.h"
 
 namespace nnvm {
+
+uint64_t new_layout_id() {
+  struct Ids {
+    uint64_t next = 0, end = 0;
+  };
+  NNVM_HOT_TLS static thread_local Ids ids;
+  if (ids.next == ids.end) [[unlikely]] {
+    constexpr uint64_t kBlock = uint64_t(1) << 16;
+    static std::atomic<uint64_t> taken{1};  // 0: none
+    ids.next = taken.fetch_add(kBlock, std::memory_order_relaxed);
+    ids.end = ids.next + kBlock;
+  }
+  return ids.next++;
+}
 
 void Tensor::throw_undefined() {
   throw Error("tensor: this tensor is undefined (default-constructed or moved from); expected a defined tensor");
@@ -44,6 +60,7 @@ void Tensor::set_data(const Tensor& value) const {
   impl.dtype = src.dtype;
   impl.device = src.device;
   impl.is_view = false;
+  impl.layout_id = new_layout_id();
 }
 
 void Tensor::check_dtype(DType expected, std::string_view op) const {

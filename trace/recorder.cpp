@@ -31,6 +31,7 @@ struct Record final : PendingWork {
   enum Kind { kContents, kWrite } kind = kContents;
   std::thread::id thread;
   ValueId value = -1;  // kContents: the storage's whole contents; kWrite: what to write
+  uint64_t made = 0;   // kContents: the layout_id of the lazy tensor made with the storage
   Tensor target;       // kWrite: the materialised tensor written at the flush
   std::shared_ptr<const std::string> failure;  // why its trace failed, once it has
 };
@@ -166,6 +167,7 @@ class Recorder {
     }
     Storage& s = *out.storage();
     if (Record* r = own_record(s, op.name)) {
+      r->made = 0;  // the new value's layout may not be the lazy tensor's
       if (r->kind == Record::kWrite) {  // the same layout: flush_if_needed saw to that
         r->value = v;
       } else if (is_whole(out, r->value)) {
@@ -368,6 +370,7 @@ class Recorder {
     const Storage* storage = nullptr;
     int64_t offset = 0;
     bool is_view = false;
+    uint64_t layout_id = 0;         // the tensor's when taken: its layout is the input value's
     std::shared_ptr<Storage> kept;  // the storage, once the tensor was re-pointed
   };
   struct Input {
@@ -405,16 +408,20 @@ class Recorder {
     const size_t last = at == 0 ? TraceCursor::kRecent : first + 1;
     for (size_t k = first; k < last; ++k) {
       const Node* n = cursor_.node_like(k, at, op, inputs.size(), attrs);
-      if (!n || !inputs_repeat(cursor_.recent(k), *n, op, inputs, fresh)) continue;
+      if (!n || !inputs_repeat(k, *n, op, inputs, fresh)) continue;
       if (at == 0) cursor_.choose(k);
       return n;
     }
     return nullptr;
   }
 
-  // Whether the op's inputs are node n's of entry e, which the trace repeats
-  // so far (its values are the entry's first ones).
-  bool inputs_repeat(const Trace& e, const Node& n, const OpDef& op, TensorRefs inputs, NewInputs& fresh) const {
+  // Whether the op's inputs are node n's of recent entry k, which the trace
+  // repeats so far (its values are the entry's first ones). A layout is
+  // compared only when the TensorImpl's layout_id does not say it already:
+  // the lazy tensor the recorder made for the value, an input taken with
+  // it, or a tensor the cursor saw with the entry's input layout before.
+  bool inputs_repeat(size_t k, const Node& n, const OpDef& op, TensorRefs inputs, NewInputs& fresh) {
+    const Trace& e = cursor_.recent(k);
     fresh.clear();
     ValueId next = ValueId(value_count());  // the id of the next new trace input
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -426,14 +433,21 @@ class Recorder {
         if (want != n.inputs[twin]) return false;
       } else if (const Record* r = own_record(*t.storage, op.name)) {
         if (r->value != want) return false;
-        if (r->kind == Record::kWrite ? !same_layout(inputs[i], r->target) : !is_whole(t, e.value(want)))
+        if (r->kind == Record::kWrite ? !same_layout(inputs[i], r->target)
+                                      : t.layout_id != r->made && !is_whole(t, e.value(want)))
           return false;
+        NNVM_DCHECK(r->kind == Record::kWrite || is_whole(t, e.value(want)));
       } else if (const Input* in = find_input(&t);
                  in && in->value >= 0 && unchanged(t, inputs_[in->index], e.value(in->value))) {
         if (in->value != want) return false;
       } else {
         const Value& v = e.value(want);
-        if (want != next || !v.is_input() || !same_layout(v, t)) return false;
+        if (want != next || !v.is_input()) return false;
+        if (!cursor_.known_layout(k, v.index, t.layout_id)) {
+          if (!same_layout(v, t)) return false;
+          cursor_.set_known_layout(k, v.index, t.layout_id);
+        }
+        NNVM_DCHECK(same_layout(v, t));
         ++next;
         fresh.push_back({&t, i, in != nullptr});
       }
@@ -555,7 +569,8 @@ class Recorder {
   ValueId take_input(Input& in, const Tensor& t) {
     in.value = unbuilt_ ? ValueId(followed_values_++) : trace_.add_input(t);
     in.index = inputs_.size();
-    inputs_.push_back({t, t.impl()->storage.get(), t.storage_offset(), t.impl()->is_view, nullptr});
+    const TensorImpl& impl = *t.impl();
+    inputs_.push_back({t, impl.storage.get(), impl.offset, impl.is_view, impl.layout_id, nullptr});
     return in.value;
   }
 
@@ -588,7 +603,8 @@ class Recorder {
 
   // t is still what the trace took as input `v`.
   static bool unchanged(const TensorImpl& t, const InputRef& input, const Value& v) {
-    return t.storage.get() == input.storage && t.offset == input.offset && same_layout(v, t);
+    return t.storage.get() == input.storage && t.offset == input.offset &&
+           (t.layout_id == input.layout_id || same_layout(v, t));
   }
 
   // The tensor to run input `v` with: the tensor itself, or, when the program
@@ -628,8 +644,11 @@ class Recorder {
       spare_storages_.pop_back();
       storage->reuse_lazy(nbytes, device);
     }
-    owed_.push_back({storage, make_record(Record::kContents, v, *storage)});
-    return pooled_tensor(std::move(storage), value.shape, value.strides, 0, value.dtype, device);
+    Record* record = make_record(Record::kContents, v, *storage);
+    owed_.push_back({storage, record});
+    Tensor lazy = pooled_tensor(std::move(storage), value.shape, value.strides, 0, value.dtype, device);
+    record->made = lazy.impl()->layout_id;
+    return lazy;
   }
 
   // A lazy storage the trace owed its contents, dropped by every tensor
@@ -645,6 +664,7 @@ class Recorder {
     r->kind = kind;
     r->thread = thread_;
     r->value = v;
+    r->made = 0;
     return r;
   }
 

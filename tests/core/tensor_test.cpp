@@ -1,4 +1,5 @@
 // Tensor metadata, creation, data access, printing and the custom-op API.
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +41,33 @@ TEST(Tensor, CreationShapesAndValues) {
   EXPECT_EQ(full_like(ones({3}), 4, kFloat64).dtype(), kFloat64);
   EXPECT_EQ(empty_like(ones({2, 5})).sizes(), IntArrayRef({2, 5}));
   expect_values(ones_like(zeros({2})), {1, 1});
+}
+
+// The recorder trusts a TensorImpl's layout_id to name its shape and
+// strides (trace/recorder.cpp): no two TensorImpls share one, a copy of one
+// is another object, and set_data, which changes the layout, takes a new one.
+TEST(Tensor, LayoutIdsAreNeverShared) {
+  const Tensor a = zeros({2, 3});
+  const Tensor same = a;  // the same TensorImpl
+  EXPECT_EQ(same.impl()->layout_id, a.impl()->layout_id);
+  const Tensor row = a[0], copy(std::make_shared<TensorImpl>(*a.impl()));
+  EXPECT_NE(row.impl()->layout_id, a.impl()->layout_id);
+  EXPECT_NE(copy.impl()->layout_id, a.impl()->layout_id);
+  const uint64_t before = a.impl()->layout_id;
+  a.set_data(zeros({3}));
+  EXPECT_NE(a.impl()->layout_id, before);
+  EXPECT_NE(a.impl()->layout_id, 0u);
+  // Threads take ids from the same process-wide supply.
+  std::vector<uint64_t> ids[2];
+  std::thread other([&] {
+    for (int k = 0; k < 1000; ++k) ids[1].push_back(zeros({1}).impl()->layout_id);
+  });
+  for (int k = 0; k < 1000; ++k) ids[0].push_back(zeros({1}).impl()->layout_id);
+  other.join();
+  std::vector<uint64_t> all = ids[0];
+  all.insert(all.end(), ids[1].begin(), ids[1].end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "an id made twice";
 }
 
 TEST(Tensor, CreationErrors) {

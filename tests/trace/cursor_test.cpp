@@ -269,6 +269,30 @@ TEST_F(Cursor, AnOpThatFlushesFirstRepeatsTheFirstNodeOfTheNextTrace) {
   }
 }
 
+// The cursor remembers which tensor had an entry's input layout (by its
+// TensorImpl's layout_id) and skips comparing it again: a parameter that
+// set_data re-points to other strides between steps must be compared anew.
+TEST_F(Cursor, AParameterRepointedToOtherStridesIsComparedAgain) {
+  Tensor w = random({3, 4}, kFloat32, 1);
+  const Tensor x = random({3, 4}, kFloat32, 2);
+  mark_step();
+  const Program p = [&] { return (w * 2.0 + x).exp(); };
+  auto repeated = [&] {  // how many of p's nodes the cursor gave their outputs
+    const trace::RecorderStats before = stats();
+    const Tensor y = traced(p);
+    const int64_t n = stats().nodes_repeated - before.nodes_repeated;
+    expect_tensors_close(y, eager(p));
+    return n;
+  };
+  for (int k = 0; k < 4; ++k) repeated();
+  EXPECT_EQ(repeated(), 3) << "the cursor does not follow the program";
+  w.set_data(random({4, 3}, kFloat32, 3).t());  // the same shape, column-major
+  EXPECT_EQ(w.strides(), IntArrayRef({1, 3}));
+  EXPECT_EQ(repeated(), 0) << "w's new strides taken for the old";
+  for (int k = 0; k < 3; ++k) repeated();
+  EXPECT_EQ(repeated(), 3);
+}
+
 TEST_F(Cursor, AnOpThatFailsAfterARepeatStillThrows) {
   const Tensor a = random({4, 3}, kFloat32, 1), b = random({3, 5}, kFloat32, 2), c = random({4, 5}, kFloat32, 3);
   for (int k = 0; k < 3; ++k) traced([&] { return matmul(a, b).exp(); });
