@@ -60,7 +60,7 @@ void Tensor::set_data(const Tensor& value) const {
   impl.dtype = src.dtype;
   impl.device = src.device;
   impl.is_view = false;
-  impl.layout_id = new_layout_id();
+  impl.layout_id.renew();
 }
 
 void Tensor::check_dtype(DType expected, std::string_view op) const {

@@ -29,23 +29,29 @@ struct AutogradMeta;
 struct Node;
 }  // namespace autograd
 
-// A number no TensorImpl of the process has had before: TensorImpl's
-// layout_id. Threads take blocks of them.
+// A number no TensorImpl of the process has had before. Threads take blocks of them.
 uint64_t new_layout_id();
+
+// TensorImpl::layout_id: names one object's shape and strides. Made new
+// with the object, and again when the object is copied or assigned (the
+// copy is another object, whose layout may change) or renewed (set_data).
+class LayoutId {
+ public:
+  LayoutId() = default;
+  LayoutId(const LayoutId&) {}
+  LayoutId& operator=(const LayoutId&) {
+    renew();
+    return *this;
+  }
+  operator uint64_t() const { return value_; }
+  void renew() { value_ = new_layout_id(); }
+
+ private:
+  uint64_t value_ = new_layout_id();
+};
 
 struct TensorImpl {
   TensorImpl() = default;
-  // A copy is another object: its own layout_id (the copy's layout may change).
-  TensorImpl(const TensorImpl& o)
-      : storage(o.storage),
-        shape(o.shape),
-        strides(o.strides),
-        offset(o.offset),
-        dtype(o.dtype),
-        device(o.device),
-        is_view(o.is_view),
-        autograd(o.autograd) {}
-  TensorImpl& operator=(const TensorImpl&) = delete;
   // Constructed with its layout: copying a DimVector into a new one is a
   // memcpy, assigning one is a loop (core/block_pool.h's pooled_tensor).
   template <class Shape, class Strides>
@@ -67,12 +73,12 @@ struct TensorImpl {
   Device device;
   bool is_view = false;  // made by a view op: shares another tensor's storage
   std::shared_ptr<autograd::AutogradMeta> autograd;  // null: no gradient business
-  // Names this object's shape and strides: set when it is made, and again
-  // when Tensor::set_data re-points it; two TensorImpls never share one. The
+  // Names this object's shape and strides: two TensorImpls never share one,
+  // and Tensor::set_data, which re-points the object, renews it. The
   // recorder compares it before it compares a layout (trace/recorder.cpp).
   // Code that changes the shape or strides of a TensorImpl others have seen
-  // takes a new one.
-  uint64_t layout_id = new_layout_id();
+  // renews it.
+  LayoutId layout_id;
 };
 
 class Tensor;

@@ -64,7 +64,8 @@ std::optional<TraceCursor::Compiled> TraceCursor::look_up_compiled(TraceCache& c
 void TraceCursor::make_latest(size_t k, const CacheLookup& found) {
   to_front(k);
   recent_[0] = {found.entry, found.hash, found.plan,
-                found.plan && found.entry && found.plan->holds_scalars(found.entry->scalars()), {}};
+                found.plan && found.entry && found.plan->holds_scalars(found.entry->scalars()),
+                std::vector<uint64_t>(found.entry ? found.entry->inputs().size() : 0, 0)};
 }
 
 void TraceCursor::to_front(size_t k) {

@@ -45,13 +45,11 @@ class TraceCursor {
   // layout of recent entry k's trace input `input` (by position), and so
   // has it still: a layout_id names one layout for good.
   bool known_layout(size_t k, int32_t input, uint64_t layout) const {
-    const std::vector<uint64_t>& known = recent_[k].input_layouts;
-    return size_t(input) < known.size() && known[size_t(input)] == layout;
+    NNVM_DCHECK(size_t(input) < recent_[k].input_layouts.size());
+    return recent_[k].input_layouts[size_t(input)] == layout;
   }
   void set_known_layout(size_t k, int32_t input, uint64_t layout) {
-    std::vector<uint64_t>& known = recent_[k].input_layouts;
-    if (known.size() <= size_t(input)) known.resize(size_t(input) + 1, 0);
-    known[size_t(input)] = layout;
+    recent_[k].input_layouts[size_t(input)] = layout;
   }
   size_t followed() const { return at_; }
   // The trace's first op repeats recent entry k's first node: the cursor follows k.
@@ -108,7 +106,7 @@ class TraceCursor {
     std::shared_ptr<const Plan> plan;  // its compiled plan, once a lookup found one
     bool holds_entry_scalars = false;  // plan->holds_scalars(entry->scalars())
     // Per trace input of the entry: the layout_id of the last tensor found
-    // to have its layout (0: none).
+    // to have its layout (0: none). Sized with the entry (make_latest).
     std::vector<uint64_t> input_layouts;
   };
   std::array<Recent, kRecent> recent_;  // the latest first
