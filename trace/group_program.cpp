@@ -251,14 +251,28 @@ bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Ten
     if (!x || x->dtype != kFloat32 || x->shape.size() != 2) return false;
     operands[i] = x;
   }
-  // The reference kernel's order of operations: c = a b, then c += c' d' (GEMM beta 1).
+  // As the reference kernel: c = a b, then c += c' d' (GEMM beta 1), or the other way round (below).
   float* out = static_cast<float*>(c.storage->data()) + c.offset;
   auto matrix = [](const TensorImpl& x) {
     return cpu::MatrixRef<float>{static_cast<const float*>(x.storage->data()) + x.offset, x.strides[0], x.strides[1]};
   };
-  for (int32_t p = 0; p < gemm_products_; ++p) {
+  // A loop that runs the group again and again (an RNN step) reads both B
+  // operands each run, with its other data in between; together they may
+  // not fit the L1 cache. In the same order every run, each B evicts the
+  // other's lines before they are read again (an LRU cache's cyclic miss);
+  // every other run reversing it, each run starts with the B read last and
+  // misses only the lines the data in between took. Where the GEMM adds C
+  // last, the order changes no bit of the result (but a NaN's payload).
+  bool reverse = false;
+  if (gemm_products_ == 2 && cpu::gemm_adds_c_last(m, n, operands[0]->shape[1], operands[1]->strides[1]) &&
+      cpu::gemm_adds_c_last(m, n, operands[2]->shape[1], operands[3]->strides[1])) {
+    reverse = !reverse_products_.load(std::memory_order_relaxed);
+    reverse_products_.store(reverse, std::memory_order_relaxed);  // a race only changes the order
+  }
+  for (int32_t q = 0; q < gemm_products_; ++q) {
+    const int32_t p = reverse ? gemm_products_ - 1 - q : q;
     const TensorImpl &a = *operands[2 * p], &b = *operands[2 * p + 1];
-    cpu::gemm(m, n, a.shape[1], matrix(a), matrix(b), p == 0 ? 0.f : 1.f, out, n);
+    cpu::gemm(m, n, a.shape[1], matrix(a), matrix(b), q == 0 ? 0.f : 1.f, out, n);
   }
   return true;
 }

@@ -26,6 +26,7 @@
 // (the tiling), memory and Scalar values come from the plan at run time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -132,6 +133,10 @@ class GroupProgram final : public jit::CompiledKernel {
   std::vector<int32_t> epilogue_values_;  // per epilogue operand: its index in the group's values
   int32_t epilogue_loop_ = -1;            // the matmul's output: the epilogue's loop shape
   int32_t gemm_products_ = 0;             // an epilogue group's first step: 1 matmul, 2 matmul_sum
+  // run_gemm's order for matmul_sum's two products on the last run: every
+  // other run reverses it. Relaxed loads and stores, no read-modify-write:
+  // runs on several threads at once may repeat an order, which only costs time.
+  mutable std::atomic<bool> reverse_products_{false};
 };
 
 }  // namespace nnvm::trace

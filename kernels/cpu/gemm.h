@@ -26,4 +26,11 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
 
+// Whether the float gemm of these sizes (and B's column stride) computes each
+// element of A·B in full, rounded once, before it adds beta·C: then
+// C = A·B, C += A'·B' gives bit for bit what C = A'·B', C += A·B gives (the
+// last addition commutes), and a caller may run the two products in either
+// order. True for the few-row products of a vector-matrix step.
+bool gemm_adds_c_last(int64_t m, int64_t n, int64_t k, int64_t b_cs);
+
 }  // namespace nnvm::cpu
