@@ -26,9 +26,11 @@ template <> struct Blocking<double> {
   typedef double V __attribute__((vector_size(64)));
   static constexpr int64_t kLanes = 8, MR = 6, NR = 16, KC = 256, MC = 72, NC = 2048;
 };
+static_assert(Blocking<float>::MR == kGemmFewRows && Blocking<double>::MR == kGemmFewRows,
+              "gemm_takes_few_rows: fewer rows than the micro-kernel's tile");
 
 // Below this many multiply-adds a product runs on one thread: waking the pool costs more.
-constexpr int64_t kParallelWork = int64_t(1) << 18;
+constexpr int64_t kParallelWork = kGemmParallelWork;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -206,10 +208,6 @@ void gemm_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T>
   }
 }
 
-template <class T> bool takes_few_rows(int64_t m, int64_t n, int64_t k, int64_t b_cs) {
-  return m < Blocking<T>::MR && b_cs == 1 && m * n * k < kParallelWork;
-}
-
 template <class T>
 void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, T beta, T* c, int64_t ldc) {
   using B = Blocking<T>;
@@ -220,7 +218,7 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, 
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  if (takes_few_rows<T>(m, n, k, b.cs)) return gemm_few_rows(m, n, k, a, b, beta, c, ldc);
+  if (gemm_takes_few_rows(m, n, k, b.cs)) return gemm_few_rows(m, n, k, a, b, beta, c, ldc);
   // Tiles of C are the unit of parallel work: shrink them until every thread
   // has one, and even out the row tiles over the threads when there are few.
   const int64_t threads = m * n * k < kParallelWork ? 1 : get_num_threads();
@@ -256,12 +254,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc) {
   gemm_impl<double>(m, n, k, a, b, beta, c, ldc);
-}
-
-bool gemm_adds_c_last(int64_t m, int64_t n, int64_t k, int64_t b_cs) {
-  // gemm_few_rows: each element's two partial sums are added, then beta·C.
-  // A product with k <= 0 is 0 + beta·C exactly; with m or n 0 there is nothing.
-  return m <= 0 || n <= 0 || k <= 0 || takes_few_rows<float>(m, n, k, b_cs);
 }
 
 }  // namespace nnvm::cpu
