@@ -170,10 +170,14 @@ BENCHMARK(BM_RnnDynamicHandwritten)->Name("BM_RnnDynamic/handwritten")->UseRealT
 
 // The step's two 1x64 by 64x64 products alone, through the GEMM its plan runs
 // (cpu::gemm on the tensors' own 64-byte aligned memory), per iteration:
-// `warm`, back to back (W and U together are 32 KB, the whole L1); `evicted`,
-// after 64 KB of other data went through the cache, as a step's recording
-// and flush send theirs; `touch`, the 64 KB alone, to subtract.
-enum class GemmCache { kWarm, kEvicted, kTouchOnly };
+// `warm`, back to back (W and U together are 32 KB of the 48 KB L1);
+// `evicted`, after 64 KB of other data went through the cache; `touch`, the
+// 64 KB alone, to subtract; `shared`, after 27 KB (430 lines, what a traced
+// step touches besides W and U), so W, U and the rest overflow the L1 by a
+// little; `shared_alternating`, the same with the products in the other
+// order every other iteration, as GroupProgram::run_gemm runs matmul_sum's
+// (an LRU cache then misses only the overflow, not every line of W and U).
+enum class GemmCache { kWarm, kEvicted, kTouchOnly, kShared, kSharedAlternating };
 void BM_RnnGemm(benchmark::State& state, GemmCache variant) {
   const Rnn rnn;
   const EagerGuard eager;
@@ -181,13 +185,19 @@ void BM_RnnGemm(benchmark::State& state, GemmCache variant) {
   const float *x = rnn.xs[0].data_ptr<float>(), *hp = h.data_ptr<float>();
   const float *w = rnn.w.data_ptr<float>(), *u = rnn.u.data_ptr<float>();
   float* c = out.data_ptr<float>();
-  std::vector<char> other(size_t(64) << 10, 1);
+  const bool shared = variant == GemmCache::kShared || variant == GemmCache::kSharedAlternating;
+  std::vector<char> other(shared ? size_t(430) * 64 : size_t(64) << 10, 1);
+  bool reverse = false;
   for (auto _ : state) {
     if (variant != GemmCache::kWarm)
       for (size_t i = 0; i < other.size(); i += 64) other[i] = char(other[i] + 1);
     if (variant != GemmCache::kTouchOnly) {
-      cpu::gemm(1, kHidden, kHidden, {x, kHidden, 1}, {w, kHidden, 1}, 0.f, c, kHidden);
-      cpu::gemm(1, kHidden, kHidden, {hp, kHidden, 1}, {u, kHidden, 1}, 0.f, c + kHidden, kHidden);
+      reverse = variant == GemmCache::kSharedAlternating && !reverse;
+      const float* first = reverse ? u : w;
+      const float* second = reverse ? w : u;
+      cpu::gemm(1, kHidden, kHidden, {reverse ? hp : x, kHidden, 1}, {first, kHidden, 1}, 0.f, c, kHidden);
+      cpu::gemm(1, kHidden, kHidden, {reverse ? x : hp, kHidden, 1}, {second, kHidden, 1}, 0.f, c + kHidden,
+                kHidden);
     }
     benchmark::DoNotOptimize(c);
     benchmark::ClobberMemory();
@@ -196,5 +206,7 @@ void BM_RnnGemm(benchmark::State& state, GemmCache variant) {
 BENCHMARK_CAPTURE(BM_RnnGemm, warm, GemmCache::kWarm)->UseRealTime();
 BENCHMARK_CAPTURE(BM_RnnGemm, evicted, GemmCache::kEvicted)->UseRealTime();
 BENCHMARK_CAPTURE(BM_RnnGemm, touch, GemmCache::kTouchOnly)->UseRealTime();
+BENCHMARK_CAPTURE(BM_RnnGemm, shared, GemmCache::kShared)->UseRealTime();
+BENCHMARK_CAPTURE(BM_RnnGemm, shared_alternating, GemmCache::kSharedAlternating)->UseRealTime();
 
 }  // namespace
