@@ -93,6 +93,25 @@ BENCHMARK_CAPTURE(BM_Sum, eager_columns, Mode::Eager, 0)->Name("BM_Sum/eager/col
 BENCHMARK_CAPTURE(BM_Sum, fused_rows, Mode::Traced, 1)->Name("BM_Sum/fused/rows")->UseRealTime();
 BENCHMARK_CAPTURE(BM_Sum, fused_columns, Mode::Traced, 0)->Name("BM_Sum/fused/columns")->UseRealTime();
 
+// The Euclidean norm of a difference over [4096, 1024] (a gradient-clipping
+// norm, a distance): eager writes a - b and reads it again in the reference
+// norm; fused runs the subtraction as the JIT reduction's prologue, one read
+// of each input, the squares summed in double as the reference sums them.
+void BM_NormOfDifference(benchmark::State& state, Mode mode) {
+  const Mode previous = nnvm::mode();
+  set_mode(mode);
+  const Tensor a = randn({kRows, kCols}), b = randn({kRows, kCols});
+  mark_step();
+  for (auto _ : state) {
+    Tensor s = (a - b).norm();
+    benchmark::DoNotOptimize(s.item<float>());
+  }
+  set_mode(previous);
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
+}
+BENCHMARK_CAPTURE(BM_NormOfDifference, eager, Mode::Eager)->Name("BM_NormOfDifference/eager")->UseRealTime();
+BENCHMARK_CAPTURE(BM_NormOfDifference, fused, Mode::Traced)->Name("BM_NormOfDifference/fused")->UseRealTime();
+
 // The index of the largest logit, the logits computed on the way:
 // (a * 1.5 + bias).argmax(dim) over [4096 x 1024]. Traced, the prologue fuses
 // into the arg reduction (one read of `a`); eager writes and reads the logits.

@@ -91,6 +91,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kLogSumExp: return "logsumexp";
     case ReduceOp::kArgMax: return "argmax";
     case ReduceOp::kArgMin: return "argmin";
+    case ReduceOp::kNorm2: return "norm2";
   }
   return "?";
 }
@@ -413,10 +414,15 @@ ReduceOp reduce_op_of(const std::string& name) {
   if (name == "logsumexp") return ReduceOp::kLogSumExp;
   if (name == "argmax") return ReduceOp::kArgMax;
   if (name == "argmin") return ReduceOp::kArgMin;
+  if (name == "norm") return ReduceOp::kNorm2;  // p = 2 only: lower_reduction checks
   return ReduceOp::kNone;
 }
 
 }  // namespace
+
+bool norm_is_euclidean(const Attrs& attrs) {
+  return attrs.size() == 3 && std::holds_alternative<Scalar>(attrs[2]) && attrs.d(2) == 2.0;
+}
 
 Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values) {
   Lowering l;
@@ -456,7 +462,11 @@ Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, con
       g.outputs[0] != last.outputs[0]) {
     l.declined = absl::StrCat(last.op->name,
                               " is not a reduction the JIT runs (sum, mean, amax, amin, max, min, prod, logsumexp, "
-                              "argmax, argmin)");
+                              "argmax, argmin, norm with p = 2)");
+    return l;
+  }
+  if (l.ir.reduce == ReduceOp::kNorm2 && !norm_is_euclidean(last.attrs)) {
+    l.declined = "norm with p other than 2: the JIT runs p = 2 only";
     return l;
   }
   const trace::ValueId out = values.ids[size_t(values.inputs)];

@@ -84,7 +84,9 @@ struct Expr {
 // kLogSumExp: log(sum(exp(x - m))) + m, m the max (0 when infinite).
 // kArgMax, kArgMin: the int64 index of the first max (min) along the
 // reduction axis, the first NaN's when there is one.
-enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd, kLogSumExp, kArgMax, kArgMin };
+// kNorm2: the Euclidean norm (norm with p = 2), the squares summed in double
+// as the reference's reducer sums them, then the square root.
+enum class ReduceOp : uint8_t { kNone, kSum, kMean, kMax, kMin, kProd, kLogSumExp, kArgMax, kArgMin, kNorm2 };
 const char* reduce_op_name(ReduceOp op);
 
 // Where a run-time Scalar comes from: attribute `attr` of the group's node
@@ -159,6 +161,11 @@ Lowering lower_pointwise(const trace::Trace& t, const trace::FusionGroup& g, con
 // each where the reference's result is exact from the kernel's float32
 // values and double sums.
 Lowering lower_reduction(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values);
+
+// A norm node's attributes (dims, keepdim, p) with p = 2, the norm the JIT
+// runs (ReduceOp::kNorm2). p is a run-time Scalar: a plan lowered for p = 2
+// checks it again at each run.
+bool norm_is_euclidean(const Attrs& attrs);
 
 // How the inner loop reads or writes one operand.
 enum class Access : uint8_t {

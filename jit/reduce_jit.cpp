@@ -17,7 +17,10 @@ namespace nnvm::jit {
 namespace {
 
 std::atomic<int64_t> compiles{0};
-std::atomic<int64_t> runs{0};
+// Runs on this thread: a count shared by every thread would be an atomic
+// read-modify-write per run (a small reduction's run takes a few hundred
+// instructions).
+thread_local int64_t runs = 0;
 
 // Elements one call covers at most: rows (or inner columns) of a few cache-resident vectors.
 constexpr int64_t kTaskElements = 32768;
@@ -44,7 +47,16 @@ std::unique_ptr<double[], AlignedFree> aligned_doubles(size_t n) {
   return std::unique_ptr<double[], AlignedFree>(static_cast<double*>(::operator new[](n * 8, std::align_val_t(64))));
 }
 
-bool in_double(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd; }
+bool in_double(ReduceOp op) {
+  return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd || op == ReduceOp::kNorm2;
+}
+
+// A double result as the reference's reducer finishes it (cpu::MeanReducer, cpu::NormReducer).
+double finished(ReduceOp op, double acc, int64_t reduced) {
+  if (op == ReduceOp::kMean) return acc / double(reduced);
+  if (op == ReduceOp::kNorm2) return std::sqrt(acc);
+  return acc;
+}
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::kArgMax || op == ReduceOp::kArgMin; }
 
@@ -75,7 +87,7 @@ constexpr int64_t kMaxInt32SumExtent = int64_t(1) << 22;
 }  // namespace
 
 int64_t reduce_compiles() { return compiles.load(); }
-int64_t reduce_runs() { return runs.load(); }
+int64_t reduce_runs() { return runs; }
 
 CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa)
     : isa_(isa),
@@ -138,7 +150,7 @@ ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl:
 
 bool ReduceJit::handles(const std::string& op) {
   return op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "max" || op == "min" || op == "prod" ||
-         op == "logsumexp" || op == "argmax" || op == "argmin";
+         op == "logsumexp" || op == "argmax" || op == "argmin" || op == "norm";
 }
 
 ReduceJit::ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values,
@@ -193,7 +205,22 @@ struct ReduceJit::Launch {
   int64_t row_blocks = 1;
   bool parallel = false;
   int64_t bytes[x86::kMaxReduceOperands] = {};  // per operand: its element size
+  // One call of the kernel does the whole run, finished in the kernel (a
+  // few rows, each at most a block of the reference's, float32 out): `call`
+  // is that call but its operands' pointers and its Scalars.
+  bool single_call = false;
+  x86::ReduceCall call;
 };
+
+namespace {
+
+// Each run-time Scalar of `ir` in every lane of `call`, as the run binds it.
+void bind_args(x86::ReduceCall& call, const LoopIR& ir, absl::Span<const Attrs* const> attrs) {
+  for (size_t a = 0; a < ir.args.size(); ++a)
+    std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+}
+
+}  // namespace
 
 std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, Isa isa,
                                                                 absl::Span<const trace::ValueId> ids,
@@ -264,6 +291,19 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   l.blocks = (l.across + l.block - 1) / l.block;
   l.tasks = outer * l.blocks;
   l.parallel = outer * l.across * reduced >= 2 * kTaskElements;
+  // As run's loop makes its one call when nothing is staged, merged or finished after the kernel.
+  l.single_call = rows && l.tasks == 1 && l.row_blocks == 1 && ir.dtype(operands - 1) == kFloat32 &&
+                  ir.reduce != ReduceOp::kLogSumExp;
+  if (l.single_call) {
+    x86::ReduceCall& call = l.call;
+    call.reduced = call.tail = reduced;
+    call.count = double(reduced);
+    call.rows = std::min(l.block, l.across);
+    for (size_t k = 0; k < operands; ++k) {
+      call.row_stride[k] = l.has_rows ? space.strides[k][l.split] * l.bytes[k] : 0;
+      call.red_stride[k] = space.strides[k][axis] * l.bytes[k];
+    }
+  }
   return launch;
 }
 
@@ -275,6 +315,8 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const LoopIR& ir = lowering_.ir;
   if (numel_of(loop) == 0 || loop.empty()) return fall_back("an empty or rank-0 reduction");
   const Attrs& red = *attrs.back();
+  // p is a run-time Scalar: a replay may bind another than the p = 2 the kernel computes
+  if (ir.reduce == ReduceOp::kNorm2 && !norm_is_euclidean(red)) return fall_back("norm with p other than 2 at this run");
   const size_t operands = size_t(ir.inputs) + 1;
   // sized by the group: a kernel declines more operands than it has registers for
   absl::InlinedVector<const char*, x86::kMaxReduceOperands> base(operands);
@@ -298,8 +340,18 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       stamp);
   if (!launch) return false;
   const Launch& l = *launch;
-  const ReduceSpace& space = l.space;
   const CompiledReduce& kernel = *l.compiled;
+  if (l.single_call) {  // a small reduction: the launch's call with this run's operands
+    // the launch's call but its Scalars' lanes (a kilobyte): every member after `args`
+    static_assert(offsetof(x86::ReduceCall, args) == 0 && offsetof(x86::ReduceCall, ptr) == sizeof(l.call.args));
+    x86::ReduceCall call;
+    std::memcpy(static_cast<void*>(&call.ptr), &l.call.ptr, sizeof(call) - offsetof(x86::ReduceCall, ptr));
+    bind_args(call, ir, attrs);
+    for (size_t k = 0; k < operands; ++k) call.ptr[k] = base[k];
+    kernel(&call);
+    return ran();
+  }
+  const ReduceSpace& space = l.space;
   const size_t rank = l.rank, axis = l.axis, split = l.split, outer_dims = l.outer_dims;
   const bool rows = l.rows, has_rows = l.has_rows;
   const int64_t reduced = l.reduced, across = l.across, block = l.block, blocks = l.blocks, row_blocks = l.row_blocks;
@@ -342,7 +394,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
       const double* p = &parts[size_t(task * row_blocks)];
       double acc = p[0];
       for (int64_t b = 1; b < row_blocks; ++b) merge(&acc, &p[b], 1);
-      if (ir.reduce == ReduceOp::kMean) acc /= double(reduced);
+      acc = finished(ir.reduce, acc, reduced);
       char* out = task_out[size_t(task)];
       if (to_int64) store_doubles(&acc, out, 0, 1);
       else if (staged) store_floats(std::array<float, 1>{float(acc)}.data(), out, 0, 1);
@@ -351,8 +403,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   // n column totals finished into contiguous outputs from `out`, as the reference's store
   auto finish_columns = [&](double* totals, char* out, int64_t n) {
-    if (ir.reduce == ReduceOp::kMean)
-      for (int64_t i = 0; i < n; ++i) totals[i] /= double(reduced);
+    for (int64_t i = 0; i < n; ++i) totals[i] = finished(ir.reduce, totals[i], reduced);
     if (to_int64) {
       store_doubles(totals, out, bytes(operands - 1), n);
       return;
@@ -394,8 +445,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     const auto partial = aligned_doubles(column_sums || lse || to_int64 || arg_columns ? per_call : 0);
     std::vector<float> staging(staged && !to_int64 && !column_sums ? per_call : 0);
     call.partial = partial.get();
-    for (size_t a = 0; a < ir.args.size(); ++a)
-      std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+    bind_args(call, ir, attrs);
     call.reduced = reduced;
     call.count = double(reduced);
     for (size_t k = 0; k < operands; ++k) {
@@ -480,7 +530,11 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     if (l.parallel) parallel_for(0, l.tasks, 1, merge_columns);
     else merge_columns(0, l.tasks);
   }
-  runs.fetch_add(1);
+  return ran();
+}
+
+bool ReduceJit::ran() const {
+  ++runs;
   if (fell_back_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);
     last_fallback_.clear();

@@ -102,6 +102,8 @@ class ReduceJit {
 
   std::shared_ptr<const CompiledReduce> variant(Isa isa, x86::ReduceAxis axis, const std::string& accesses) const;
   bool fall_back(std::string why) const;
+  // Counts a run the kernel did and clears the last fallback's reason; true.
+  bool ran() const;
   // The launch for `key`; null (the reason recorded) when the reference kernel runs instead.
   std::shared_ptr<const Launch> plan_launch(LaunchKey key, Isa isa, absl::Span<const trace::ValueId> ids,
                                             const std::vector<Tensor>& env, IntArrayRef loop, IntArrayRef dims,
@@ -118,7 +120,7 @@ class ReduceJit {
   const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 
-// Reduction kernels compiled, and runs that used one, in this process.
+// Reduction kernels compiled in this process, and runs that used one on the calling thread.
 int64_t reduce_compiles();
 int64_t reduce_runs();
 

@@ -74,7 +74,7 @@ class RowwiseJit {
   mutable std::string last_fallback_;
 };
 
-// Row kernels compiled, and runs that used one, in this process (tests count both).
+// Row kernels compiled in this process, and runs that used one on the calling thread (tests count both).
 int64_t rowwise_compiles();
 int64_t rowwise_runs();
 

@@ -154,6 +154,7 @@ void ReduceKernel::accumulate(const Xmm& acc, const Xmm& v, bool tail, const Xmm
 
 void ReduceKernel::accumulate_double(const Xmm& lo, const Xmm& hi, const Xmm& v, const Xmm& temp) {
   auto op = [&](const Xmm& acc) {
+    if (ir_.reduce == ReduceOp::kNorm2) vmulpd(temp, temp, temp);  // exact: a float's square fits a double
     if (ir_.reduce == ReduceOp::kProd) vmulpd(acc, acc, temp);
     else vaddpd(acc, acc, temp);
   };
@@ -176,6 +177,7 @@ void ReduceKernel::accumulate_double(const Xmm& lo, const Xmm& hi, const Xmm& v,
 void ReduceKernel::finish_double_scalar(const Address& out) {
   const Xbyak::Xmm x0(0);
   if (ir_.reduce == ReduceOp::kMean) vdivsd(x0, x0, qword[kCall + AT(count)]);
+  if (ir_.reduce == ReduceOp::kNorm2) vsqrtsd(x0, x0, x0);
   vcvtsd2ss(x0, x0, x0);
   vmovss(out, x0);
 }

@@ -22,6 +22,7 @@ using trace::ValueId;
 Attrs reduce_attrs(const char* name, DimVector dims, bool keepdim) {
   const std::string n = name;
   if (n == "amax" || n == "amin" || n == "max" || n == "min") return {dims, keepdim};
+  if (n == "norm") return {dims, keepdim, Scalar(2.0)};
   return {dims, keepdim, kFloat32};
 }
 
@@ -54,7 +55,7 @@ const std::vector<Case> kCases = {
 TEST(ReduceJit, EveryReductionIsBitIdenticalToTheReference) {
   for (Isa isa : jit_isas())
     for (const Case& c : kCases)
-      for (const char* name : {"sum", "mean", "amax", "amin", "prod"})
+      for (const char* name : {"sum", "mean", "amax", "amin", "prod", "norm"})
         for (bool keepdim : {false, true}) {
           SCOPED_TRACE(::testing::Message() << name << shape_str(c.shape) << " dims " << shape_str(c.dims)
                                             << " keepdim " << keepdim);
@@ -86,7 +87,7 @@ TEST(ReduceJit, ColumnSumsAcrossBlocksTilesAndThreads) {
     set_num_threads(n);
     for (Isa isa : jit_isas())
       for (const Case& c : cases)
-        for (const char* name : {"sum", "mean", "prod"}) {
+        for (const char* name : {"sum", "mean", "prod", "norm"}) {
           SCOPED_TRACE(::testing::Message() << n << " threads " << name << shape_str(c.shape) << " dims "
                                             << shape_str(c.dims));
           const bool prod = std::string(name) == "prod";
@@ -121,7 +122,7 @@ TEST(ReduceJit, NanAndInfinities) {
   p[3 * 40 + 5] = NAN;
   p[3 * 40 + 6] = INFINITY;
   for (Isa isa : jit_isas())
-    for (const char* name : {"sum", "mean", "amax", "amin", "prod"})
+    for (const char* name : {"sum", "mean", "amax", "amin", "prod", "norm"})
       for (int64_t dim : {0, 1}) {
         SCOPED_TRACE(::testing::Message() << name << " dim " << dim);
         expect_matches(reduction(name, x, {dim}, false), {x}, isa);
@@ -158,6 +159,55 @@ TEST(ReduceJit, PointwisePrologues) {
           expect_matches(t, {x}, isa);
         }
       }
+}
+
+// The Euclidean norm: the squares summed in double in the reference's
+// order, then the root (bit-identical), with a prologue ((x - y).norm(), a
+// gradient-clipping norm of a difference) and a float16 input; another p
+// stays with the reference, whether the trace has it or a replay binds it
+// (p is a run-time Scalar).
+TEST(ReduceJit, TheEuclideanNorm) {
+  auto norm_of = [](const Tensor& x, const DimVector& dims, double p) {
+    Trace t;
+    t.mark_output(t.add_node1(find_op("norm"), {t.add_input(x)}, {dims, false, Scalar(p)}));
+    return t;
+  };
+  for (Isa isa : jit_isas())
+    for (const DimVector& shape : {DimVector{1, 64}, DimVector{8, 1025}, DimVector{300, 33}, DimVector{3000}}) {
+      const Tensor x = testing::random(shape, kFloat32, 30), y = testing::random(shape, kFloat32, 31);
+      for (const DimVector& dims : {DimVector{}, DimVector{int64_t(shape.size()) - 1}, DimVector{0}}) {
+        SCOPED_TRACE(::testing::Message() << "(x - y).norm() " << shape_str(shape) << " dims " << shape_str(dims));
+        Trace t;
+        const ValueId d = t.add_node1(find_op("add"), {t.add_input(x), t.add_input(y)}, {Scalar(-1)});
+        t.mark_output(t.add_node1(find_op("norm"), {d}, {dims, false, Scalar(2.0)}));
+        const bool one_element = dims == DimVector{0} && shape[0] == 1;  // nothing to reduce: the reference runs
+        expect_matches(t, {x, y}, isa, !one_element);
+      }
+      SCOPED_TRACE(::testing::Message() << shape_str(shape));
+      const Tensor h = testing::random(shape, kFloat16, 32);
+      expect_matches(norm_of(h, {}, 2.0), {h}, isa);
+      for (double p : {1.0, 3.0, double(INFINITY)}) expect_matches(norm_of(x, {}, p), {x}, isa, false);
+    }
+}
+
+// A plan lowered for p = 2 replayed with another p (the same signature: p is
+// a Scalar slot) runs the reference for that run, and the kernel again for p = 2.
+TEST(ReduceJit, ANormReplayedWithAnotherPRunsTheReference) {
+  if (jit_isas().empty()) GTEST_SKIP() << "no JIT ISA on this CPU";
+  IsaGuard guard(jit_isas()[0]);
+  const Tensor x = testing::random({4, 50}, kFloat32, 33);
+  Trace t;
+  t.mark_output(t.add_node1(find_op("norm"), {t.add_input(x)}, {DimVector{1}, false, Scalar(2.0)}));
+  EagerGuard eager;
+  const trace::FusedPlan plan(t);
+  for (double p : {2.0, 3.0, 2.0, 1.0}) {
+    SCOPED_TRACE(::testing::Message() << "p " << p);
+    const int64_t runs = reduce_runs();
+    const std::vector<Tensor> got = plan.run({x}, {Scalar(p)});
+    testing::expect_tensors_close(got[0], x.norm(p, {1}), 0, 0);
+    if (p == 2.0) EXPECT_GT(reduce_runs(), runs);
+    else EXPECT_EQ(reduce_runs(), runs);
+  }
 }
 
 TEST(ReduceJit, StridedRowsRunAndOtherLayoutsFallBack) {
