@@ -8,7 +8,12 @@ per step: the instructions, those besides cpu::gemm, and the atomic
 read-modify-write instructions (lock-prefixed, and xchg with memory) by the
 place that executes them: the function and its three outermost source lines.
 
-    python3 tools/rnn_step/step_cost.py [BUILD_DIR] [STEPS]
+With --lines FILE[,FILE...] it also prints, per step, libnnvm's
+instructions by the source line of those files they belong to: the
+innermost frame in one of the files, so code inlined there from elsewhere
+(absl, the standard library, nnvm's headers) counts on the line that called it.
+
+    python3 tools/rnn_step/step_cost.py [BUILD_DIR] [STEPS] [--lines recorder.cpp,executor.cpp]
 """
 import collections
 import os
@@ -18,8 +23,14 @@ import sys
 
 from build_driver import build_driver
 
-build = sys.argv[1] if len(sys.argv) > 1 else "/tmp/build-rd"
-steps = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+args = sys.argv[1:]
+line_files = []
+if "--lines" in args:
+    at = args.index("--lines")
+    line_files = args[at + 1].split(",")
+    del args[at:at + 2]
+build = args[0] if len(args) > 0 else "/tmp/build-rd"
+steps = int(args[1]) if len(args) > 1 else 2000
 work, driver = build_driver(build, "step_cost.")
 out = os.path.join(work, "callgrind.out")
 subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
@@ -88,3 +99,27 @@ for (path, addr), n in atomics.most_common():
     rows.append(f"  {n / steps:5.2f}  {os.path.basename(path)}: {funcs[-1][:60]}  @ {' > '.join(places[::-1][:3])}")
 print(f"atomic read-modify-writes a step: {sum_atomics / steps:.1f}")
 print("\n".join(rows))
+
+if line_files:
+    lib = next(o for o, _ in counts if o and o.endswith("libnnvm.so"))
+    addrs = sorted({a for o, a in counts if o == lib and counts[(o, a)]})
+    # -a marks each address; -i lists its inlined frames, innermost first
+    listing = subprocess.run(["addr2line", "-a", "-i", "-f", "-C", "-e", lib] + [hex(a) for a in addrs],
+                             capture_output=True, text=True).stdout.splitlines()
+    frames, at = {}, None
+    for line in listing:
+        if re.fullmatch(r"0x[0-9a-f]+", line):
+            at = int(line, 16)
+            frames[at] = []
+        elif at is not None:
+            frames[at].append(line)
+    by_line = collections.Counter()
+    for a in addrs:
+        places = [p.split(" ")[0] for p in frames.get(a, [])[1::2]]
+        mine = [p for p in places if os.path.basename(p).split(":")[0] in line_files]
+        if mine:
+            by_line[os.path.basename(mine[0])] += counts[(lib, a)]
+    print(f"instructions a step by line of {', '.join(line_files)}: {sum(by_line.values()) / steps:,.0f}")
+    for where, n in by_line.most_common(40):
+        if n >= steps:
+            print(f"  {n / steps:6.0f}  {where}")
