@@ -167,14 +167,18 @@ void BM_SoftmaxHandwritten(benchmark::State& state) {
 }
 BENCHMARK(BM_SoftmaxHandwritten)->Name("BM_SoftmaxOp/handwritten")->UseRealTime();
 
-void BM_Matmul(benchmark::State& state) {
+// `transposed_b`: a @ b.t(), B a transposed view (a linear layer's input
+// gradient, dy · Wᵀ): its panels are packed from columns 4 KiB apart.
+void BM_Matmul(benchmark::State& state, bool transposed_b) {
   const EagerGuard eager;
   const int64_t n = state.range(0);
   const Tensor a = randn({n, n}), b = randn({n, n});
-  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b));
+  const Tensor rhs = transposed_b ? b.t() : b;
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(rhs));
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * double(n * n * n) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Matmul)->Name("BM_Matmul/eager")->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, eager, false)->Name("BM_Matmul/eager")->Arg(512)->Arg(1024)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, eager_bt, true)->Name("BM_Matmul/eager_transposed_b")->Arg(512)->Arg(1024)->UseRealTime();
 
 }  // namespace

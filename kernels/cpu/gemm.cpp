@@ -65,18 +65,31 @@ template <class T> void pack_a(const T* a, int64_t rs, int64_t cs, int64_t rows,
 }
 
 // Rows [0, kc) × cols [0, cols) of B (cols <= NR) into one micro-panel stored
-// row by row, zero-padded to NR columns.
+// row by row, zero-padded to NR columns. A B whose columns are not
+// contiguous (a transposed view: dy · Wᵀ in a linear layer's backward) is
+// read a block of kPackRows rows at a time, column by column: each column's
+// run of the block is one or two cache lines read whole at once. Row by row,
+// a row's NR elements would be NR lines one leading dimension apart, which
+// a power-of-two leading dimension maps to a single L1 set, so they would
+// evict each other before the next row reads them again.
 template <class T> void pack_b(const T* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols, T* out) {
   constexpr int64_t NR = Blocking<T>::NR;
-  for (int64_t p = 0; p < kc; ++p) {
-    const T* src = b + p * rs;
-    if (cs == 1) {
-      std::memcpy(out, src, size_t(cols) * sizeof(T));
-    } else {
-      for (int64_t j = 0; j < cols; ++j) out[j] = src[j * cs];
+  if (cs == 1) {
+    for (int64_t p = 0; p < kc; ++p, out += NR) {
+      std::memcpy(out, b + p * rs, size_t(cols) * sizeof(T));
+      std::fill(out + cols, out + NR, T(0));
     }
-    for (int64_t j = cols; j < NR; ++j) out[j] = T(0);
-    out += NR;
+    return;
+  }
+  constexpr int64_t kPackRows = 16;
+  for (int64_t p0 = 0; p0 < kc; p0 += kPackRows) {
+    const int64_t rows = std::min(kPackRows, kc - p0);
+    T* block = out + p0 * NR;
+    for (int64_t j = 0; j < cols; ++j) {
+      const T* src = b + p0 * rs + j * cs;
+      for (int64_t p = 0; p < rows; ++p) block[p * NR + j] = src[p * rs];
+    }
+    for (int64_t p = 0; p < rows; ++p) std::fill(block + p * NR + cols, block + (p + 1) * NR, T(0));
   }
 }
 

@@ -1,4 +1,5 @@
 // matmul, mm, bmm, outer and linear against naive triple loops over doubles.
+#include <array>
 #include <cmath>
 
 #include "reference.h"
@@ -55,6 +56,23 @@ TEST(LinalgMatmul, MatchesNaiveOnOddSizesAndLayouts) {
         }
     }
   }
+}
+
+// Packing only moves data: B read through any strides gives the bits of B
+// contiguous, here across KC (256) and NR (32) block edges and the packer's
+// 16-row blocks, for a transposed B and one with both strides apart from 1.
+TEST(LinalgMatmul, AnOperandsLayoutChangesNoBit) {
+  for (DType dt : {kFloat32, kFloat64})
+    for (const auto& s : {std::array<int64_t, 3>{8, 300, 70}, {37, 529, 33}, {64, 1024, 96}, {6, 17, 31}}) {
+      SCOPED_TRACE(::testing::Message() << s[0] << "x" << s[1] << " @ " << s[1] << "x" << s[2] << " "
+                                        << dtype_name(dt));
+      const Tensor a = testing::random({s[0], s[1]}, dt, 21), bt = testing::random({s[2], s[1]}, dt, 22);
+      const Tensor contiguous = matmul(a, bt.t().contiguous());
+      EXPECT_EQ(values(matmul(a, bt.t())), values(contiguous)) << "transposed";
+      const Tensor wide = testing::random({2 * s[1], 3 * s[2]}, dt, 23);
+      const Tensor strided = wide.slice(0, 0, 2 * s[1], 2).slice(1, 1, 3 * s[2], 3);  // strides (6 s[2], 3)
+      EXPECT_EQ(values(matmul(a, strided)), values(matmul(a, strided.contiguous()))) << "strided";
+    }
 }
 
 TEST(LinalgMatmul, LargeProductIsCorrectAndDeterministic) {
