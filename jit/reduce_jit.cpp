@@ -206,14 +206,22 @@ struct ReduceJit::Launch {
   int64_t row_blocks = 1;
   bool parallel = false;
   int64_t bytes[x86::kMaxReduceOperands] = {};  // per operand: its element size
-  // One call of the kernel does the whole run, finished in the kernel (a
-  // few rows, each at most a block of the reference's, float32 out): `call`
-  // is that call but its operands' pointers and its Scalars.
-  bool single_call = false;
+  // What every call of a run shares (the extent, its count, the operands'
+  // strides); with single_call, also the rows and tail of the run's one call.
   x86::ReduceCall call;
+  // One call of the kernel does the whole run, finished in the kernel (a few
+  // rows, each at most a block of the reference's, float32 out).
+  bool single_call = false;
 };
 
 namespace {
+
+// A call from the launch's: every member after the Scalars' lanes (a
+// kilobyte, bound per run by bind_args) copied.
+void start_call(x86::ReduceCall& call, const x86::ReduceCall& launch) {
+  static_assert(offsetof(x86::ReduceCall, args) == 0 && offsetof(x86::ReduceCall, ptr) == sizeof(launch.args));
+  std::memcpy(static_cast<void*>(&call.ptr), &launch.ptr, sizeof(call) - offsetof(x86::ReduceCall, ptr));
+}
 
 // Each run-time Scalar of `ir` in every lane of `call`, as the run binds it.
 void bind_args(x86::ReduceCall& call, const LoopIR& ir, absl::Span<const Attrs* const> attrs) {
@@ -292,18 +300,19 @@ std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, I
   l.blocks = (l.across + l.block - 1) / l.block;
   l.tasks = outer * l.blocks;
   l.parallel = outer * l.across * reduced >= 2 * kTaskElements;
+  x86::ReduceCall& call = l.call;
+  call.reduced = reduced;
+  call.count = double(reduced);
+  for (size_t k = 0; k < operands; ++k) {
+    call.row_stride[k] = l.has_rows ? space.strides[k][l.split] * l.bytes[k] : 0;
+    call.red_stride[k] = space.strides[k][axis] * l.bytes[k];
+  }
   // As run's loop makes its one call when nothing is staged, merged or finished after the kernel.
   l.single_call = rows && l.tasks == 1 && l.row_blocks == 1 && ir.dtype(operands - 1) == kFloat32 &&
                   ir.reduce != ReduceOp::kLogSumExp;
   if (l.single_call) {
-    x86::ReduceCall& call = l.call;
-    call.reduced = call.tail = reduced;
-    call.count = double(reduced);
     call.rows = std::min(l.block, l.across);
-    for (size_t k = 0; k < operands; ++k) {
-      call.row_stride[k] = l.has_rows ? space.strides[k][l.split] * l.bytes[k] : 0;
-      call.red_stride[k] = space.strides[k][axis] * l.bytes[k];
-    }
+    call.tail = reduced;
   }
   return launch;
 }
@@ -343,10 +352,8 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const Launch& l = *launch;
   const CompiledReduce& kernel = *l.compiled;
   if (l.single_call) {  // a small reduction: the launch's call with this run's operands
-    // the launch's call but its Scalars' lanes (a kilobyte): every member after `args`
-    static_assert(offsetof(x86::ReduceCall, args) == 0 && offsetof(x86::ReduceCall, ptr) == sizeof(l.call.args));
     x86::ReduceCall call;
-    std::memcpy(static_cast<void*>(&call.ptr), &l.call.ptr, sizeof(call) - offsetof(x86::ReduceCall, ptr));
+    start_call(call, l.call);
     bind_args(call, ir, attrs);
     for (size_t k = 0; k < operands; ++k) call.ptr[k] = base[k];
     kernel(&call);
@@ -442,17 +449,12 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   auto run_tasks = [&](int64_t begin, int64_t end) {
     x86::ReduceCall call;
+    start_call(call, l.call);
     const size_t per_call = size_t(std::max(block, x86::kInnerBlock));
     const auto partial = aligned_doubles(column_sums || lse || to_int64 || arg_columns ? per_call : 0);
     std::vector<float> staging(staged && !to_int64 && !column_sums ? per_call : 0);
     call.partial = partial.get();
     bind_args(call, ir, attrs);
-    call.reduced = reduced;
-    call.count = double(reduced);
-    for (size_t k = 0; k < operands; ++k) {
-      call.row_stride[k] = has_rows ? space.strides[k][split] * bytes(k) : 0;
-      call.red_stride[k] = space.strides[k][axis] * bytes(k);
-    }
     // the output's stride between the call's outputs (rows: row_stride; columns: unit)
     const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
     for (int64_t unit = begin; unit < end; ++unit) {

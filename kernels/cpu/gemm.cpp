@@ -29,8 +29,6 @@ template <> struct Blocking<double> {
 static_assert(Blocking<float>::MR == kGemmFewRows && Blocking<double>::MR == kGemmFewRows,
               "gemm_takes_few_rows: fewer rows than the micro-kernel's tile");
 
-// Below this many multiply-adds a product runs on one thread: waking the pool costs more.
-constexpr int64_t kParallelWork = kGemmParallelWork;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -74,23 +72,20 @@ template <class T> void pack_a(const T* a, int64_t rs, int64_t cs, int64_t rows,
 // evict each other before the next row reads them again.
 template <class T> void pack_b(const T* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols, T* out) {
   constexpr int64_t NR = Blocking<T>::NR;
-  if (cs == 1) {
-    for (int64_t p = 0; p < kc; ++p, out += NR) {
-      std::memcpy(out, b + p * rs, size_t(cols) * sizeof(T));
-      std::fill(out + cols, out + NR, T(0));
-    }
-    return;
-  }
   constexpr int64_t kPackRows = 16;
-  for (int64_t p0 = 0; p0 < kc; p0 += kPackRows) {
-    const int64_t rows = std::min(kPackRows, kc - p0);
-    T* block = out + p0 * NR;
-    for (int64_t j = 0; j < cols; ++j) {
-      const T* src = b + p0 * rs + j * cs;
-      for (int64_t p = 0; p < rows; ++p) block[p * NR + j] = src[p * rs];
+  if (cs == 1) {
+    for (int64_t p = 0; p < kc; ++p) std::memcpy(out + p * NR, b + p * rs, size_t(cols) * sizeof(T));
+  } else {
+    for (int64_t p0 = 0; p0 < kc; p0 += kPackRows) {
+      const int64_t rows = std::min(kPackRows, kc - p0);
+      for (int64_t j = 0; j < cols; ++j) {
+        const T* src = b + p0 * rs + j * cs;
+        for (int64_t p = 0; p < rows; ++p) out[(p0 + p) * NR + j] = src[p * rs];
+      }
     }
-    for (int64_t p = 0; p < rows; ++p) std::fill(block + p * NR + cols, block + (p + 1) * NR, T(0));
   }
+  if (cols < NR)
+    for (int64_t p = 0; p < kc; ++p) std::fill(out + p * NR + cols, out + (p + 1) * NR, T(0));
 }
 
 // C[rows×cols] = A_panel · B_panel + beta·C over one k block; the full MR×NR
@@ -234,7 +229,7 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, MatrixRef<T> a, MatrixRef<T> b, 
   if (gemm_takes_few_rows(m, n, k, b.cs)) return gemm_few_rows(m, n, k, a, b, beta, c, ldc);
   // Tiles of C are the unit of parallel work: shrink them until every thread
   // has one, and even out the row tiles over the threads when there are few.
-  const int64_t threads = m * n * k < kParallelWork ? 1 : get_num_threads();
+  const int64_t threads = m * n * k < kGemmParallelWork ? 1 : get_num_threads();
   int64_t mc = std::min(B::MC, round_up(m, MR)), nc = std::min(B::NC, round_up(n, NR));
   while (ceil_div(m, mc) * ceil_div(n, nc) < threads) {
     if (mc > MR && (mc >= nc || nc <= NR)) mc = round_up(ceil_div(mc, 2), MR);

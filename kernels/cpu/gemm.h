@@ -26,13 +26,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
 
-// Whether the float gemm of these sizes (and B's column stride) computes each
-// element of A·B in full, rounded once, before it adds beta·C: then
-// C = A·B, C += A'·B' gives bit for bit what C = A'·B', C += A·B gives (the
-// last addition commutes), and a caller may run the two products in either
-// order. True for the few-row products of a vector-matrix step.
-inline bool gemm_adds_c_last(int64_t m, int64_t n, int64_t k, int64_t b_cs);
-
 // The few-row GEMM's domain: fewer rows than the packed micro-kernel's tile
 // (MR), B row-major, and too little work to wake the thread pool.
 inline constexpr int64_t kGemmFewRows = 6;
@@ -41,9 +34,14 @@ inline bool gemm_takes_few_rows(int64_t m, int64_t n, int64_t k, int64_t b_cs) {
   return m < kGemmFewRows && b_cs == 1 && m * n * k < kGemmParallelWork;
 }
 
+// Whether the float gemm of these sizes (and B's column stride) computes each
+// element of A·B in full, rounded once, before it adds beta·C: then
+// C = A·B, C += A'·B' gives bit for bit what C = A'·B', C += A·B gives (the
+// last addition commutes), and a caller may run the two products in either
+// order. True for the few-row products of a vector-matrix step (gemm_few_rows
+// adds each element's two partial sums, then beta·C); a product with k <= 0
+// is 0 + beta·C exactly, and with m or n 0 there is nothing.
 inline bool gemm_adds_c_last(int64_t m, int64_t n, int64_t k, int64_t b_cs) {
-  // gemm_few_rows: each element's two partial sums are added, then beta·C.
-  // A product with k <= 0 is 0 + beta·C exactly; with m or n 0 there is nothing.
   return m <= 0 || n <= 0 || k <= 0 || gemm_takes_few_rows(m, n, k, b_cs);
 }
 
