@@ -123,9 +123,11 @@ struct LaunchStamp {
 // outlives the run. Each copy remembers the last two stamps that matched it:
 // a loop whose first step's plan differs from the others' (an RNN's first
 // hidden state is a constant) alternates between two plans of one program.
+// `keep`, when given, takes a reference to the launch (a replay's capture).
 template <class Launch, class Describe, class Plan>
 const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const Launch>>& last,
-                          const Describe& describe, const Plan& plan, LaunchStamp stamp = {}) {
+                          const Describe& describe, const Plan& plan, LaunchStamp stamp = {},
+                          std::shared_ptr<const Launch>* keep = nullptr) {
   struct Slot {
     uint64_t program = 0;
     std::shared_ptr<const Launch> launch;
@@ -137,10 +139,14 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
   std::array<Slot, 8>& slots = thread_state<std::array<Slot, 8>>();
   Slot& slot = slots[program % slots.size()];
   if (slot.program == program) {
-    if (stamp.layouts != 0 && (slot.stamps[0] == stamp || slot.stamps[1] == stamp)) return slot.launch.get();
+    if (stamp.layouts != 0 && (slot.stamps[0] == stamp || slot.stamps[1] == stamp)) {
+      if (keep) *keep = slot.launch;
+      return slot.launch.get();
+    }
     detail::count_launch_key_compare();
     if (key_matches(slot.launch->key, describe)) {
       slot.remember(stamp);
+      if (keep) *keep = slot.launch;
       return slot.launch.get();
     }
   }
@@ -154,6 +160,7 @@ const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const La
   slot.launch = std::move(launch);
   slot.stamps = {};
   slot.remember(stamp);
+  if (keep) *keep = slot.launch;
   return slot.launch.get();
 }
 

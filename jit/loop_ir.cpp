@@ -80,6 +80,12 @@ float scalar_lane(const ScalarArg& a, const Scalar& s) {
   return std::bit_cast<float>(uint32_t(uint64_t(v) >> (a.part == ScalarPart::kHigh ? 32 : 0)));
 }
 
+ScalarLanes scalar_lanes(const LoopIR& ir, absl::Span<const Attrs* const> attrs) {
+  ScalarLanes lanes;
+  for (const ScalarArg& a : ir.args) lanes.push_back(scalar_lane(a, attrs[size_t(a.step)]->s(size_t(a.attr))));
+  return lanes;
+}
+
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::kNone: return "none";

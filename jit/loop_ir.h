@@ -127,6 +127,11 @@ struct LoopIR {
   DType dtype(size_t operand) const { return dtypes.empty() ? kFloat32 : dtypes[operand]; }
 };
 
+// Each run-time Scalar of an IR (its args) as a kernel's lanes hold it.
+using ScalarLanes = absl::InlinedVector<float, 8>;
+// ir's args bound to a run's attributes (attrs[step] for each arg's step).
+ScalarLanes scalar_lanes(const LoopIR& ir, absl::Span<const Attrs* const> attrs);
+
 // The result of lowering: `ir` when `declined` is empty.
 struct Lowering {
   LoopIR ir;

@@ -239,18 +239,40 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   };
   // a stream decision also reads the outputs' alignment, which no layout promise covers
   const LaunchStamp stamp{may_stream ? 0 : layouts, int64_t(isa)};
+  ReplayCapture* capture = replay_capture();
+  std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
-      id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, stamp);
+      id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, stamp,
+      capture ? &kept : nullptr);
   if (!launch) return false;
-  const Launch& l = *launch;
+  const ScalarLanes lanes = scalar_lanes(ir, attrs);
+  if (capture) [[unlikely]] {
+    if (may_stream) {
+      capture->decline("a pointwise kernel's streaming stores depend on the outputs' alignment");
+    } else {
+      ReplayCall call{&PointwiseJit::replay_launch, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
+      for (size_t k = 0; k < operands; ++k) call.operands.push_back({ids[k], 0});
+      capture->add(std::move(call));
+    }
+  }
+  run_launch(*launch, base.data(), lanes);
+  return true;
+}
+
+void PointwiseJit::replay_launch(const void* state, const char* const* ptrs) {
+  const Replayed& r = *static_cast<const Replayed*>(state);
+  r.jit->run_launch(*r.launch, ptrs, r.lanes);
+}
+
+void PointwiseJit::run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const {
+  const size_t operands = size_t(lowering_.ir.inputs) + lowering_.ir.stores.size();
   const LoopSpace& space = l.space;
   const size_t rank = space.sizes.size();
   const x86::PointwiseKernel& kernel = l.compiled->kernel();
 
   auto run_blocks = [&](int64_t begin, int64_t end) {
     x86::PointwiseCall call;
-    for (size_t a = 0; a < ir.args.size(); ++a)
-      std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+    for (size_t a = 0; a < lanes.size(); ++a) std::fill_n(call.args[a], 16, lanes[a]);
     std::copy_n(l.row_stride, operands, call.row_stride);
     std::copy_n(l.vec_step, operands, call.vec_step);
     std::copy_n(l.lane_stride, operands, call.lane_stride);
@@ -282,7 +304,6 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   };
   if (l.parallel) parallel_for(0, l.blocks, 1, run_blocks);
   else run_blocks(0, l.blocks);
-  return true;
 }
 
 }  // namespace nnvm::jit

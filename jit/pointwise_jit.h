@@ -28,6 +28,7 @@
 #include "nnvm/jit/kernel_cache.h"
 #include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/replay.h"
 #include "nnvm/jit/x86/isa.h"
 
 namespace nnvm::jit {
@@ -80,6 +81,16 @@ class PointwiseJit {
   // A run's loop space, variant and block geometry, reused by every later
   // run with the same key (operand layouts, ISA, stream decision).
   struct Launch;
+  // A captured launch (jit/replay.h): the launch and its Scalars' lanes.
+  struct Replayed {
+    const PointwiseJit* jit;
+    std::shared_ptr<const Launch> launch;
+    ScalarLanes lanes;
+  };
+
+  // Every block of launch l with operand k's first element at base[k].
+  void run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const;
+  static void replay_launch(const void* state, const char* const* ptrs);
 
   std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses, bool stream) const;
   // The launch for `key`; null when the variant declines or an operand's stride is too large.

@@ -223,10 +223,9 @@ void start_call(x86::ReduceCall& call, const x86::ReduceCall& launch) {
   std::memcpy(static_cast<void*>(&call.ptr), &launch.ptr, sizeof(call) - offsetof(x86::ReduceCall, ptr));
 }
 
-// Each run-time Scalar of `ir` in every lane of `call`, as the run binds it.
-void bind_args(x86::ReduceCall& call, const LoopIR& ir, absl::Span<const Attrs* const> attrs) {
-  for (size_t a = 0; a < ir.args.size(); ++a)
-    std::fill_n(call.args[a], 16, scalar_lane(ir.args[a], attrs[size_t(ir.args[a].step)]->s(size_t(ir.args[a].attr))));
+// Each run-time Scalar of the IR (`lanes`) in every lane of `call`.
+void bind_args(x86::ReduceCall& call, absl::Span<const float> lanes) {
+  for (size_t a = 0; a < lanes.size(); ++a) std::fill_n(call.args[a], 16, lanes[a]);
 }
 
 }  // namespace
@@ -341,24 +340,30 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   // the reduced dims and keepdim are structure: a layout promise covers them
   const LaunchStamp stamp{layouts, int64_t(isa) << 32 | get_num_threads()};
+  ReplayCapture* capture = replay_capture();
+  std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
       id_, last_, describe,
       [&] {
         const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
         return plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
       },
-      stamp);
+      stamp, capture ? &kept : nullptr);
   if (!launch) return false;
   const Launch& l = *launch;
   const CompiledReduce& kernel = *l.compiled;
+  const ScalarLanes lanes = scalar_lanes(ir, attrs);
   if (l.single_call) {  // a small reduction: the launch's call with this run's operands
-    x86::ReduceCall call;
-    start_call(call, l.call);
-    bind_args(call, ir, attrs);
-    for (size_t k = 0; k < operands; ++k) call.ptr[k] = base[k];
-    kernel(&call);
+    if (capture) [[unlikely]] {
+      ReplayCall call{&ReduceJit::replay_call, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
+      for (size_t k = 0; k < operands; ++k) call.operands.push_back({ids[k], 0});
+      capture->add(std::move(call));
+    }
+    run_call(l, base.data(), lanes);
     return ran();
   }
+  if (capture) [[unlikely]]
+    capture->decline("a reduction of more than one kernel call");
   const ReduceSpace& space = l.space;
   const size_t rank = l.rank, axis = l.axis, split = l.split, outer_dims = l.outer_dims;
   const bool rows = l.rows, has_rows = l.has_rows;
@@ -454,7 +459,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     const auto partial = aligned_doubles(column_sums || lse || to_int64 || arg_columns ? per_call : 0);
     std::vector<float> staging(staged && !to_int64 && !column_sums ? per_call : 0);
     call.partial = partial.get();
-    bind_args(call, ir, attrs);
+    bind_args(call, lanes);
     // the output's stride between the call's outputs (rows: row_stride; columns: unit)
     const int64_t out_stride = rows ? call.row_stride[operands - 1] : bytes(operands - 1);
     for (int64_t unit = begin; unit < end; ++unit) {
@@ -534,6 +539,20 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
     else merge_columns(0, l.tasks);
   }
   return ran();
+}
+
+void ReduceJit::run_call(const Launch& l, const char* const* base, const ScalarLanes& lanes) const {
+  x86::ReduceCall call;
+  start_call(call, l.call);
+  bind_args(call, lanes);
+  std::copy_n(base, size_t(lowering_.ir.inputs) + 1, call.ptr);
+  (*l.compiled)(&call);
+}
+
+void ReduceJit::replay_call(const void* state, const char* const* ptrs) {
+  const Replayed& r = *static_cast<const Replayed*>(state);
+  r.jit->run_call(*r.launch, ptrs, r.lanes);
+  r.jit->ran();
 }
 
 bool ReduceJit::ran() const {

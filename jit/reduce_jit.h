@@ -36,6 +36,7 @@
 #include "nnvm/jit/kernel_cache.h"
 #include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/replay.h"
 #include "nnvm/jit/x86/arg_reduce_kernel.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/reduce_kernel.h"
@@ -99,6 +100,15 @@ class ReduceJit {
   // A run's reduce space, variant and task geometry, reused by every later
   // run with the same key (operand layouts, reduced dims, ISA).
   struct Launch;
+  // A captured single-call launch (jit/replay.h): the launch and its Scalars' lanes.
+  struct Replayed {
+    const ReduceJit* jit;
+    std::shared_ptr<const Launch> launch;
+    ScalarLanes lanes;
+  };
+  // A single-call launch's one call, with operand k's first element at base[k].
+  void run_call(const Launch& l, const char* const* base, const ScalarLanes& lanes) const;
+  static void replay_call(const void* state, const char* const* ptrs);
 
   std::shared_ptr<const CompiledReduce> variant(Isa isa, x86::ReduceAxis axis, const std::string& accesses) const;
   bool fall_back(std::string why) const;

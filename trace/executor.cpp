@@ -1,6 +1,7 @@
 #include "nnvm/trace/executor.h"
 
 #include <atomic>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/jit/x86/isa.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
 
@@ -375,6 +377,17 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
 
   absl::InlinedVector<const Attrs*, 8> group_attrs;
   absl::InlinedVector<Attrs, 4> bound;  // a group's attributes with Scalars bound; only for nodes with slots
+  // The recorder's run of a trace with the plan's layouts and Scalars, every
+  // output in memory of its own: what replay() repeats. Its calls are captured
+  // once (or found not to be capturable, for good).
+  const bool capturing = recorded_layouts && recorded_strides && scalars.empty() &&
+                         std::find(written.begin(), written.end(), 1) == written.end() &&
+                         !replay_declined_.load(std::memory_order_relaxed) &&
+                         !replay_.load(std::memory_order_relaxed);
+  jit::ReplayCapture capture;
+  std::optional<jit::CaptureScope> capture_scope;
+  if (capturing) [[unlikely]]
+    capture_scope.emplace(&capture);
   for (size_t k = 0; k < order_.size(); ++k) {
     const int32_t g = order_[k];
     for (const OwnValue& own : own_values_[k]) {  // allocated when computed, not for the whole run
@@ -404,6 +417,10 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
                        recorded_strides ? id_ << 20 | uint64_t(g + 1) : 0);
     group_attrs.clear();
   }
+  if (capturing) [[unlikely]] {
+    capture_scope.reset();
+    keep_replay(capture);
+  }
   results.clear();
   for (size_t i = 0; i < t.outputs().size(); ++i) {
     Tensor& out = env[size_t(t.outputs()[i])];
@@ -411,6 +428,151 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   }
   borrowed.give_back();  // before keep_arena takes env
   keep_arena(std::move(arena));
+}
+
+// A run's calls with each operand named by where its address comes from:
+// bases[base] + offset, the bases being the run's inputs' first elements, the
+// thread's arena, the outputs' memory, then the trace's constants.
+struct FusedPlan::Replay {
+  jit::Isa isa = jit::Isa::kPortable;  // the calls' code is this ISA's
+  int64_t arena_bytes = 0;
+  std::vector<int64_t> output_bytes;
+  std::vector<const char*> constants;
+  struct Operand {
+    int32_t base;
+    int64_t offset;
+  };
+  struct Call {
+    jit::ReplayCall::Fn run;
+    std::shared_ptr<const void> state;
+    std::vector<Operand> operands;
+  };
+  std::vector<Call> calls;
+};
+
+namespace {
+
+constexpr size_t kMaxReplayOperands = 16;
+
+// The calling thread's arena for replays: they do not nest, and keep nothing in it.
+char* replay_arena(int64_t bytes) {
+  struct Free {
+    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  struct Arena {
+    std::unique_ptr<char[], Free> memory;
+    int64_t bytes = 0;
+  };
+  Arena& a = thread_state<Arena>();
+  if (a.bytes < bytes) {
+    a.memory.reset(static_cast<char*>(::operator new[](size_t(bytes), std::align_val_t(64))));
+    a.bytes = bytes;
+  }
+  return a.memory.get();
+}
+
+}  // namespace
+
+FusedPlan::~FusedPlan() { delete replay_.load(); }
+
+std::string FusedPlan::replay_declined() const {
+  std::lock_guard<std::mutex> lock(replay_mutex_);
+  return replay_why_;
+}
+
+void FusedPlan::decline_replay(std::string why) const {
+  std::lock_guard<std::mutex> lock(replay_mutex_);
+  replay_why_ = std::move(why);
+  replay_declined_.store(true);
+}
+
+void FusedPlan::keep_replay(jit::ReplayCapture& capture) const {
+  if (capture.declined()) return decline_replay(capture.why());
+  if (arena_escapes_) return decline_replay("an output is a view of the arena");
+  if (memory_.arena_bytes > kKeptArenaBytes) return decline_replay("the arena is larger than a thread keeps");
+  const Trace& t = trace_;
+  const size_t inputs = t.inputs().size(), outputs = t.outputs().size();
+  auto r = std::make_unique<Replay>();
+  // Where each value's first element lies: base index and offset (-1: not known to a replay).
+  std::vector<Replay::Operand> at(t.values().size(), {-1, 0});
+  for (size_t i = 0; i < inputs; ++i) at[size_t(t.inputs()[i])] = {int32_t(i), 0};
+  for (const ArenaValue& a : arena_values_) at[size_t(a.value)] = {int32_t(inputs), memory_.offsets[size_t(a.value)]};
+  // Each output a value a group computes into memory of its own, and each such value an output.
+  std::vector<bool> own(t.values().size(), false);
+  for (const std::vector<OwnValue>& step : own_values_)
+    for (const OwnValue& o : step) own[size_t(o.value)] = true;
+  for (size_t i = 0; i < outputs; ++i) {
+    const ValueId v = t.outputs()[i];
+    const Value& val = t.value(v);
+    if (!own[size_t(v)] || at[size_t(v)].base >= 0)
+      return decline_replay("an output is not a value of its own (an input, a constant, a view, another output's)");
+    const int64_t bytes = numel_of(val.shape) * int64_t(itemsize(val.dtype));
+    if (bytes == 0) return decline_replay("an output is empty");
+    at[size_t(v)] = {int32_t(inputs + 1 + i), 0};
+    r->output_bytes.push_back(bytes);
+  }
+  for (size_t v = 0; v < own.size(); ++v)
+    if (own[v] && at[v].base < int32_t(inputs + 1)) return decline_replay("a value of its own is not an output");
+  for (ValueId c : t.constants()) {
+    const Tensor& value = t.constant_value(c);
+    at[size_t(c)] = {int32_t(inputs + 1 + outputs + r->constants.size()), 0};
+    r->constants.push_back(static_cast<const char*>(value.storage()->data()) +
+                           value.storage_offset() * int64_t(itemsize(value.dtype())));
+  }
+  for (jit::ReplayCall& call : capture.calls()) {
+    if (call.operands.size() > kMaxReplayOperands) return decline_replay("a call has too many operands");
+    Replay::Call c{call.run, std::move(call.state), {}};
+    for (const jit::ReplayOperand& o : call.operands) {
+      const Replay::Operand where = at[size_t(o.value)];
+      if (where.base < 0) return decline_replay("a call reads a value no replay has");
+      c.operands.push_back({where.base, where.offset + o.offset});
+    }
+    r->calls.push_back(std::move(c));
+  }
+  r->isa = jit::active_isa();
+  r->arena_bytes = memory_.arena_bytes;
+  const Replay* none = nullptr;
+  if (replay_.compare_exchange_strong(none, r.get())) r.release();  // else another thread's run kept its own
+}
+
+bool FusedPlan::replay(absl::Span<const Tensor> inputs, absl::Span<Storage* const> outputs) const {
+  const Replay* r = replay_.load(std::memory_order_acquire);
+  if (!r || r->isa != jit::active_isa() || inputs.size() != trace_.inputs().size() ||
+      outputs.size() != r->output_bytes.size())
+    return false;
+  const size_t first_output = inputs.size() + 1, first_constant = first_output + outputs.size();
+  absl::InlinedVector<const char*, 16> bases(first_constant + r->constants.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) return false;
+    const TensorImpl& x = *inputs[i].impl();
+    if (!x.storage->has_memory()) return false;
+    bases[i] = static_cast<const char*>(x.storage->data()) + x.offset * int64_t(itemsize(x.dtype));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i]->has_memory() || int64_t(outputs[i]->nbytes()) != r->output_bytes[i] ||
+        !outputs[i]->device().is_cpu())
+      return false;
+  std::copy(r->constants.begin(), r->constants.end(), bases.begin() + ptrdiff_t(first_constant));
+  bases[inputs.size()] = r->arena_bytes > 0 ? replay_arena(r->arena_bytes) : nullptr;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    try {
+      outputs[i]->allocate();
+    } catch (...) {  // gives back what it took: nothing ran
+      for (size_t j = 0; j < i; ++j) {
+        Storage none(outputs[j]->nbytes(), outputs[j]->device(), Storage::Lazy{});
+        none.take_memory(*outputs[j]);
+      }
+      throw;
+    }
+    bases[first_output + i] = static_cast<const char*>(outputs[i]->data());
+  }
+  const char* ptrs[kMaxReplayOperands];
+  for (const Replay::Call& call : r->calls) {
+    for (size_t k = 0; k < call.operands.size(); ++k)
+      ptrs[k] = bases[size_t(call.operands[k].base)] + call.operands[k].offset;
+    call.run(call.state.get(), ptrs);
+  }
+  return true;
 }
 
 bool FusedPlan::holds_scalars(absl::Span<const Scalar> scalars) const {

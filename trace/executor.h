@@ -23,10 +23,13 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "nnvm/jit/replay.h"
 #include "nnvm/trace/group_program.h"
 #include "nnvm/trace/passes/fuse.h"
 #include "nnvm/trace/passes/plan_memory.h"
@@ -41,11 +44,13 @@ class FusedPlan final : public Plan {
   // Its groups point at its own trace's attributes.
   FusedPlan(const FusedPlan&) = delete;
   FusedPlan& operator=(const FusedPlan&) = delete;
+  ~FusedPlan() override;
 
   std::vector<Tensor> run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const override;
   void run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> scalars, absl::Span<const Tensor> targets,
                 WrittenFlags& written, std::vector<Tensor>& results,
                 bool recorded_layouts = false) const override;
+  bool replay(absl::Span<const Tensor> inputs, absl::Span<Storage* const> outputs) const override;
   const Trace& trace() const override { return trace_; }
   bool holds_scalars(absl::Span<const Scalar> scalars) const override;
   // The trace, the fusion plan, how each group runs, and the memory plan.
@@ -60,6 +65,9 @@ class FusedPlan final : public Plan {
   // The groups in the order they run, as indices into fusion().groups.
   std::vector<int32_t> group_order() const;
   const GroupProgram& program(int32_t group) const { return *groups_[size_t(group)].program; }
+  // Why the plan's runs are not replayed from captured calls (jit/replay.h);
+  // empty while they are, or before a run tried to capture them.
+  std::string replay_declined() const;
   // The optimised trace's signature hash: the name of the plan's dump files.
   uint64_t hash() const { return hash_; }
 
@@ -109,6 +117,12 @@ class FusedPlan final : public Plan {
   ArenaTensors take_arena() const;
   bool can_write_into(size_t output, absl::Span<const Tensor> inputs, absl::Span<const Tensor> targets) const;
 
+  // The kernel calls of a run, captured for replay(); see executor.cpp.
+  struct Replay;
+  // Keeps a run's captured calls as the plan's replay, or the reason they cannot be.
+  void keep_replay(jit::ReplayCapture& capture) const;
+  void decline_replay(std::string why) const;
+
   Trace trace_;
   FusionPlan fusion_;
   MemoryPlan memory_;
@@ -135,6 +149,11 @@ class FusedPlan final : public Plan {
   std::vector<uint8_t> output_moves_;  // per output: its tensor moves out of the run's env
   uint64_t hash_ = 0;
   uint64_t id_ = 0;  // this plan among every plan of the process
+  // Set once, by the first run that captured every call (owned); read by replays on any thread.
+  mutable std::atomic<const Replay*> replay_{nullptr};
+  mutable std::atomic<bool> replay_declined_{false};
+  mutable std::mutex replay_mutex_;  // for replay_why_
+  mutable std::string replay_why_;
 };
 
 }  // namespace nnvm::trace

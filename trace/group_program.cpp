@@ -225,7 +225,10 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
       run_steps(ids, env, attrs, 1);
     return;
   }
-  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
+  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) {
+    jit::decline_replay("a row-wise kernel");
+    return;
+  }
   // untiled, the reduction's input is allocated: its shape is the loop
   if (reduce_ &&
       reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes(),
@@ -235,27 +238,20 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
   else run_steps(ids, env, attrs);
 }
 
-bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env) const {
-  if (gemm_products_ == 0) return false;
-  const Step& step = steps_[0];
-  const TensorImpl* out_impl = env[size_t(ids[size_t(step.outputs[0])])].impl();
-  if (!out_impl) return false;
-  const TensorImpl& c = *out_impl;
-  if (c.dtype != kFloat32 || c.shape.size() != 2 || !c.storage->has_memory()) return false;
-  const int64_t m = c.shape[0], n = c.shape[1];
-  if (c.strides[1] != 1 && n > 1) return false;
-  if (c.strides[0] != n && m > 1) return false;
-  const TensorImpl* operands[4];
-  for (size_t i = 0; i < step.inputs.size(); ++i) {
-    const TensorImpl* x = env[size_t(ids[size_t(step.inputs[i])])].impl();
-    if (!x || x->dtype != kFloat32 || x->shape.size() != 2) return false;
-    operands[i] = x;
-  }
-  // As the reference kernel: c = a b, then c += c' d' (GEMM beta 1), or the other way round (below).
-  float* out = static_cast<float*>(c.storage->data()) + c.offset;
-  auto matrix = [](const TensorImpl& x) {
-    return cpu::MatrixRef<float>{static_cast<const float*>(x.storage->data()) + x.offset, x.strides[0], x.strides[1]};
-  };
+namespace {
+
+// An epilogue group's GEMMs, c = a b (+ c' d'): every operand's layout but
+// its address. The operands' addresses come as a, b (, c', d'), then c.
+struct GemmCall {
+  int64_t m = 0, n = 0;
+  int32_t products = 0;
+  bool alternates = false;  // the products' order alternates from run to run
+  int64_t k[2] = {};
+  int64_t rs[4] = {}, cs[4] = {};  // per operand
+  std::atomic<bool>* reverse = nullptr;  // the program's order on its last run
+};
+
+void run_gemm_call(const GemmCall& g, const char* const* ptrs) {
   // A loop that runs the group again and again (an RNN step) reads both B
   // operands each run, with its other data in between; together they may
   // not fit the L1 cache. In the same order every run, each B evicts the
@@ -264,21 +260,67 @@ bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Ten
   // misses only the lines the data in between took. Where the GEMM adds C
   // last, the order changes no bit of the result (but a NaN's payload).
   bool reverse = false;
-  if (gemm_products_ == 2 && cpu::gemm_adds_c_last(m, n, operands[0]->shape[1], operands[1]->strides[1]) &&
-      cpu::gemm_adds_c_last(m, n, operands[2]->shape[1], operands[3]->strides[1])) {
-    reverse = !reverse_products_.load(std::memory_order_relaxed);
-    reverse_products_.store(reverse, std::memory_order_relaxed);  // a race only changes the order
+  if (g.alternates) {
+    reverse = !g.reverse->load(std::memory_order_relaxed);
+    g.reverse->store(reverse, std::memory_order_relaxed);  // a race only changes the order
   }
-  for (int32_t q = 0; q < gemm_products_; ++q) {
-    const int32_t p = reverse ? gemm_products_ - 1 - q : q;
-    const TensorImpl &a = *operands[2 * p], &b = *operands[2 * p + 1];
-    cpu::gemm(m, n, a.shape[1], matrix(a), matrix(b), q == 0 ? 0.f : 1.f, out, n);
+  float* out = reinterpret_cast<float*>(const_cast<char*>(ptrs[2 * g.products]));
+  auto matrix = [&](int32_t i) {
+    return cpu::MatrixRef<float>{reinterpret_cast<const float*>(ptrs[i]), g.rs[i], g.cs[i]};
+  };
+  // As the reference kernel: c = a b, then c += c' d' (GEMM beta 1), or the other way round.
+  for (int32_t q = 0; q < g.products; ++q) {
+    const int32_t p = reverse ? g.products - 1 - q : q;
+    cpu::gemm(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), q == 0 ? 0.f : 1.f, out, g.n);
   }
+}
+
+void replay_gemm(const void* state, const char* const* ptrs) {
+  run_gemm_call(*static_cast<const GemmCall*>(state), ptrs);
+}
+
+}  // namespace
+
+bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env) const {
+  if (gemm_products_ == 0) return false;
+  const Step& step = steps_[0];
+  const TensorImpl* out_impl = env[size_t(ids[size_t(step.outputs[0])])].impl();
+  if (!out_impl) return false;
+  const TensorImpl& c = *out_impl;
+  if (c.dtype != kFloat32 || c.shape.size() != 2 || !c.storage->has_memory()) return false;
+  GemmCall g;
+  g.m = c.shape[0];
+  g.n = c.shape[1];
+  g.products = gemm_products_;
+  g.reverse = &reverse_products_;
+  if (c.strides[1] != 1 && g.n > 1) return false;
+  if (c.strides[0] != g.n && g.m > 1) return false;
+  const char* ptrs[5];
+  const size_t operands = step.inputs.size();
+  for (size_t i = 0; i < operands; ++i) {
+    const TensorImpl* x = env[size_t(ids[size_t(step.inputs[i])])].impl();
+    if (!x || x->dtype != kFloat32 || x->shape.size() != 2) return false;
+    ptrs[i] = static_cast<const char*>(x->storage->data()) + x->offset * int64_t(sizeof(float));
+    g.rs[i] = x->strides[0];
+    g.cs[i] = x->strides[1];
+    if (i % 2 == 0) g.k[i / 2] = x->shape[1];
+  }
+  ptrs[operands] = static_cast<const char*>(c.storage->data()) + c.offset * int64_t(sizeof(float));
+  g.alternates = g.products == 2 && cpu::gemm_adds_c_last(g.m, g.n, g.k[0], g.cs[1]) &&
+                 cpu::gemm_adds_c_last(g.m, g.n, g.k[1], g.cs[3]);
+  if (jit::ReplayCapture* capture = jit::replay_capture()) [[unlikely]] {
+    jit::ReplayCall call{&replay_gemm, std::make_shared<const GemmCall>(g), {}};
+    for (size_t i = 0; i < operands; ++i) call.operands.push_back({ids[size_t(step.inputs[i])], 0});
+    call.operands.push_back({ids[size_t(step.outputs[0])], 0});
+    capture->add(std::move(call));
+  }
+  run_gemm_call(g, ptrs);
   return true;
 }
 
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
                              absl::Span<const Attrs* const> attrs, size_t first, size_t end) const {
+  jit::decline_replay("a group runs its reference kernels");
   // A step's operands are moved out of env and back, not copied: a copy of a
   // Tensor is an atomic increment and decrement in a process with threads. A
   // value a step names twice is copied the second time. A step of one input
@@ -335,6 +377,7 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
 
 void GroupProgram::run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env,
                              absl::Span<const Attrs* const> attrs, const Tiling& tiling) const {
+  jit::decline_replay("a group runs its tile program");
   const size_t nv = ids.size(), in_memory = size_t(inputs_ + outputs_);
   const int32_t split = tiling.split;
   // The views a tile narrows: inputs broadcast to the loop, outputs as they are

@@ -40,6 +40,14 @@ class Plan {
     written.assign(targets.size(), 0);
     results = run(inputs, scalars);
   }
+  // A run by the recorder of a trace with the plan's signature and Scalars
+  // (holds_scalars), whose outputs are all lazy storages: writes output i
+  // into outputs[i]'s memory, allocated here, with nothing but the kernels'
+  // calls when the plan has captured them from an earlier run (jit/replay.h).
+  // False: nothing ran and nothing was allocated; run_into then runs it.
+  virtual bool replay(absl::Span<const Tensor> /*inputs*/, absl::Span<Storage* const> /*outputs*/) const {
+    return false;
+  }
   // Whether every Scalar the plan runs with is bit for bit its value in
   // `scalars` (another trace's scalars(), of the plan's signature): a run
   // with those may then pass none. The default says no.

@@ -263,8 +263,14 @@ class Recorder {
         compiled = cursor_.look_up_compiled(global_trace_cache());
       if (compiled) {
         ++stats_.flushes_unbuilt;
-        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
-                                 /*recorded_layouts=*/true);
+        // With the plan's own Scalars, every output lazy: its captured calls straight.
+        if (compiled->scalars.empty() && replay(*compiled->plan, inputs, binds)) {
+          ++stats_.flushes_replayed;
+          written_into.assign(binds.size(), 1);
+        } else {
+          compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
+                                   /*recorded_layouts=*/true);
+        }
       } else {
         build_with_outputs(cursor_.entry());
         if (observer_) observer_(t);
@@ -395,6 +401,16 @@ class Recorder {
     bool known;
   };
   using NewInputs = absl::InlinedVector<NewInput, 4>;
+
+  // Plan::replay of a flush whose every output is a lazy storage.
+  static bool replay(const Plan& plan, absl::Span<const Tensor> inputs, absl::Span<const Bind> binds) {
+    absl::InlinedVector<Storage*, 4> outputs;
+    for (const Bind& b : binds) {
+      if (!b.storage) return false;  // a write into a materialised tensor: run_into's
+      outputs.push_back(b.storage.get());
+    }
+    return plan.replay(inputs, outputs);
+  }
 
   // The node of the entry the cursor follows (at the trace's first op, of
   // any recent entry) that the op repeats, or null: the same op and

@@ -48,6 +48,7 @@ struct RecorderStats {
   int64_t nodes_repeated = 0;    // recorded from the cursor, without shape inference
   int64_t flushes_repeated = 0;  // of traces that repeated the last one whole: no signature comparison
   int64_t flushes_unbuilt = 0;   // of those, the ones whose compiled plan ran without building the trace
+  int64_t flushes_replayed = 0;  // of those, the ones that replayed the plan's captured kernel calls
 };
 RecorderStats recorder_stats();
 
