@@ -119,59 +119,85 @@ std::string RowwiseJit::last_fallback() const {
 bool RowwiseJit::fall_back(std::string why) const {
   std::lock_guard<std::mutex> lock(mutex_);
   last_fallback_ = std::move(why);
+  fell_back_.store(true);
   return false;
 }
 
 const x86::RowwiseKernel& RowwiseJit::kernel(Isa isa) const {
-  std::shared_ptr<const CompiledRowwise>& slot = kernels_[size_t(isa)];
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (slot) return slot->kernel();
-  }
+  if (const x86::RowwiseKernel* ready = ready_[size_t(isa)].load(std::memory_order_acquire)) return *ready;
   const x86::RowwiseSpec spec = spec_;
   auto compiled = std::dynamic_pointer_cast<const CompiledRowwise>(
       global_kernel_cache().get(absl::StrCat("x86-", isa_name(isa), "-rowwise-", spec.name()),
                                 [&] { return std::make_shared<const CompiledRowwise>(spec, isa); }));
   NNVM_CHECK(compiled != nullptr, "RowwiseJit", "the kernel cache holds another kind of kernel under a rowwise key");
   std::lock_guard<std::mutex> lock(mutex_);
-  slot = compiled;
+  std::shared_ptr<const CompiledRowwise>& slot = kernels_[size_t(isa)];
+  if (!slot) slot = std::move(compiled);  // set once: ready_ points into it
+  ready_[size_t(isa)].store(&slot->kernel(), std::memory_order_release);
   return slot->kernel();
 }
 
 bool RowwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, const Attrs& attrs) const {
   if (!declined_.empty()) return false;
   if (active_isa() == Isa::kPortable) return fall_back("the ISA is portable");
-  std::vector<Tensor> in, out;
-  for (int32_t i : inputs_) in.push_back(env[size_t(ids[size_t(i)])]);
-  for (int32_t i : outputs_) out.push_back(env[size_t(ids[size_t(i)])]);
+  // the operands in place: a copy of each would be two atomic operations
+  Operands in, out;
+  for (int32_t i : inputs_) in.push_back(&env[size_t(ids[size_t(i)])]);
+  for (int32_t i : outputs_) out.push_back(&env[size_t(ids[size_t(i)])]);
   bool ran = false;
   switch (spec_.op) {
     case x86::RowOp::kSoftmax: case x86::RowOp::kLogSoftmax:
-      ran = run_rows(in[0], out[0], attrs, nullptr, nullptr);
+      ran = run_rows(ids, *in[0], *out[0], attrs, nullptr, nullptr);
       break;
     case x86::RowOp::kLayerNorm:
-      ran = run_rows(in[0], out[0], attrs, spec_.weight ? &in[1] : nullptr,
-                     spec_.bias ? &in[1 + spec_.weight] : nullptr);
+      ran = run_rows(ids, *in[0], *out[0], attrs, spec_.weight ? in[1] : nullptr,
+                     spec_.bias ? in[1 + spec_.weight] : nullptr);
       break;
     case x86::RowOp::kRmsNorm:
-      ran = run_rows(in[0], out[0], attrs, spec_.weight ? &in[1] : nullptr, nullptr);
+      ran = run_rows(ids, *in[0], *out[0], attrs, spec_.weight ? in[1] : nullptr, nullptr);
       break;
     case x86::RowOp::kLayerNormBackward: case x86::RowOp::kRmsNormBackward:
       ran = run_norm_backward(in, out, attrs);
       break;
-    case x86::RowOp::kRowLogSumExp: ran = run_cross_entropy(in, out[0], attrs); break;
-    case x86::RowOp::kCrossEntropyBackward: ran = run_cross_entropy_backward(in, out[0], attrs); break;
+    case x86::RowOp::kRowLogSumExp: ran = run_cross_entropy(in, *out[0], attrs); break;
+    case x86::RowOp::kCrossEntropyBackward: ran = run_cross_entropy_backward(in, *out[0], attrs); break;
   }
-  if (ran) {
-    ++runs;
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_fallback_.clear();
-  }
+  if (ran) this->ran();
   return ran;
 }
 
-bool RowwiseJit::run_rows(const Tensor& x, const Tensor& y, const Attrs& a, const Tensor* weight,
-                          const Tensor* bias) const {
+void RowwiseJit::ran() const {
+  ++runs;
+  if (fell_back_.load()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_fallback_.clear();
+    fell_back_.store(false);
+  }
+}
+
+void RowwiseJit::run_rows(const x86::RowwiseKernel& kernel, const x86::RowwiseCall& base, int64_t rows) {
+  parallel_for(0, rows, row_grain(base.cols), [&](int64_t r0, int64_t r1) {
+    x86::RowwiseCall call = base;
+    call.x += r0 * base.x_stride;
+    call.y += r0 * base.y_stride;
+    call.rows = r1 - r0;
+    kernel(&call);
+  });
+}
+
+void RowwiseJit::replay_rows(const void* state, const char* const* ptrs) {
+  const Replayed& r = *static_cast<const Replayed*>(state);
+  x86::RowwiseCall base = r.call;
+  base.x = ptrs[0];
+  base.y = const_cast<char*>(ptrs[1]);
+  if (r.call.weight) base.weight = reinterpret_cast<const float*>(ptrs[2]);
+  if (r.call.bias) base.bias = reinterpret_cast<const float*>(ptrs[2 + (r.call.weight != nullptr)]);
+  run_rows(*r.kernel, base, r.rows);
+  r.jit->ran();
+}
+
+bool RowwiseJit::run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x, const Tensor& y, const Attrs& a,
+                          const Tensor* weight, const Tensor* bias) const {
   const bool norm = spec_.op == x86::RowOp::kLayerNorm || spec_.op == x86::RowOp::kRmsNorm;
   const int64_t k = norm ? int64_t(a.ints(0).size()) : 1;
   const std::optional<RowLayout> rl = row_layout(x, k);
@@ -191,35 +217,35 @@ bool RowwiseJit::run_rows(const Tensor& x, const Tensor& y, const Attrs& a, cons
   base.x_stride = rl->stride * 4;
   base.y_stride = rl->cols * 4;
   if (norm) base.eps = float(a.d(spec_.op == x86::RowOp::kLayerNorm ? 3 : 2));
-  parallel_for(0, rl->rows, row_grain(rl->cols), [&](int64_t r0, int64_t r1) {
-    x86::RowwiseCall call = base;
-    call.x += r0 * base.x_stride;
-    call.y += r0 * base.y_stride;
-    call.rows = r1 - r0;
-    run(&call);
-  });
+  if (ReplayCapture* capture = replay_capture()) [[unlikely]] {
+    ReplayCall call{&RowwiseJit::replay_rows, std::make_shared<const Replayed>(Replayed{this, &run, base, rl->rows}), {}};
+    for (size_t i = 0; i < inputs_.size() + 1; ++i)  // x, y, then the weight and bias
+      call.operands.push_back({ids[size_t(i == 0 ? inputs_[0] : i == 1 ? outputs_[0] : inputs_[i - 1])], 0});
+    capture->add(std::move(call));
+  }
+  run_rows(run, base, rl->rows);
   return true;
 }
 
 // layer_norm_backward and rms_norm_backward (no dbias; eps is attribute 2).
 // dweight and dbias add up per fixed block of rows, then the blocks in order
 // (kernels/cpu/norm.cpp does the same): the sums do not depend on the thread count.
-bool RowwiseJit::run_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
-                                         const Attrs& a) const {
+bool RowwiseJit::run_norm_backward(const Operands& in, const Operands& out, const Attrs& a) const {
+  decline_replay("a row-wise backward kernel");
   const int64_t k = int64_t(a.ints(0).size());
-  const std::optional<RowLayout> g = row_layout(in[0], k), x = row_layout(in[1], k);
+  const std::optional<RowLayout> g = row_layout(*in[0], k), x = row_layout(*in[1], k);
   if (!g || !x) return fall_back("the gradient or the input is not unit-stride rows a uniform stride apart");
-  if (spec_.weight && !in[2].is_contiguous()) return fall_back("a non-contiguous weight");
+  if (spec_.weight && !in[2]->is_contiguous()) return fall_back("a non-contiguous weight");
   const int64_t rows = x->rows, cols = x->cols;
   if (cols == 0) return fall_back("an empty row");
   const bool params = spec_.weight || spec_.bias;
   const int64_t block = row_grain(cols), blocks = (rows + block - 1) / block;
   std::vector<float> partial(params ? size_t(blocks * 2 * cols) : 0, 0.0f);
   x86::RowwiseCall base;
-  base.x = bytes_of(in[1]);
-  base.g = bytes_of(in[0]);
-  base.weight = spec_.weight ? in[2].data_ptr<float>() : nullptr;
-  base.y = static_cast<char*>(out[0].data_ptr());
+  base.x = bytes_of(*in[1]);
+  base.g = bytes_of(*in[0]);
+  base.weight = spec_.weight ? in[2]->data_ptr<float>() : nullptr;
+  base.y = static_cast<char*>(out[0]->data_ptr());
   base.cols = cols;
   base.cols_f = float(cols);
   base.x_stride = x->stride * 4;
@@ -245,8 +271,8 @@ bool RowwiseJit::run_norm_backward(const std::vector<Tensor>& in, const std::vec
     });
   }
   if (!params) return true;
-  float* dw = spec_.weight ? out[1].data_ptr<float>() : nullptr;
-  float* db = spec_.bias ? out[1 + spec_.weight].data_ptr<float>() : nullptr;
+  float* dw = spec_.weight ? out[1]->data_ptr<float>() : nullptr;
+  float* db = spec_.bias ? out[1 + spec_.weight]->data_ptr<float>() : nullptr;
   parallel_for(0, cols, std::max<int64_t>(1, kTaskElements / std::max<int64_t>(blocks, 1)), [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       float sw = 0, sb = 0;
@@ -263,8 +289,9 @@ bool RowwiseJit::run_norm_backward(const std::vector<Tensor>& in, const std::vec
 
 // libtorch's formula, as the reference: with lse the row's log-sum-exp,
 //   loss = (1 - ls) * -w[t] (x[t] - lse) + ls / C * -sum_c (x[c] - lse).
-bool RowwiseJit::run_cross_entropy(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const {
-  const Tensor& x = in[0];
+bool RowwiseJit::run_cross_entropy(const Operands& in, const Tensor& out, const Attrs& a) const {
+  decline_replay("cross_entropy reads its targets");
+  const Tensor& x = *in[0];
   const std::optional<RowLayout> rl = row_layout(x, 1);
   if (!rl) return fall_back("the logits are not unit-stride rows a uniform stride apart");
   const int64_t n = rl->rows, classes = rl->cols, ignore = a.i(1);
@@ -272,12 +299,12 @@ bool RowwiseJit::run_cross_entropy(const std::vector<Tensor>& in, const Tensor& 
   const float ls = float(a.d(3));
   if (n == 0 || classes == 0) return fall_back("no rows or no classes");
   if (has_weight && ls != 0) return fall_back("label smoothing with class weights");
-  const Tensor target = in[1].contiguous();
+  const Tensor target = in[1]->contiguous();
   const int64_t* t = target.data_ptr<int64_t>();
   for (int64_t r = 0; r < n; ++r)
     if (t[r] != ignore && (t[r] < 0 || t[r] >= classes))
       return fall_back("a target out of range: the reference kernel reports it");
-  const Tensor weight = has_weight ? in[2].contiguous() : Tensor();
+  const Tensor weight = has_weight ? in[2]->contiguous() : Tensor();
   const float* w = has_weight ? weight.data_ptr<float>() : nullptr;
   std::vector<float> stats(size_t(3 * n));
   const x86::RowwiseKernel& run = kernel(active_isa());
@@ -320,20 +347,21 @@ bool RowwiseJit::run_cross_entropy(const std::vector<Tensor>& in, const Tensor& 
 // With p = softmax(x), W = sum_c w[c] and smoothing ls, a counted row's gradient is
 //   dx[c] = k ((1 - ls) w[t] (p[c] - [c == t]) + ls / C (W p[c] - w[c]))
 // = a p[c] - b w[c], then dx[t] -= k (1 - ls) w[t]; ignored rows are zeros.
-bool RowwiseJit::run_cross_entropy_backward(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const {
-  const Tensor& x = in[1];
+bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& out, const Attrs& a) const {
+  decline_replay("cross_entropy reads its targets");
+  const Tensor& x = *in[1];
   const std::optional<RowLayout> rl = row_layout(x, 1);
   if (!rl) return fall_back("the logits are not unit-stride rows a uniform stride apart");
   const int64_t n = rl->rows, classes = rl->cols, ignore = a.i(1);
   if (n == 0 || classes == 0) return fall_back("no rows or no classes");
-  const Tensor target = in[2].contiguous();
+  const Tensor target = in[2]->contiguous();
   const int64_t* t = target.data_ptr<int64_t>();
   for (int64_t r = 0; r < n; ++r)
     if (t[r] != ignore && (t[r] < 0 || t[r] >= classes))
       return fall_back("a target out of range: the reference kernel reports it");
-  const Tensor g = in[0].contiguous();
+  const Tensor g = in[0]->contiguous();
   const float* pg = g.data_ptr<float>();
-  const Tensor weight = spec_.weight ? in[3].contiguous() : Tensor();
+  const Tensor weight = spec_.weight ? in[3]->contiguous() : Tensor();
   const float* w = spec_.weight ? weight.data_ptr<float>() : nullptr;
   const Reduction reduction = Reduction(a.i(0));
   float total_weight = 0;

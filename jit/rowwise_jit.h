@@ -16,11 +16,13 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/replay.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/rowwise_kernel.h"
 #include "nnvm/trace/group_program.h"
@@ -58,20 +60,38 @@ class RowwiseJit {
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, const Attrs& attrs) const;
 
  private:
+  // The node's operands, in env.
+  using Operands = absl::InlinedVector<const Tensor*, 4>;
+  // A captured row launch (jit/replay.h): operands x, y, then the weight and bias it has.
+  struct Replayed {
+    const RowwiseJit* jit;
+    const x86::RowwiseKernel* kernel;
+    x86::RowwiseCall call;  // every field but the pointers
+    int64_t rows;
+  };
+
   const x86::RowwiseKernel& kernel(Isa isa) const;
   bool fall_back(std::string why) const;
-  bool run_rows(const Tensor& x, const Tensor& y, const Attrs& attrs, const Tensor* weight, const Tensor* bias) const;
-  bool run_norm_backward(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const Attrs& a) const;
-  bool run_cross_entropy(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const;
-  bool run_cross_entropy_backward(const std::vector<Tensor>& in, const Tensor& out, const Attrs& a) const;
+  // Counts a run the kernel did and clears the last fallback's reason.
+  void ran() const;
+  bool run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x, const Tensor& y, const Attrs& attrs,
+                const Tensor* weight, const Tensor* bias) const;
+  // `rows` rows from `base`'s, split over the thread pool.
+  static void run_rows(const x86::RowwiseKernel& kernel, const x86::RowwiseCall& base, int64_t rows);
+  static void replay_rows(const void* state, const char* const* ptrs);
+  bool run_norm_backward(const Operands& in, const Operands& out, const Attrs& a) const;
+  bool run_cross_entropy(const Operands& in, const Tensor& out, const Attrs& a) const;
+  bool run_cross_entropy_backward(const Operands& in, const Tensor& out, const Attrs& a) const;
 
   std::string op_;
   x86::RowwiseSpec spec_;
   std::string declined_;
   std::vector<int32_t> inputs_, outputs_;  // the node's operands as indices into the group's values
   mutable std::mutex mutex_;
-  mutable std::array<std::shared_ptr<const CompiledRowwise>, 3> kernels_;  // per Isa
+  mutable std::array<std::shared_ptr<const CompiledRowwise>, 3> kernels_;  // per Isa, set once (under mutex_)
+  mutable std::array<std::atomic<const x86::RowwiseKernel*>, 3> ready_{};  // each kernels_[isa]'s, once set
   mutable std::string last_fallback_;
+  mutable std::atomic<bool> fell_back_{false};  // last_fallback_ is not empty: a run clears it
 };
 
 // Row kernels compiled in this process, and runs that used one on the calling thread (tests count both).

@@ -545,7 +545,7 @@ bool FusedPlan::replay(absl::Span<const Tensor> inputs, absl::Span<Storage* cons
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) return false;
     const TensorImpl& x = *inputs[i].impl();
-    if (!x.storage->has_memory()) return false;
+    if (!x.storage->has_memory() || !x.storage->device().is_cpu()) return false;
     bases[i] = static_cast<const char*>(x.storage->data()) + x.offset * int64_t(itemsize(x.dtype));
   }
   for (size_t i = 0; i < outputs.size(); ++i)

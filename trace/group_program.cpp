@@ -225,10 +225,7 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
       run_steps(ids, env, attrs, 1);
     return;
   }
-  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) {
-    jit::decline_replay("a row-wise kernel");
-    return;
-  }
+  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
   // untiled, the reduction's input is allocated: its shape is the loop
   if (reduce_ &&
       reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes(),

@@ -4,7 +4,8 @@
 // program's in-place updates and the SGD step, every gradient, every value
 // read mid-program and every item()-driven decision must agree within
 // floating-point reassociation. The traced runs go cold (interpreter), then
-// hot (a compiled plan, NNVM_HOT=2 by default), then replay the plan with
+// hot (a compiled plan, NNVM_HOT=2 by default; run again, its captured kernel
+// calls where it has them), then replay the plan with
 // new Scalar values (a second variant of the program with every Scalar
 // argument scaled), and once more with a trace cap of a few nodes.
 //
@@ -17,6 +18,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "nnvm/jit/x86/isa.h"
 #include "nnvm/trace/recorder.h"
 #include "random_program.h"
 
@@ -25,7 +27,9 @@ namespace {
 
 constexpr int kDefaultPrograms = 500;
 constexpr int kMaxSteps = 24;
-constexpr int kTracedRuns = 3;  // cold, turning hot, hot
+// cold, turning hot, hot (the executor, its kernel calls captured), hot
+// again (those calls replayed, where the plan has them: jit/replay.h)
+constexpr int kTracedRuns = 4;
 constexpr int64_t kSmallCap = 5;
 
 int64_t env_int(const char* name, int64_t fallback) {
@@ -172,6 +176,7 @@ TEST(Differential, TracedEqualsEager) {
   const int64_t n = env_int("NNVM_DIFF_PROGRAMS", kDefaultPrograms);
   const uint64_t first = uint64_t(env_int("NNVM_DIFF_SEED", 1));
   const trace::TraceCacheStats before = trace::global_trace_cache().stats();
+  const int64_t replays_before = trace::recorder_stats().flushes_replayed;
   int failures = 0;
   for (uint64_t seed = first; seed < first + uint64_t(n) && failures < 5; ++seed) {
     Program p;
@@ -191,6 +196,10 @@ TEST(Differential, TracedEqualsEager) {
   const trace::TraceCacheStats after = trace::global_trace_cache().stats();
   EXPECT_GT(after.compiles, before.compiles);
   EXPECT_GT(after.hits, before.hits + after.compiles - before.compiles);
+  // and the fourth runs replayed captured kernel calls, where there is JIT code to call
+  if (jit::active_isa() != jit::Isa::kPortable && knobs().hot <= 2) {
+    EXPECT_GT(trace::recorder_stats().flushes_replayed, replays_before);
+  }
 }
 
 }  // namespace
