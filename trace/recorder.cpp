@@ -246,6 +246,23 @@ class Recorder {
         r.results_.clear();
       }
     } done{*this};
+    // A trace that repeats a compiled entry whole runs its plan with the
+    // entry's Scalars (the cursor took them bit for bit), never built; with
+    // the plan's own Scalars and every output lazy, it replays the plan's
+    // captured kernel calls, which need none of what follows.
+    std::optional<TraceCursor::Compiled> compiled;
+    if (unbuilt_ && repeated && !observer_ && !log_trace()) {
+      try {
+        compiled = cursor_.look_up_compiled(global_trace_cache());
+        if (compiled && compiled->scalars.empty() && replay(*compiled->plan, inputs, binds)) {
+          ++stats_.flushes_unbuilt;
+          ++stats_.flushes_replayed;
+          return;
+        }
+      } catch (const std::exception&) {  // nothing ran: the run below looks it up again
+        compiled.reset();
+      }
+    }
     detail::RunEagerly eager;
     NoGradGuard no_grad;
     std::vector<Tensor>& results = results_;
@@ -255,22 +272,11 @@ class Recorder {
     written_into.assign(binds.size(), 0);
     std::vector<std::shared_ptr<const std::string>> failure;
     std::shared_ptr<const std::string> first_failure;
-    // A trace that repeats a compiled entry whole runs its plan with the
-    // entry's Scalars (the cursor took them bit for bit), never built.
-    std::optional<TraceCursor::Compiled> compiled;
     try {
-      if (unbuilt_ && repeated && !observer_ && !log_trace())
-        compiled = cursor_.look_up_compiled(global_trace_cache());
       if (compiled) {
         ++stats_.flushes_unbuilt;
-        // With the plan's own Scalars, every output lazy: its captured calls straight.
-        if (compiled->scalars.empty() && replay(*compiled->plan, inputs, binds)) {
-          ++stats_.flushes_replayed;
-          written_into.assign(binds.size(), 1);
-        } else {
-          compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
-                                   /*recorded_layouts=*/true);
-        }
+        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
+                                 /*recorded_layouts=*/true);
       } else {
         build_with_outputs(cursor_.entry());
         if (observer_) observer_(t);
