@@ -7,7 +7,7 @@
 // static reserve, so the segment is kept small: a large thread-local (the
 // recorder, a JIT program's launch slots) lives on the heap behind a
 // thread-local pointer. glibc keeps 512 bytes of that reserve for libraries
-// loaded after start-up; the segment is 400 bytes. Test
+// loaded after start-up; the segment is 408 bytes. Test
 // dlopen_library loads libnnvm.so with dlopen.
 //
 // Only the shared library needs it: an executable's own thread-locals are

@@ -1,21 +1,17 @@
 #include "nnvm/jit/replay.h"
 
-#include "nnvm/core/hot_tls.h"
-
 namespace nnvm::jit {
 
 namespace {
-struct ActiveCapture {
-  ReplayCapture* capture = nullptr;
-};
+// Read by every JIT run: a plain pointer, the TLS segment's smallest kind
+// of thread-local (core/hot_tls.h keeps that segment small).
+thread_local ReplayCapture* t_capture = nullptr;
 }  // namespace
 
-ReplayCapture* replay_capture() { return thread_state<ActiveCapture>().capture; }
+ReplayCapture* replay_capture() { return t_capture; }
 
-CaptureScope::CaptureScope(ReplayCapture* capture) : previous_(replay_capture()) {
-  thread_state<ActiveCapture>().capture = capture;
-}
+CaptureScope::CaptureScope(ReplayCapture* capture) : previous_(t_capture) { t_capture = capture; }
 
-CaptureScope::~CaptureScope() { thread_state<ActiveCapture>().capture = previous_; }
+CaptureScope::~CaptureScope() { t_capture = previous_; }
 
 }  // namespace nnvm::jit

@@ -250,15 +250,29 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
 
 std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
-std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() {
-  return thread_state<std::array<ArenaTensors, 2>>();
-}
+struct FusedPlan::ThreadRuns {
+  struct Free {
+    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::array<ArenaTensors, 2> kept;  // kept_arenas()
+  // The tensors-by-value buffer of the thread's last run of a plan with no
+  // arena: such plans share it and take none of the kept slots.
+  std::vector<Tensor> spare_env;
+  std::unique_ptr<char[], Free> replay_arena;
+  int64_t replay_arena_bytes = 0;
+};
 
-// The tensors-by-value buffer of the thread's last run of a plan with no
-// arena: such plans share it and take none of the kept slots.
-std::vector<Tensor>& FusedPlan::spare_env() {
-  struct SpareEnv;
-  return thread_state<std::vector<Tensor>, SpareEnv>();
+std::array<FusedPlan::ArenaTensors, 2>& FusedPlan::kept_arenas() { return thread_state<ThreadRuns>().kept; }
+
+std::vector<Tensor>& FusedPlan::spare_env() { return thread_state<ThreadRuns>().spare_env; }
+
+char* FusedPlan::replay_arena(int64_t bytes) {
+  ThreadRuns& runs = thread_state<ThreadRuns>();
+  if (runs.replay_arena_bytes < bytes) {
+    runs.replay_arena.reset(static_cast<char*>(::operator new[](size_t(bytes), std::align_val_t(64))));
+    runs.replay_arena_bytes = bytes;
+  }
+  return runs.replay_arena.get();
 }
 
 void FusedPlan::keep_arena(ArenaTensors arena) const {
@@ -451,26 +465,7 @@ struct FusedPlan::Replay {
 };
 
 namespace {
-
 constexpr size_t kMaxReplayOperands = 16;
-
-// The calling thread's arena for replays: they do not nest, and keep nothing in it.
-char* replay_arena(int64_t bytes) {
-  struct Free {
-    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  struct Arena {
-    std::unique_ptr<char[], Free> memory;
-    int64_t bytes = 0;
-  };
-  Arena& a = thread_state<Arena>();
-  if (a.bytes < bytes) {
-    a.memory.reset(static_cast<char*>(::operator new[](size_t(bytes), std::align_val_t(64))));
-    a.bytes = bytes;
-  }
-  return a.memory.get();
-}
-
 }  // namespace
 
 FusedPlan::~FusedPlan() { delete replay_.load(); }

@@ -109,6 +109,11 @@ class FusedPlan final : public Plan {
   // may alternate between two traces), the latest first.
   static std::array<ArenaTensors, 2>& kept_arenas();
   static std::vector<Tensor>& spare_env();
+  // The calling thread's arena for replays (they do not nest, and keep
+  // nothing in it), at least `bytes` long.
+  static char* replay_arena(int64_t bytes);
+  // What a thread keeps between runs: one thread-local (core/hot_tls.h).
+  struct ThreadRuns;
   // Gives a run's arena back: kept for the plan's next run on the thread
   // when it is small and no output sees it.
   void keep_arena(ArenaTensors arena) const;
