@@ -158,15 +158,10 @@ ReduceJit::ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const t
                      std::string key)
     : lowering_(lower_reduction(t, g, values)), key_(std::move(key)) {}
 
-std::string ReduceJit::last_fallback() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return last_fallback_;
-}
+std::string ReduceJit::last_fallback() const { return last_fallback_.get(); }
 
 bool ReduceJit::fall_back(std::string why) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  last_fallback_ = std::move(why);
-  fell_back_.store(true);
+  last_fallback_.set(std::move(why));
   return false;
 }
 
@@ -557,11 +552,7 @@ void ReduceJit::replay_call(const void* state, const char* const* ptrs) {
 
 bool ReduceJit::ran() const {
   ++runs;
-  if (fell_back_.load()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_fallback_.clear();
-    fell_back_.store(false);
-  }
+  last_fallback_.clear();
   return true;
 }
 

@@ -36,6 +36,7 @@
 #include "nnvm/jit/kernel_cache.h"
 #include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
+#include "nnvm/jit/reason.h"
 #include "nnvm/jit/replay.h"
 #include "nnvm/jit/x86/arg_reduce_kernel.h"
 #include "nnvm/jit/x86/isa.h"
@@ -123,8 +124,7 @@ class ReduceJit {
   std::string key_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledReduce>>> variants_;
-  mutable std::string last_fallback_;
-  mutable std::atomic<bool> fell_back_{false};  // last_fallback_ is not empty: a run clears it
+  mutable Reason last_fallback_;  // a run that used the kernel clears it
   // The last launch: plans replay on several threads at once, so it is swapped whole.
   mutable std::atomic<std::shared_ptr<const Launch>> last_;
   const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots

@@ -111,15 +111,10 @@ RowwiseJit::RowwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const
   }
 }
 
-std::string RowwiseJit::last_fallback() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return last_fallback_;
-}
+std::string RowwiseJit::last_fallback() const { return last_fallback_.get(); }
 
 bool RowwiseJit::fall_back(std::string why) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  last_fallback_ = std::move(why);
-  fell_back_.store(true);
+  last_fallback_.set(std::move(why));
   return false;
 }
 
@@ -168,11 +163,7 @@ bool RowwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Ten
 
 void RowwiseJit::ran() const {
   ++runs;
-  if (fell_back_.load()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_fallback_.clear();
-    fell_back_.store(false);
-  }
+  last_fallback_.clear();
 }
 
 void RowwiseJit::run_rows(const x86::RowwiseKernel& kernel, const x86::RowwiseCall& base, int64_t rows) {
@@ -219,8 +210,9 @@ bool RowwiseJit::run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x,
   if (norm) base.eps = float(a.d(spec_.op == x86::RowOp::kLayerNorm ? 3 : 2));
   if (ReplayCapture* capture = replay_capture()) [[unlikely]] {
     ReplayCall call{&RowwiseJit::replay_rows, std::make_shared<const Replayed>(Replayed{this, &run, base, rl->rows}), {}};
-    for (size_t i = 0; i < inputs_.size() + 1; ++i)  // x, y, then the weight and bias
-      call.operands.push_back({ids[size_t(i == 0 ? inputs_[0] : i == 1 ? outputs_[0] : inputs_[i - 1])], 0});
+    call.operands.push_back({ids[size_t(inputs_[0])], 0});  // x, y, then the weight and bias
+    call.operands.push_back({ids[size_t(outputs_[0])], 0});
+    for (size_t i = 1; i < inputs_.size(); ++i) call.operands.push_back({ids[size_t(inputs_[i])], 0});
     capture->add(std::move(call));
   }
   run_rows(run, base, rl->rows);

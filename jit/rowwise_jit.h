@@ -22,6 +22,7 @@
 #include <string>
 
 #include "nnvm/jit/kernel_cache.h"
+#include "nnvm/jit/reason.h"
 #include "nnvm/jit/replay.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/rowwise_kernel.h"
@@ -90,8 +91,7 @@ class RowwiseJit {
   mutable std::mutex mutex_;
   mutable std::array<std::shared_ptr<const CompiledRowwise>, 3> kernels_;  // per Isa, set once (under mutex_)
   mutable std::array<std::atomic<const x86::RowwiseKernel*>, 3> ready_{};  // each kernels_[isa]'s, once set
-  mutable std::string last_fallback_;
-  mutable std::atomic<bool> fell_back_{false};  // last_fallback_ is not empty: a run clears it
+  mutable Reason last_fallback_;  // a run that used the kernel clears it
 };
 
 // Row kernels compiled in this process, and runs that used one on the calling thread (tests count both).

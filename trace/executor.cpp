@@ -396,7 +396,7 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   // once (or found not to be capturable, for good).
   const bool capturing = recorded_layouts && recorded_strides && scalars.empty() &&
                          std::find(written.begin(), written.end(), 1) == written.end() &&
-                         !replay_declined_.load(std::memory_order_relaxed) &&
+                         !replay_declined_.is_set() &&
                          !replay_.load(std::memory_order_relaxed);
   jit::ReplayCapture capture;
   std::optional<jit::CaptureScope> capture_scope;
@@ -470,16 +470,9 @@ constexpr size_t kMaxReplayOperands = 16;
 
 FusedPlan::~FusedPlan() { delete replay_.load(); }
 
-std::string FusedPlan::replay_declined() const {
-  std::lock_guard<std::mutex> lock(replay_mutex_);
-  return replay_why_;
-}
+std::string FusedPlan::replay_declined() const { return replay_declined_.get(); }
 
-void FusedPlan::decline_replay(std::string why) const {
-  std::lock_guard<std::mutex> lock(replay_mutex_);
-  replay_why_ = std::move(why);
-  replay_declined_.store(true);
-}
+void FusedPlan::decline_replay(std::string why) const { replay_declined_.set(std::move(why)); }
 
 void FusedPlan::keep_replay(jit::ReplayCapture& capture) const {
   if (capture.declined()) return decline_replay(capture.why());

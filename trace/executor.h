@@ -25,10 +25,10 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "nnvm/jit/reason.h"
 #include "nnvm/jit/replay.h"
 #include "nnvm/trace/group_program.h"
 #include "nnvm/trace/passes/fuse.h"
@@ -156,9 +156,7 @@ class FusedPlan final : public Plan {
   uint64_t id_ = 0;  // this plan among every plan of the process
   // Set once, by the first run that captured every call (owned); read by replays on any thread.
   mutable std::atomic<const Replay*> replay_{nullptr};
-  mutable std::atomic<bool> replay_declined_{false};
-  mutable std::mutex replay_mutex_;  // for replay_why_
-  mutable std::string replay_why_;
+  mutable jit::Reason replay_declined_;  // set for good
 };
 
 }  // namespace nnvm::trace
