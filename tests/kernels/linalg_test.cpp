@@ -59,7 +59,7 @@ TEST(LinalgMatmul, MatchesNaiveOnOddSizesAndLayouts) {
 }
 
 // Packing only moves data: B read through any strides gives the bits of B
-// contiguous, here across KC (256) and NR (32) block edges and the packer's
+// contiguous, here across KC (256) and NR (32 with AVX-512, 16 with AVX2) block edges and the packer's
 // 16-row blocks, for a transposed B and one with both strides apart from 1.
 TEST(LinalgMatmul, AnOperandsLayoutChangesNoBit) {
   for (DType dt : {kFloat32, kFloat64})
