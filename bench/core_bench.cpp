@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nnvm/kernels/cpu/exp.h"
+#include "nnvm/kernels/cpu/gemm.h"
 #include "nnvm/nnvm.h"
 
 namespace {
@@ -180,5 +181,27 @@ void BM_Matmul(benchmark::State& state, bool transposed_b) {
 }
 BENCHMARK_CAPTURE(BM_Matmul, eager, false)->Name("BM_Matmul/eager")->Arg(512)->Arg(1024)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, eager_bt, true)->Name("BM_Matmul/eager_transposed_b")->Arg(512)->Arg(1024)->UseRealTime();
+
+// The same 512x512 product through each GEMM vector width this CPU runs
+// (cpu::set_gemm_vector_bytes; the first argument, in bytes). 16 is what a
+// build for any x86-64 (NNVM_NATIVE=OFF) ran before the widths were picked
+// at run time.
+void BM_MatmulWidth(benchmark::State& state) {
+  const EagerGuard eager;
+  const int before = cpu::gemm_vector_bytes();
+  cpu::set_gemm_vector_bytes(int(state.range(0)));
+  const int64_t n = state.range(1);
+  const Tensor a = randn({n, n}), b = randn({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b));
+  cpu::set_gemm_vector_bytes(before);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(n * n * n) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MatmulWidth)
+    ->ArgNames({"bytes", "n"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int bytes : cpu::gemm_vector_widths()) b->Args({bytes, 512});
+    })
+    ->UseRealTime();
 
 }  // namespace

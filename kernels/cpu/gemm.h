@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace nnvm::cpu {
 
@@ -25,6 +26,19 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
           int64_t ldc);
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
+
+// The kernels exist for 64-, 32- and 16-byte vectors (AVX-512F, AVX2 with
+// FMA, SSE2), and the widest this CPU runs is used, whatever the flags the
+// library was built with (gemm.cpp, Note [GEMM widths]). Every width sums each
+// element in the same order; a width whose code fuses multiply-adds (AVX2,
+// AVX-512) may differ from one that does not in the last bits.
+// The widths, in bytes, this CPU runs: widest first.
+std::vector<int> gemm_vector_widths();
+// The width in use.
+int gemm_vector_bytes();
+// Uses the kernels of `bytes`-wide vectors from now on, for every thread
+// (tests, benchmarks); throws nnvm::Error when the CPU cannot run them.
+void set_gemm_vector_bytes(int bytes);
 
 // The few-row GEMM's domain: fewer rows than the packed micro-kernel's tile
 // (MR), B row-major, and too little work to wake the thread pool.

@@ -1,7 +1,10 @@
 // matmul, mm, bmm, outer and linear against naive triple loops over doubles.
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 
+#include "nnvm/kernels/cpu/gemm.h"
 #include "reference.h"
 
 namespace nnvm {
@@ -33,54 +36,73 @@ std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, DimVector* sh
   return out;
 }
 
+// Runs body once per GEMM vector width this CPU runs (64, 32, 16 bytes: the
+// AVX-512, AVX2 and SSE2 kernels), whatever the build's flags.
+template <class F> void for_each_gemm_width(F body) {
+  const int before = cpu::gemm_vector_bytes();
+  for (int bytes : cpu::gemm_vector_widths()) {
+    SCOPED_TRACE(::testing::Message() << "GEMM vectors of " << bytes << " bytes");
+    cpu::set_gemm_vector_bytes(bytes);
+    body();
+  }
+  cpu::set_gemm_vector_bytes(before);
+}
+
 double atol_for(DType t, int64_t k) { return (t == kFloat64 ? 1e-12 : 2e-6) * double(k + 1) * 4; }
 
 TEST(LinalgMatmul, MatchesNaiveOnOddSizesAndLayouts) {
-  const int64_t sizes[][3] = {{1, 1, 1}, {7, 33, 1}, {1, 65, 7}, {33, 7, 65}, {65, 130, 33}, {130, 65, 130},
-                              {7, 1, 130}, {6, 256, 32}, {13, 300, 47},
-                              {1, 64, 64}, {5, 70, 40}, {3, 300, 129},  // few rows, no packing
-                              {2, 33, 70}};  // few rows, an odd k: the last row of B has no pair
-  for (DType dt : {kFloat32, kFloat64}) {
-    uint64_t seed = 1;
-    for (const auto& s : sizes) {
-      const Tensor a0 = testing::random({s[0], s[1]}, dt, seed++), b0 = testing::random({s[1], s[2]}, dt, seed++);
-      const std::vector<double> expected = naive_matmul(a0, b0);
-      for (testing::Layout la : testing::kLayouts)
-        for (testing::Layout lb : testing::kLayouts) {
-          SCOPED_TRACE(testing::layout_name(la) + std::string(" x ") + testing::layout_name(lb) + " " +
-                       shape_str(a0.sizes()) + shape_str(b0.sizes()) + " " + std::string(dtype_name(dt)));
-          const Tensor c = matmul(testing::with_layout(a0, la), testing::with_layout(b0, lb));
-          ASSERT_EQ(shape_str(c.sizes()), shape_str({s[0], s[2]}));
-          EXPECT_EQ(c.dtype(), dt);
-          testing::expect_values(c, expected, testing::rtol_for(dt), atol_for(dt, s[1]));
-        }
+  for_each_gemm_width([] {
+    const int64_t sizes[][3] = {{1, 1, 1}, {7, 33, 1}, {1, 65, 7}, {33, 7, 65}, {65, 130, 33}, {130, 65, 130},
+                                {7, 1, 130}, {6, 256, 32}, {13, 300, 47},
+                                {1, 64, 64}, {5, 70, 40}, {3, 300, 129},  // few rows, no packing
+                                {2, 33, 70}};  // few rows, an odd k: the last row of B has no pair
+    for (DType dt : {kFloat32, kFloat64}) {
+      uint64_t seed = 1;
+      for (const auto& s : sizes) {
+        const Tensor a0 = testing::random({s[0], s[1]}, dt, seed++), b0 = testing::random({s[1], s[2]}, dt, seed++);
+        const std::vector<double> expected = naive_matmul(a0, b0);
+        for (testing::Layout la : testing::kLayouts)
+          for (testing::Layout lb : testing::kLayouts) {
+            SCOPED_TRACE(testing::layout_name(la) + std::string(" x ") + testing::layout_name(lb) + " " +
+                         shape_str(a0.sizes()) + shape_str(b0.sizes()) + " " + std::string(dtype_name(dt)));
+            const Tensor c = matmul(testing::with_layout(a0, la), testing::with_layout(b0, lb));
+            ASSERT_EQ(shape_str(c.sizes()), shape_str({s[0], s[2]}));
+            EXPECT_EQ(c.dtype(), dt);
+            testing::expect_values(c, expected, testing::rtol_for(dt), atol_for(dt, s[1]));
+          }
+      }
     }
-  }
+  });
 }
 
 // Packing only moves data: B read through any strides gives the bits of B
-// contiguous, here across KC (256) and NR (32 with AVX-512, 16 with AVX2) block edges and the packer's
-// 16-row blocks, for a transposed B and one with both strides apart from 1.
+// contiguous, here across KC (256) and NR (float: 32 with AVX-512, 16 with
+// AVX2, 8 with SSE2) block edges and the packer's 16-row blocks, for a
+// transposed B and one with both strides apart from 1.
 TEST(LinalgMatmul, AnOperandsLayoutChangesNoBit) {
-  for (DType dt : {kFloat32, kFloat64})
-    for (const auto& s : {std::array<int64_t, 3>{8, 300, 70}, {37, 529, 33}, {64, 1024, 96}, {6, 17, 31}}) {
-      SCOPED_TRACE(::testing::Message() << s[0] << "x" << s[1] << " @ " << s[1] << "x" << s[2] << " "
-                                        << dtype_name(dt));
-      const Tensor a = testing::random({s[0], s[1]}, dt, 21), bt = testing::random({s[2], s[1]}, dt, 22);
-      const Tensor contiguous = matmul(a, bt.t().contiguous());
-      EXPECT_EQ(values(matmul(a, bt.t())), values(contiguous)) << "transposed";
-      const Tensor wide = testing::random({2 * s[1], 3 * s[2]}, dt, 23);
-      const Tensor strided = wide.slice(0, 0, 2 * s[1], 2).slice(1, 1, 3 * s[2], 3);  // strides (6 s[2], 3)
-      EXPECT_EQ(values(matmul(a, strided)), values(matmul(a, strided.contiguous()))) << "strided";
-    }
+  for_each_gemm_width([] {
+    for (DType dt : {kFloat32, kFloat64})
+      for (const auto& s : {std::array<int64_t, 3>{8, 300, 70}, {37, 529, 33}, {64, 1024, 96}, {6, 17, 31}}) {
+        SCOPED_TRACE(::testing::Message() << s[0] << "x" << s[1] << " @ " << s[1] << "x" << s[2] << " "
+                                          << dtype_name(dt));
+        const Tensor a = testing::random({s[0], s[1]}, dt, 21), bt = testing::random({s[2], s[1]}, dt, 22);
+        const Tensor contiguous = matmul(a, bt.t().contiguous());
+        EXPECT_EQ(values(matmul(a, bt.t())), values(contiguous)) << "transposed";
+        const Tensor wide = testing::random({2 * s[1], 3 * s[2]}, dt, 23);
+        const Tensor strided = wide.slice(0, 0, 2 * s[1], 2).slice(1, 1, 3 * s[2], 3);  // strides (6 s[2], 3)
+        EXPECT_EQ(values(matmul(a, strided)), values(matmul(a, strided.contiguous()))) << "strided";
+      }
+  });
 }
 
 TEST(LinalgMatmul, LargeProductIsCorrectAndDeterministic) {
-  const Tensor a = testing::random({257, 700}, kFloat32, 11), b = testing::random({700, 263}, kFloat32, 12);
-  const Tensor c = matmul(a, b);
-  testing::expect_values(c, naive_matmul(a, b), 1e-5, atol_for(kFloat32, 700));
-  const Tensor again = matmul(a, b);
-  EXPECT_EQ(values(c), values(again));
+  for_each_gemm_width([] {
+    const Tensor a = testing::random({257, 700}, kFloat32, 11), b = testing::random({700, 263}, kFloat32, 12);
+    const Tensor c = matmul(a, b);
+    testing::expect_values(c, naive_matmul(a, b), 1e-5, atol_for(kFloat32, 700));
+    const Tensor again = matmul(a, b);
+    EXPECT_EQ(values(c), values(again));
+  });
 }
 
 TEST(LinalgMatmul, VectorOperandsArePromotedAndDropped) {
@@ -202,6 +224,21 @@ TEST(LinalgErrors, NameOpAndShapes) {
   testing::expect_error([] { outer(ones({2, 3}), ones({3})); }, {"outer", "[2, 3]"});
   testing::expect_error([] { linear(ones({2, 3}), ones({4, 5})); }, {"linear", "[2, 3]", "[4, 5]"});
   testing::expect_error([] { linear(ones({2, 3}), ones({4, 3}), ones({5})); }, {"linear", "[5]", "[4, 3]"});
+}
+
+// The widest kernels the CPU runs are the default; 16-byte ones run anywhere;
+// a width with no kernels, or one the CPU cannot run, is an error.
+TEST(LinalgGemmWidths, WidestIsTheDefaultAndOthersAreChecked) {
+  const std::vector<int> widths = cpu::gemm_vector_widths();
+  ASSERT_FALSE(widths.empty());
+  EXPECT_EQ(cpu::gemm_vector_bytes(), widths.front());
+  EXPECT_EQ(widths.back(), 16);
+  testing::expect_error([] { cpu::set_gemm_vector_bytes(24); }, {"set_gemm_vector_bytes", "24", "64, 32 or 16"});
+  for (int bytes : {64, 32})
+    if (std::find(widths.begin(), widths.end(), bytes) == widths.end())
+      testing::expect_error([bytes] { cpu::set_gemm_vector_bytes(bytes); },
+                            {"set_gemm_vector_bytes", std::to_string(bytes), "cannot run"});
+  EXPECT_EQ(cpu::gemm_vector_bytes(), widths.front());
 }
 
 }  // namespace
