@@ -401,7 +401,11 @@ class Recorder {
   // A materialised tensor an op reads that is not an input of the trace
   // yet: input `at` of the op; `known`: the recorder has an entry for its
   // TensorImpl (a tensor re-pointed since it was taken).
+  // Made in place (emplace_back): a temporary copied in would be read back
+  // whole right after its fields were stored one by one, a load the
+  // processor cannot forward from those stores (a stall per new input).
   struct NewInput {
+    NewInput(const TensorImpl* impl, size_t at, bool known) : impl(impl), at(at), known(known) {}
     const TensorImpl* impl;
     size_t at;
     bool known;
@@ -471,7 +475,7 @@ class Recorder {
         }
         NNVM_DCHECK(same_layout(v, t));
         ++next;
-        fresh.push_back({&t, i, in != nullptr});
+        fresh.emplace_back(&t, i, in != nullptr);
       }
     }
     return true;
