@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -181,6 +182,47 @@ void BM_Matmul(benchmark::State& state, bool transposed_b) {
 }
 BENCHMARK_CAPTURE(BM_Matmul, eager, false)->Name("BM_Matmul/eager")->Arg(512)->Arg(1024)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, eager_bt, true)->Name("BM_Matmul/eager_transposed_b")->Arg(512)->Arg(1024)->UseRealTime();
+
+// The demo CNN's first pooling: 2x2, stride 2, over [64, 32, 28, 28] floats
+// (12.8 MB in, 3.2 MB out), eager: the forward; the backward (input gradient
+// from the output gradient and the input); and the forward as a plain loop
+// over the planes on the same thread pool.
+constexpr int64_t kPoolBatch = 64, kPoolChannels = 32, kPoolSide = 28;
+void BM_MaxPool2d(benchmark::State& state, bool backward) {
+  const EagerGuard eager;
+  const Tensor x = randn({kPoolBatch, kPoolChannels, kPoolSide, kPoolSide});
+  const Tensor grad = randn({kPoolBatch, kPoolChannels, kPoolSide / 2, kPoolSide / 2});
+  const OpDef& op = find_op("max_pool2d_backward");
+  const Attrs attrs = {DimVector{2, 2}, DimVector{2, 2}, DimVector{0, 0}, DimVector{1, 1}};
+  for (auto _ : state) {
+    if (backward) benchmark::DoNotOptimize(call1(op, {grad, x}, attrs));
+    else benchmark::DoNotOptimize(max_pool2d(x, {2, 2}));
+  }
+  state.SetBytesProcessed(state.iterations() * x.numel() * 4 * (backward ? 2 : 1) * 5 / 4);
+}
+BENCHMARK_CAPTURE(BM_MaxPool2d, forward, false)->Name("BM_MaxPool2d/eager/forward")->UseRealTime();
+BENCHMARK_CAPTURE(BM_MaxPool2d, backward, true)->Name("BM_MaxPool2d/eager/backward")->UseRealTime();
+
+void BM_MaxPool2dHandwritten(benchmark::State& state) {
+  constexpr int64_t side = kPoolSide, half = kPoolSide / 2, planes = kPoolBatch * kPoolChannels;
+  std::vector<float> x(size_t(planes * side * side)), y(size_t(planes * half * half));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7919) % 1000) / 1000.f - 0.5f;
+  for (auto _ : state) {
+    parallel_for(0, planes, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t q = lo; q < hi; ++q)
+        for (int64_t i = 0; i < half; ++i) {
+          const float* r0 = x.data() + (q * side + 2 * i) * side;
+          const float* r1 = r0 + side;
+          float* out = y.data() + (q * half + i) * half;
+          for (int64_t j = 0; j < half; ++j)
+            out[j] = std::max(std::max(r0[2 * j], r0[2 * j + 1]), std::max(r1[2 * j], r1[2 * j + 1]));
+        }
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t(x.size()) * 4 * 5 / 4);
+}
+BENCHMARK(BM_MaxPool2dHandwritten)->Name("BM_MaxPool2d/handwritten/forward")->UseRealTime();
 
 // The same 512x512 product through each GEMM vector width this CPU runs
 // (cpu::set_gemm_vector_bytes; the first argument, in bytes). 16 is what a

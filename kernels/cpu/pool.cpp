@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/staging.h"
@@ -42,25 +45,140 @@ template <class Body> void for_each_plane(const Tensor& x, const Tensor& y, Body
   convert_into(y, result);
 }
 
-void max_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
-  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
-  for_each_plane(in[0], out[0], [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
-    for (int64_t oh = 0; oh < p.out_height; ++oh)
-      for (int64_t ow = 0; ow < p.out_width; ++ow) {
-        // Padding is -inf: positions outside the input never win. NaN wins, as in libtorch.
-        T best = -std::numeric_limits<T>::infinity();
-        for (int64_t kh = 0; kh < k[0]; ++kh) {
-          const int64_t ih = oh * s[0] - pad[0] + kh * dil[0];
-          if (ih < 0 || ih >= p.height) continue;
-          for (int64_t kw = 0; kw < k[1]; ++kw) {
-            const int64_t iw = ow * s[1] - pad[1] + kw * dil[1];
-            if (iw < 0 || iw >= p.width) continue;
-            const T v = x[ih * sh + iw * sw];
-            if (v > best || std::isnan(v)) best = v;
-          }
-        }
-        y[oh * p.out_width + ow] = best;
+// ---- max pooling ----
+// A window's scan keeps its first largest value; NaN wins, as in libtorch:
+// the scan takes a larger value or a NaN, so a window with NaN gives its
+// last NaN (and the backward sends the gradient there).
+//
+// The kernels work an output row at a time: for each tap (kh, kw) of the
+// window, one loop over the row's columns whose tap is inside the input,
+// keeping `v > best ? v : best`. That loop is a branch-free max the compiler
+// vectorises (a branch on it, with random data, is mispredicted half the
+// time), and each output still meets its taps in the scan's order. NaN
+// never passes `v > best`, so the loop also ORs together `v != v`, whether
+// v is NaN (an OR, unlike a sum, the compiler may vectorise: it does not
+// depend on the order); a row that met a NaN is scanned again in full by the
+// rule, which is rare.
+
+// Along one axis of a pooling: output o's window reads input positions
+// o·stride − pad + t·dilation, t < k.
+struct PoolAxis {
+  int64_t k, stride, pad, dil, size, outputs;
+
+  // The taps of window o inside [0, size): [first, last).
+  std::pair<int64_t, int64_t> taps(int64_t o) const {
+    const int64_t start = o * stride - pad;
+    const int64_t first = start >= 0 ? 0 : std::min(k, (-start + dil - 1) / dil);
+    const int64_t last = start >= size ? 0 : std::min(k, (size - 1 - start) / dil + 1);
+    return {first, std::max(first, last)};
+  }
+  // The outputs whose tap t is inside [0, size): [lo, hi).
+  std::pair<int64_t, int64_t> outputs_of_tap(int64_t t) const {
+    const int64_t shift = pad - t * dil;  // o·stride >= shift and o·stride <= size − 1 + shift
+    const int64_t lo = std::max<int64_t>(0, floor_div(shift + stride - 1, stride));
+    const int64_t hi = std::min(outputs, floor_div(size - 1 + shift, stride) + 1);
+    return {lo, std::max(lo, hi)};
+  }
+  static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+};
+
+// A max pooling's axes, with each output row's taps and each column tap's
+// outputs worked out once per call (they cost a division each).
+struct MaxPoolGeometry {
+  PoolAxis rows, cols;
+  std::vector<std::pair<int64_t, int64_t>> row_taps;     // by output row: [first, last) of its row taps
+  std::vector<std::pair<int64_t, int64_t>> tap_columns;  // by column tap: [lo, hi) of the outputs it feeds
+  MaxPoolGeometry(const Attrs& a, const Planes& p) {
+    const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
+    rows = {k[0], s[0], pad[0], dil[0], p.height, p.out_height};
+    cols = {k[1], s[1], pad[1], dil[1], p.width, p.out_width};
+    for (int64_t o = 0; o < p.out_height; ++o) row_taps.push_back(rows.taps(o));
+    for (int64_t t = 0; t < cols.k; ++t) tap_columns.push_back(cols.outputs_of_tap(t));
+  }
+
+  // The taps of output row oh's windows a column tap at a time, row taps
+  // first: f(ih, lo, n, iw) for the n outputs from lo whose tap is inside
+  // the input, ih the tap's input row and iw output lo's input column (the
+  // next output's is iw + cols.stride).
+  template <class F> void for_each_row_tap(int64_t oh, F f) const {
+    const auto [h0, h1] = row_taps[size_t(oh)];
+    for (int64_t kh = h0; kh < h1; ++kh)
+      for (int64_t kw = 0; kw < cols.k; ++kw) {
+        const auto [lo, hi] = tap_columns[size_t(kw)];
+        if (lo < hi) f(oh * rows.stride - rows.pad + kh * rows.dil, lo, hi - lo,
+                       lo * cols.stride - cols.pad + kw * cols.dil);
       }
+  }
+  // The taps of each window of output row oh in the scan's order: f(ow, ih, iw).
+  template <class F> void for_each_tap(int64_t oh, F f) const {
+    const auto [h0, h1] = row_taps[size_t(oh)];
+    for (int64_t ow = 0; ow < cols.outputs; ++ow) {
+      const auto [w0, w1] = cols.taps(ow);
+      for (int64_t kh = h0; kh < h1; ++kh)
+        for (int64_t kw = w0; kw < w1; ++kw)
+          f(ow, oh * rows.stride - rows.pad + kh * rows.dil, ow * cols.stride - cols.pad + kw * cols.dil);
+    }
+  }
+};
+
+// best[o] = max(best[o], src[o·step]) for o < n, the first of equal values
+// kept; returns whether a NaN went by (nonzero). Steps 1 and 2 (a
+// contiguous row, stride 1 or 2) get loops of their own, so the compiler
+// vectorises them.
+template <class T> unsigned max_into(T* best, const T* src, int64_t step, int64_t n) {
+  unsigned nan = 0;
+  auto loop = [&](auto s) {
+    for (int64_t o = 0; o < n; ++o) {
+      const T v = src[o * s];
+      nan |= unsigned(v != v);
+      best[o] = v > best[o] ? v : best[o];
+    }
+  };
+  if (step == 1) loop(std::integral_constant<int64_t, 1>());
+  else if (step == 2) loop(std::integral_constant<int64_t, 2>());
+  else loop(step);
+  return nan;
+}
+
+// The same keeping where each best came from, src[o·step] being element
+// at + o·step of the plane; arg[o] < 0 (no tap yet) takes any value. I is
+// int32_t where the plane allows: lanes as wide as a float's vectorise
+// better.
+template <class T, class I> unsigned argmax_into(T* best, I* arg, const T* src, int64_t step, I at, int64_t n) {
+  unsigned nan = 0;
+  auto loop = [&](auto s) {
+    for (int64_t o = 0; o < n; ++o) {
+      const T v = src[o * s];
+      nan |= unsigned(v != v);
+      const bool take = (v > best[o]) | (arg[o] < 0);
+      best[o] = take ? v : best[o];
+      arg[o] = take ? I(at + o * s) : arg[o];
+    }
+  };
+  if (step == 1) loop(std::integral_constant<int64_t, 1>());
+  else if (step == 2) loop(std::integral_constant<int64_t, 2>());
+  else loop(step);
+  return nan;
+}
+
+void max_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  const Tensor &x0 = in[0], &y0 = out[0];
+  const MaxPoolGeometry g(a, Planes{x0.size(2), x0.size(3), y0.size(2), y0.size(3)});
+  for_each_plane(x0, y0, [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    for (int64_t oh = 0; oh < p.out_height; ++oh) {
+      T* row = y + oh * p.out_width;
+      // Padding is -inf: positions outside the input never win.
+      std::fill(row, row + p.out_width, -std::numeric_limits<T>::infinity());
+      unsigned nan = 0;
+      g.for_each_row_tap(oh, [&](int64_t ih, int64_t lo, int64_t n, int64_t iw) {
+        nan |= max_into(row + lo, x + ih * sh + iw * sw, g.cols.stride * sw, n);
+      });
+      if (nan) [[unlikely]]  // the rule in full
+        g.for_each_tap(oh, [&](int64_t ow, int64_t ih, int64_t iw) {
+          const T v = x[ih * sh + iw * sw];
+          if (v != v) row[ow] = v;
+        });
+    }
   });
 }
 
@@ -205,42 +323,47 @@ template <class Body> void for_each_grad_plane(const Tensor& grad, const Tensor&
   });
 }
 
-template <class T> void max_pool_backward(const Tensor& grad, const Tensor& input, const Attrs& a, T* gx) {
-  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
+template <class T, class I>
+void max_pool_backward_indexed(const Tensor& grad, const Tensor& input, const Attrs& a, T* gx) {
   const Tensor gs = staged(grad, dtype_of_v<T>), xs = staged(input, dtype_of_v<T>);
   const T* pg = gs.data_ptr<T>();
   const T* px = xs.data_ptr<T>();
   const Planes p{input.size(2), input.size(3), grad.size(2), grad.size(3)};
+  const MaxPoolGeometry geo(a, p);
   const int64_t plane = p.height * p.width, out_plane = p.out_height * p.out_width;
-  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, plane + out_plane * k[0] * k[1]));
-  parallel_for(0, input.size(0) * input.size(1), grain, [&](int64_t begin, int64_t end) {
+  const int64_t work = plane + out_plane * geo.rows.k * geo.cols.k;
+  parallel_for(0, input.size(0) * input.size(1), std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)),
+               [&](int64_t begin, int64_t end) {
+    std::vector<T> best(size_t(p.out_width));
+    std::vector<I> arg(size_t(p.out_width));
     for (int64_t q = begin; q < end; ++q) {
       const T* x = px + q * plane;
       const T* g = pg + q * out_plane;
       T* out = gx + q * plane;
       std::fill(out, out + plane, T(0));
-      for (int64_t oh = 0; oh < p.out_height; ++oh)
-        for (int64_t ow = 0; ow < p.out_width; ++ow) {
-          // The forward's scan: the first position, then any larger value or NaN, wins.
-          int64_t arg = -1;
-          T best = T(0);
-          for (int64_t kh = 0; kh < k[0]; ++kh) {
-            const int64_t ih = oh * s[0] - pad[0] + kh * dil[0];
-            if (ih < 0 || ih >= p.height) continue;
-            for (int64_t kw = 0; kw < k[1]; ++kw) {
-              const int64_t iw = ow * s[1] - pad[1] + kw * dil[1];
-              if (iw < 0 || iw >= p.width) continue;
-              const T v = x[ih * p.width + iw];
-              if (arg < 0 || v > best || std::isnan(v)) {
-                best = v;
-                arg = ih * p.width + iw;
-              }
-            }
-          }
-          if (arg >= 0) out[arg] += g[oh * p.out_width + ow];
-        }
+      for (int64_t oh = 0; oh < p.out_height; ++oh) {
+        std::fill(arg.begin(), arg.end(), -1);
+        unsigned nan = 0;
+        geo.for_each_row_tap(oh, [&](int64_t ih, int64_t lo, int64_t n, int64_t iw) {
+          const int64_t at = ih * p.width + iw;
+          nan |= argmax_into(best.data() + lo, arg.data() + lo, x + at, geo.cols.stride, I(at), n);
+        });
+        if (nan) [[unlikely]]  // the rule in full: a NaN takes the gradient
+          geo.for_each_tap(oh, [&](int64_t ow, int64_t ih, int64_t iw) {
+            if (x[ih * p.width + iw] != x[ih * p.width + iw]) arg[size_t(ow)] = I(ih * p.width + iw);
+          });
+        const T* grow = g + oh * p.out_width;
+        for (int64_t ow = 0; ow < p.out_width; ++ow)
+          if (arg[size_t(ow)] >= 0) out[arg[size_t(ow)]] += grow[ow];
+      }
     }
   });
+}
+
+template <class T> void max_pool_backward(const Tensor& grad, const Tensor& input, const Attrs& a, T* gx) {
+  if (input.size(2) * input.size(3) <= std::numeric_limits<int32_t>::max())
+    return max_pool_backward_indexed<T, int32_t>(grad, input, a, gx);
+  max_pool_backward_indexed<T, int64_t>(grad, input, a, gx);
 }
 
 // inputs: grad, input

@@ -1,7 +1,10 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d and interpolate against direct
 // loops over doubles.
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "reference.h"
 
@@ -102,6 +105,62 @@ TEST(Pool2d, MaxPoolMatchesDirectLoops) {
   // NaN propagates.
   const Tensor z = max_pool2d(tensor<float>({1, NAN, 2, 3}, std::vector<int64_t>{1, 1, 2, 2}), {2});
   EXPECT_TRUE(std::isnan(z.item<float>()));
+}
+
+// Windows holding ties, NaN and infinities, the scan rule in full: the first
+// largest value wins, NaN wins over anything (the last NaN of a window, and
+// its gradient goes there); a window inside the padding is -inf and passes
+// no gradient. Rows are wide enough for the kernels' vector loops.
+TEST(Pool2d, MaxPoolTiesNaNAndInfinitiesForwardAndBackward) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double palette[] = {-inf, -1, 0, 0, 1, 1, 2, inf, nan};
+  std::vector<Pool> pools(std::begin(kPools), std::end(kPools));
+  pools.push_back({{2, 3, 6, 40}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false});
+  pools.push_back({{1, 2, 9, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true});
+  pools.push_back({{1, 1, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false});  // corner windows: one tap
+  uint64_t state = 7;
+  for (const Pool& p : pools)
+    for (DType dt : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(shape_str(p.shape) + " kernel " + shape_str(p.k) + " " + std::string(dtype_name(dt)));
+      const int64_t n = p.shape[0], c = p.shape[1], h = p.shape[2], w = p.shape[3];
+      std::vector<double> v(size_t(n * c * h * w));
+      for (double& e : v) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        e = palette[(state >> 33) % std::size(palette)];
+      }
+      const Tensor x = tensor<double>(v, p.shape).to(dt).requires_grad_();
+      const int64_t oh = pooled(h, p.k[0], p.s[0], p.pad[0], p.dil[0], p.ceil_mode);
+      const int64_t ow = pooled(w, p.k[1], p.s[1], p.pad[1], p.dil[1], p.ceil_mode);
+      std::vector<double> expected, grad_out, expected_grad(v.size(), 0.0);
+      for (int64_t q = 0; q < n * c; ++q)
+        for (int64_t y = 0; y < oh; ++y)
+          for (int64_t z = 0; z < ow; ++z) {
+            const double g = double(grad_out.size() % 7) - 3;
+            grad_out.push_back(g);
+            double best = -inf;
+            int64_t arg = -1;
+            for (int64_t i = 0; i < p.k[0]; ++i)
+              for (int64_t j = 0; j < p.k[1]; ++j) {
+                const int64_t iy = y * p.s[0] - p.pad[0] + i * p.dil[0], iz = z * p.s[1] - p.pad[1] + j * p.dil[1];
+                if (iy < 0 || iy >= h || iz < 0 || iz >= w) continue;
+                const int64_t at = (q * h + iy) * w + iz;
+                if (arg < 0 || v[size_t(at)] > best || std::isnan(v[size_t(at)])) {
+                  best = v[size_t(at)];
+                  arg = at;
+                }
+              }
+            expected.push_back(best);
+            if (arg >= 0) expected_grad[size_t(arg)] += g;
+          }
+      const Tensor y = max_pool2d(x, p.k, p.s, p.pad, p.dil, p.ceil_mode);
+      const std::vector<double> got = values(y);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        if (std::isnan(expected[i])) EXPECT_TRUE(std::isnan(got[i])) << "output " << i;
+        else EXPECT_EQ(got[i], expected[i]) << "output " << i;
+      y.backward(tensor<double>(grad_out, y.sizes()).to(dt));
+      testing::expect_values(x.grad(), expected_grad, 0, 0);
+    }
 }
 
 TEST(Pool2d, AvgPoolMatchesDirectLoops) {
