@@ -77,11 +77,16 @@ template <class Fn> decltype(auto) with_compute_type(DType t, Fn&& fn) {
 inline char* data_bytes(const Tensor& t) { return static_cast<char*>(t.data_ptr()); }
 
 // Reads m elements of dtype `dt` at byte stride `stride` into buf as T.
+// A contiguous run (a bool mask read as float) has a loop of its own, which
+// the compiler vectorises; the byte-strided one it does not.
 template <class T> void gather(T* buf, const char* p, int64_t stride, int64_t m, DType dt) {
   NNVM_DISPATCH_ALL(dt, "load", [&] {
+    const scalar_t* src = reinterpret_cast<const scalar_t*>(p);
     if (stride == 0) {
-      const T v = convert<T>(*reinterpret_cast<const scalar_t*>(p));
+      const T v = convert<T>(*src);
       for (int64_t j = 0; j < m; ++j) buf[j] = v;
+    } else if (stride == int64_t(sizeof(scalar_t))) {
+      for (int64_t j = 0; j < m; ++j) buf[j] = convert<T>(src[j]);
     } else {
       for (int64_t j = 0; j < m; ++j) buf[j] = convert<T>(*reinterpret_cast<const scalar_t*>(p + j * stride));
     }
@@ -91,7 +96,12 @@ template <class T> void gather(T* buf, const char* p, int64_t stride, int64_t m,
 // Writes m values of buf as dtype `dt` at byte stride `stride`.
 template <class T> void scatter(const T* buf, char* p, int64_t stride, int64_t m, DType dt) {
   NNVM_DISPATCH_ALL(dt, "store", [&] {
-    for (int64_t j = 0; j < m; ++j) *reinterpret_cast<scalar_t*>(p + j * stride) = convert<scalar_t>(buf[j]);
+    if (stride == int64_t(sizeof(scalar_t))) {
+      scalar_t* dst = reinterpret_cast<scalar_t*>(p);
+      for (int64_t j = 0; j < m; ++j) dst[j] = convert<scalar_t>(buf[j]);
+    } else {
+      for (int64_t j = 0; j < m; ++j) *reinterpret_cast<scalar_t*>(p + j * stride) = convert<scalar_t>(buf[j]);
+    }
   });
 }
 
@@ -169,6 +179,12 @@ void pointwise(const Tensor& out, std::array<const Tensor*, N> inputs, F f) {
   if (out.numel() == 0) return;
   const StridedLoop loop(out, absl::MakeConstSpan(inputs.data(), N));
   parallel_for(0, loop.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    // A copy of its own: the caller's f is reached through a reference, so a
+    // value it captured (an alpha, a fill value of type T) might be what a
+    // store to dst overwrites, and the compiler would reload it every
+    // element and not vectorise. Nothing can store into a local whose
+    // address is never taken.
+    const F fn = f;
     alignas(64) T buf[N == 0 ? 1 : N][kChunk];
     alignas(64) R obuf[kChunk];
     for_each_run(loop, begin, end, [&](char** ptrs, const int64_t* strides, int64_t n) {
@@ -187,7 +203,7 @@ void pointwise(const Tensor& out, std::array<const Tensor*, N> inputs, F f) {
         char* po = ptrs[0] + j0 * strides[0];
         const bool direct = loop.dtype[0] == dtype_of_v<R> && strides[0] == int64_t(sizeof(R));
         R* dst = direct ? reinterpret_cast<R*>(po) : obuf;
-        for (int64_t j = 0; j < m; ++j) dst[j] = detail::apply_at<T>(f, src, j, std::make_index_sequence<N>{});
+        for (int64_t j = 0; j < m; ++j) dst[j] = detail::apply_at<T>(fn, src, j, std::make_index_sequence<N>{});
         if (!direct) scatter<R>(obuf, po, strides[0], m, loop.dtype[0]);
       }
     });
