@@ -12,6 +12,7 @@
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/gemm.h"
 #include "nnvm/kernels/cpu/staging.h"
+#include "nnvm/kernels/cpu/window.h"
 
 namespace nnvm::cpu {
 
@@ -37,46 +38,66 @@ template <class T> T* thread_buffer(int64_t count) {
 }
 
 // col[(c, kh, kw), (oh, ow)] for `channels` channels of one image (strides in
-// elements; rows of col are `ld` apart).
+// elements; rows of col are `ld` apart). For each tap, the columns whose
+// pixel is inside the image are one strided copy (a plain copy at stride 1,
+// which vectorises), the rest zeros.
 template <class T>
 void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, const Geometry& g, T* col,
             int64_t ld) {
+  const WindowAxis rows{g.kernel_h, g.stride_h, g.pad_h, g.dil_h, g.height, g.out_height};
+  const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
+  const int64_t step = g.stride_w * sw;
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t kh = 0; kh < g.kernel_h; ++kh)
       for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
         T* dst = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * ld;
+        const auto [lo, hi] = cols.outputs_of_tap(kw);
         for (int64_t oh = 0; oh < g.out_height; ++oh, dst += g.out_width) {
-          const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dil_h;
-          if (ih < 0 || ih >= g.height) {
+          const int64_t ih = rows.at(oh, kh);
+          if (ih < 0 || ih >= g.height || lo == hi) {
             std::fill(dst, dst + g.out_width, T(0));
             continue;
           }
-          const T* row = x + c * sc + ih * sh;
-          for (int64_t ow = 0; ow < g.out_width; ++ow) {
-            const int64_t iw = ow * g.stride_w - g.pad_w + kw * g.dil_w;
-            dst[ow] = iw >= 0 && iw < g.width ? row[iw * sw] : T(0);
+          const T* src = x + c * sc + ih * sh + cols.at(lo, kw) * sw;  // column lo's pixel
+          std::fill(dst, dst + lo, T(0));
+          T* inside = dst + lo;
+          if (step == 1) {
+            for (int64_t j = 0; j < hi - lo; ++j) inside[j] = src[j];
+          } else {
+            for (int64_t j = 0; j < hi - lo; ++j) inside[j] = src[j * step];
           }
+          std::fill(dst + hi, dst + g.out_width, T(0));
         }
       }
 }
 
-// Adds col[(o, kh, kw), (ih, iw)] into out[o, oh, ow] (contiguous) for the pixels each reaches.
+// Adds col[(o, kh, kw), (ih, iw)] into out[o, oh, ow] (contiguous) for the
+// pixels each reaches, in the same order whatever reaches none: the input
+// rows and columns whose tap lands inside the output are worked out per tap.
 template <class T> void col2im(const T* col, int64_t channels, const Geometry& g, T* out) {
   const int64_t pixels = g.height * g.width;
+  // Input pixel i's tap t lands on output position i·stride − pad + t·dilation.
+  const WindowAxis rows{g.kernel_h, g.stride_h, g.pad_h, g.dil_h, g.out_height, g.height};
+  const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.out_width, g.width};
   for (int64_t o = 0; o < channels; ++o)
-    for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      const auto [ih0, ih1] = rows.outputs_of_tap(kh);
       for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        const auto [iw0, iw1] = cols.outputs_of_tap(kw);
+        if (iw0 == iw1) continue;
         const T* src = col + ((o * g.kernel_h + kh) * g.kernel_w + kw) * pixels;
         T* plane = out + o * g.out_height * g.out_width;
-        for (int64_t ih = 0; ih < g.height; ++ih) {
-          const int64_t oh = ih * g.stride_h - g.pad_h + kh * g.dil_h;
-          if (oh < 0 || oh >= g.out_height) continue;
-          for (int64_t iw = 0; iw < g.width; ++iw) {
-            const int64_t ow = iw * g.stride_w - g.pad_w + kw * g.dil_w;
-            if (ow >= 0 && ow < g.out_width) plane[oh * g.out_width + ow] += src[ih * g.width + iw];
+        for (int64_t ih = ih0; ih < ih1; ++ih) {
+          T* dst = plane + rows.at(ih, kh) * g.out_width + cols.at(iw0, kw);  // input column iw0's pixel
+          const T* from = src + ih * g.width + iw0;
+          if (g.stride_w == 1) {
+            for (int64_t j = 0; j < iw1 - iw0; ++j) dst[j] += from[j];
+          } else {
+            for (int64_t j = 0; j < iw1 - iw0; ++j) dst[j * g.stride_w] += from[j];
           }
         }
       }
+    }
 }
 
 template <class T> void add_bias(const T* pb, const Geometry& g, T* out) {

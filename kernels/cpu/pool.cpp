@@ -11,6 +11,7 @@
 
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/staging.h"
+#include "nnvm/kernels/cpu/window.h"
 
 namespace nnvm::cpu {
 
@@ -60,32 +61,10 @@ template <class Body> void for_each_plane(const Tensor& x, const Tensor& y, Body
 // depend on the order); a row that met a NaN is scanned again in full by the
 // rule, which is rare.
 
-// Along one axis of a pooling: output o's window reads input positions
-// o·stride − pad + t·dilation, t < k.
-struct PoolAxis {
-  int64_t k, stride, pad, dil, size, outputs;
-
-  // The taps of window o inside [0, size): [first, last).
-  std::pair<int64_t, int64_t> taps(int64_t o) const {
-    const int64_t start = o * stride - pad;
-    const int64_t first = start >= 0 ? 0 : std::min(k, (-start + dil - 1) / dil);
-    const int64_t last = start >= size ? 0 : std::min(k, (size - 1 - start) / dil + 1);
-    return {first, std::max(first, last)};
-  }
-  // The outputs whose tap t is inside [0, size): [lo, hi).
-  std::pair<int64_t, int64_t> outputs_of_tap(int64_t t) const {
-    const int64_t shift = pad - t * dil;  // o·stride >= shift and o·stride <= size − 1 + shift
-    const int64_t lo = std::max<int64_t>(0, floor_div(shift + stride - 1, stride));
-    const int64_t hi = std::min(outputs, floor_div(size - 1 + shift, stride) + 1);
-    return {lo, std::max(lo, hi)};
-  }
-  static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-};
-
 // A max pooling's axes, with each output row's taps and each column tap's
 // outputs worked out once per call (they cost a division each).
 struct MaxPoolGeometry {
-  PoolAxis rows, cols;
+  WindowAxis rows, cols;
   std::vector<std::pair<int64_t, int64_t>> row_taps;     // by output row: [first, last) of its row taps
   std::vector<std::pair<int64_t, int64_t>> tap_columns;  // by column tap: [lo, hi) of the outputs it feeds
   MaxPoolGeometry(const Attrs& a, const Planes& p) {
@@ -105,8 +84,10 @@ struct MaxPoolGeometry {
     for (int64_t kh = h0; kh < h1; ++kh)
       for (int64_t kw = 0; kw < cols.k; ++kw) {
         const auto [lo, hi] = tap_columns[size_t(kw)];
-        if (lo < hi) f(oh * rows.stride - rows.pad + kh * rows.dil, lo, hi - lo,
-                       lo * cols.stride - cols.pad + kw * cols.dil);
+        // Written out: through WindowAxis::at the backward ran 15% slower
+        // (BM_MaxPool2d/eager/backward, alternated three times, 3.1 against 2.7 ms).
+        if (lo < hi)
+          f(oh * rows.stride - rows.pad + kh * rows.dil, lo, hi - lo, lo * cols.stride - cols.pad + kw * cols.dil);
       }
   }
   // The taps of each window of output row oh in the scan's order: f(ow, ih, iw).
@@ -116,7 +97,7 @@ struct MaxPoolGeometry {
       const auto [w0, w1] = cols.taps(ow);
       for (int64_t kh = h0; kh < h1; ++kh)
         for (int64_t kw = w0; kw < w1; ++kw)
-          f(ow, oh * rows.stride - rows.pad + kh * rows.dil, ow * cols.stride - cols.pad + kw * cols.dil);
+          f(ow, rows.at(oh, kh), cols.at(ow, kw));
     }
   }
 };
