@@ -123,6 +123,33 @@ TEST(Unary, FloatExpErrorBound) {
   expect_values(tensor<float>({-INFINITY, INFINITY, NAN, 88.8f, -104.f, 0.f}).exp(), {0, INFINITY, NAN, INFINITY, 0, 1});
 }
 
+// float tanh is Cephes' polynomial below 0.625 and exp_vec above
+// (kernels/cpu/exp.h): its relative error on a dense sweep of [-10, 10] and
+// of [-0.01, 0.01] (where 1 - 2 / (e^2x + 1) would cancel), run eagerly (the
+// reference kernel; a hot trace would run the JIT's own tanh).
+TEST(Unary, FloatTanhErrorBound) {
+  EagerGuard eager;
+  double worst = 0;
+  for (const auto& [lo, hi] : {std::pair{-10.0, 10.0}, std::pair{-0.01, 0.01}}) {
+    const Tensor x = linspace(lo, hi, 2000001);
+    const std::vector<float> got = x.tanh().to_vector<float>(), in = x.to_vector<float>();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double ref = std::tanh(double(in[i]));
+      if (ref != 0) worst = std::max(worst, std::fabs(double(got[i]) - ref) / std::fabs(ref));
+    }
+  }
+  EXPECT_LT(worst, 2e-7);  // 1.31e-7 measured
+  const std::vector<float> special =
+      tensor<float>({-INFINITY, INFINITY, NAN, 50.f, -50.f, 0.f, -0.f}).tanh().to_vector<float>();
+  EXPECT_EQ(special[0], -1.f);
+  EXPECT_EQ(special[1], 1.f);
+  EXPECT_TRUE(std::isnan(special[2]));
+  EXPECT_EQ(special[3], 1.f);
+  EXPECT_EQ(special[4], -1.f);
+  EXPECT_EQ(special[5], 0.f);
+  EXPECT_TRUE(std::signbit(special[6])) << "tanh(-0) is -0";
+}
+
 TEST(Unary, PredicatesAndSpecialValues) {
   const Tensor x = tensor<float>({0.f, -1.5f, NAN, INFINITY, -INFINITY, 2.f});
   expect_values(x.isnan(), {0, 0, 1, 0, 0, 0});
