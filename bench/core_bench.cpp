@@ -75,6 +75,20 @@ void BM_Exp(benchmark::State& state) {
 }
 BENCHMARK(BM_Exp)->Name("BM_Exp/eager")->UseRealTime();
 
+// The reference kernels' other transcendental pointwise ops over the same
+// 4M floats, eager: tanh, erf, and gelu (its exact, erf form).
+void BM_Transcendental(benchmark::State& state, Tensor (*op)(const Tensor&)) {
+  const EagerGuard eager;
+  const Tensor a = randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(op(a));
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
+}
+BENCHMARK_CAPTURE(BM_Transcendental, tanh, [](const Tensor& x) { return x.tanh(); })
+    ->Name("BM_Tanh/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, erf, [](const Tensor& x) { return x.erf(); })->Name("BM_Erf/eager")->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, gelu, [](const Tensor& x) { return gelu(x); })->Name("BM_Gelu/eager")->UseRealTime();
+
 // A sum over the rows (dim 1) or the columns (dim 0) of [4096, 1024]:
 // eager runs the reference kernel; fused records it and reads the result (a
 // hot one-op plan: the JIT reduction).

@@ -1,6 +1,6 @@
-// A float exp and tanh the compiler vectorises. std::exp and std::tanh stay
-// scalar libm calls without -ffast-math; softmax spends most of its time in
-// exp, a tanh RNN or a tanh-approximated GELU in tanh.
+// A float exp, tanh and erf the compiler vectorises. The libm functions stay
+// scalar calls without -ffast-math; softmax spends most of its time in exp,
+// a tanh RNN in tanh, a GELU in erf or tanh.
 #pragma once
 
 #include <bit>
@@ -66,7 +66,37 @@ inline float tanh_vec(float x) {
   return std::copysign(z < 0.625f ? small : large, x);  // tanh is odd: -0 stays -0
 }
 
-// exp and tanh in the compute type: the vectorised float versions, libm for double.
+// erf as the JIT's injector computes it (jit/x86/vector_math.cpp, emit_erf):
+// below |x| = 1, x P(x^2) with P a degree-6 fit of erf(x)/x whose leading
+// coefficient is split in two floats (tiny x rounds once); from there
+// 1 - e^L(|x|) with L a degree-8 fit of log(erfc) in |x| - 2.5, |x| clamped
+// to 4 (past it the result is ±1), x's sign copied on. Branch-free; NaN stays
+// NaN. tests/kernels/pointwise_test.cpp measures its error.
+inline float erf_vec(float x) {
+  const float a = std::fabs(x), z = x * x;
+  float p = 7.875874871e-05f;
+  p = p * z - 8.016864303e-04f;
+  p = p * z + 5.189087242e-03f;
+  p = p * z - 2.685421146e-02f;
+  p = p * z + 1.128359437e-01f;
+  p = p * z - 3.761262596e-01f;
+  p = p * z + 5.932674440600749e-08f;  // the low part of P(0)
+  const float small = x * 1.1283791065216064f + p * x;  // + x P(0)'s high part
+  const float t = (a > 4.0f ? 4.0f : a) - 2.5f;      // NaN passes
+  float l = 1.637151399e-06f;
+  l = l * t - 1.331501426e-05f;
+  l = l * t + 7.729137724e-05f;
+  l = l * t - 4.201225238e-04f;
+  l = l * t + 2.165303566e-03f;
+  l = l * t - 1.085854135e-02f;
+  l = l * t - 9.438937306e-01f;
+  l = l * t - 5.352680683e+00f;
+  l = l * t - 7.806815147e+00f;
+  const float big = std::copysign(1.0f - exp_vec(l), x);
+  return a < 1.0f ? small : big;
+}
+
+// exp, tanh and erf in the compute type: the vectorised float versions, libm for double.
 template <class T> inline T exp_of(T x) {
   if constexpr (sizeof(T) == 4) return exp_vec(x);
   else return std::exp(x);
@@ -74,6 +104,10 @@ template <class T> inline T exp_of(T x) {
 template <class T> inline T tanh_of(T x) {
   if constexpr (sizeof(T) == 4) return tanh_vec(x);
   else return std::tanh(x);
+}
+template <class T> inline T erf_of(T x) {
+  if constexpr (sizeof(T) == 4) return erf_vec(x);
+  else return std::erf(x);
 }
 
 }  // namespace nnvm::cpu

@@ -13,7 +13,7 @@ using R = ResultType;
 // An element function that needs no attributes.
 #define ELEMENT(expr) []<class T>(const Attrs&) { return [](T x) { return expr; }; }
 
-// exp_of and tanh_of are the vectorisable float exp and tanh (kernels/cpu/exp.h), libm for double.
+// exp_of, tanh_of and erf_of are the vectorisable float functions of kernels/cpu/exp.h, libm for double.
 template <class T> T sigmoid(T x) { return T(1) / (T(1) + exp_of(-x)); }
 
 }  // namespace
@@ -35,10 +35,10 @@ NNVM_REGISTER(cpu_unary_kernels) {
   floating("tan", ELEMENT(std::tan(x)));
   floating("tanh", ELEMENT(tanh_of(x)));
   floating("sigmoid", ELEMENT(sigmoid(x)));
-  floating("erf", ELEMENT(std::erf(x)));
+  floating("erf", ELEMENT(erf_of(x)));
   floating("reciprocal", ELEMENT(T(1) / x));
   floating("silu", ELEMENT(x * sigmoid(x)));
-  floating("gelu", ELEMENT(T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)))));
+  floating("gelu", ELEMENT(T(0.5) * x * (T(1) + erf_of(x * T(0.70710678118654752440)))));
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   floating("gelu_tanh",
            ELEMENT(T(0.5) * x * (T(1) + tanh_of(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)))));
