@@ -96,18 +96,14 @@ inline float erf_vec(float x) {
   return a < 1.0f ? small : big;
 }
 
-// exp, tanh and erf in the compute type: the vectorised float versions, libm for double.
-template <class T> inline T exp_of(T x) {
-  if constexpr (sizeof(T) == 4) return exp_vec(x);
-  else return std::exp(x);
+// exp, tanh and erf in the compute type: the vectorised float versions, libm
+// for double.
+template <class T, class Vec, class Libm> inline T float_vec_or_libm(T x, Vec vec, Libm libm) {
+  if constexpr (sizeof(T) == 4) return vec(x);
+  else return libm(x);
 }
-template <class T> inline T tanh_of(T x) {
-  if constexpr (sizeof(T) == 4) return tanh_vec(x);
-  else return std::tanh(x);
-}
-template <class T> inline T erf_of(T x) {
-  if constexpr (sizeof(T) == 4) return erf_vec(x);
-  else return std::erf(x);
-}
+template <class T> inline T exp_of(T x) { return float_vec_or_libm(x, exp_vec, [](T v) { return std::exp(v); }); }
+template <class T> inline T tanh_of(T x) { return float_vec_or_libm(x, tanh_vec, [](T v) { return std::tanh(v); }); }
+template <class T> inline T erf_of(T x) { return float_vec_or_libm(x, erf_vec, [](T v) { return std::erf(v); }); }
 
 }  // namespace nnvm::cpu
