@@ -39,8 +39,8 @@ template <class T> T* thread_buffer(int64_t count) {
 
 // col[(c, kh, kw), (oh, ow)] for `channels` channels of one image (strides in
 // elements; rows of col are `ld` apart). For each tap, the columns whose
-// pixel is inside the image are one strided copy (a plain copy at stride 1,
-// which vectorises), the rest zeros.
+// pixel is inside the image are one strided copy (with_step: at stride 1 or
+// 2 a copy the compiler vectorises), the rest zeros.
 template <class T>
 void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, const Geometry& g, T* col,
             int64_t ld) {
@@ -61,11 +61,9 @@ void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, co
           const T* src = x + c * sc + ih * sh + cols.at(lo, kw) * sw;  // column lo's pixel
           std::fill(dst, dst + lo, T(0));
           T* inside = dst + lo;
-          if (step == 1) {
-            for (int64_t j = 0; j < hi - lo; ++j) inside[j] = src[j];
-          } else {
-            for (int64_t j = 0; j < hi - lo; ++j) inside[j] = src[j * step];
-          }
+          with_step(step, [&](auto s) {
+            for (int64_t j = 0; j < hi - lo; ++j) inside[j] = src[j * s];
+          });
           std::fill(dst + hi, dst + g.out_width, T(0));
         }
       }
@@ -90,11 +88,9 @@ template <class T> void col2im(const T* col, int64_t channels, const Geometry& g
         for (int64_t ih = ih0; ih < ih1; ++ih) {
           T* dst = plane + rows.at(ih, kh) * g.out_width + cols.at(iw0, kw);  // input column iw0's pixel
           const T* from = src + ih * g.width + iw0;
-          if (g.stride_w == 1) {
-            for (int64_t j = 0; j < iw1 - iw0; ++j) dst[j] += from[j];
-          } else {
-            for (int64_t j = 0; j < iw1 - iw0; ++j) dst[j * g.stride_w] += from[j];
-          }
+          with_step(g.stride_w, [&](auto s) {
+            for (int64_t j = 0; j < iw1 - iw0; ++j) dst[j * s] += from[j];
+          });
         }
       }
     }

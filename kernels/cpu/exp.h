@@ -5,9 +5,20 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace nnvm::cpu {
+
+// c[0] x^(N-1) + ... + c[N-1] by Horner's rule, each step y * x + c[k] (which
+// GCC contracts to a fused multiply-add where the target has one). Inlined,
+// it is the same arithmetic written out.
+template <size_t N> inline float horner(float x, const float (&c)[N]) {
+  float y = c[0];
+#pragma GCC unroll 16
+  for (size_t k = 1; k < N; ++k) y = y * x + c[k];
+  return y;
+}
 
 // Cephes expf (S. Moshier, Cephes Math Library, expf.c): x = n ln2 + r with
 // ln2 split into 0.693359375 (exact in a few bits, so n * C1 is exact) and
@@ -29,12 +40,8 @@ inline float exp_vec(float x) {
   // keep GCC from vectorising the loop.
   const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = v - n * 0.693359375f + n * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
+  float y = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                       5.0000001201e-1f});
   y = y * (r * r) + r + 1.0f;
   const int32_t ni = int32_t(n);
   const int32_t top = ni > 127 ? 1 : 0;
@@ -56,11 +63,8 @@ inline float exp_vec(float x) {
 inline float tanh_vec(float x) {
   const float z = x < 0.0f ? -x : x;
   const float s = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * s + 2.06390887954e-2f;
-  p = p * s - 5.37397155531e-2f;
-  p = p * s + 1.33314422036e-1f;
-  p = p * s - 3.33332819422e-1f;
+  const float p = horner(s, {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
+                             -3.33332819422e-1f});
   const float small = p * s * z + z;
   const float large = 1.0f - 2.0f / (exp_vec(z + z) + 1.0f);
   return std::copysign(z < 0.625f ? small : large, x);  // tanh is odd: -0 stays -0
@@ -74,24 +78,13 @@ inline float tanh_vec(float x) {
 // NaN. tests/kernels/pointwise_test.cpp measures its error.
 inline float erf_vec(float x) {
   const float a = std::fabs(x), z = x * x;
-  float p = 7.875874871e-05f;
-  p = p * z - 8.016864303e-04f;
-  p = p * z + 5.189087242e-03f;
-  p = p * z - 2.685421146e-02f;
-  p = p * z + 1.128359437e-01f;
-  p = p * z - 3.761262596e-01f;
-  p = p * z + 5.932674440600749e-08f;  // the low part of P(0)
+  const float p = horner(z, {7.875874871e-05f, -8.016864303e-04f, 5.189087242e-03f, -2.685421146e-02f,
+                             1.128359437e-01f, -3.761262596e-01f, 5.932674440600749e-08f});  // last: P(0)'s low part
   const float small = x * 1.1283791065216064f + p * x;  // + x P(0)'s high part
   const float t = (a > 4.0f ? 4.0f : a) - 2.5f;      // NaN passes
-  float l = 1.637151399e-06f;
-  l = l * t - 1.331501426e-05f;
-  l = l * t + 7.729137724e-05f;
-  l = l * t - 4.201225238e-04f;
-  l = l * t + 2.165303566e-03f;
-  l = l * t - 1.085854135e-02f;
-  l = l * t - 9.438937306e-01f;
-  l = l * t - 5.352680683e+00f;
-  l = l * t - 7.806815147e+00f;
+  const float l = horner(t, {1.637151399e-06f, -1.331501426e-05f, 7.729137724e-05f, -4.201225238e-04f,
+                             2.165303566e-03f, -1.085854135e-02f, -9.438937306e-01f, -5.352680683e+00f,
+                             -7.806815147e+00f});
   const float big = std::copysign(1.0f - exp_vec(l), x);
   return a < 1.0f ? small : big;
 }

@@ -42,9 +42,9 @@ template <class T> T* scratch(int slot, int64_t count) {
 // AVX-512-shaped kernels run at a tenth of their speed on an AVX2 machine
 // (a 512x512 product at 2 GFLOP/s on one core).
 // Target options apply to the functions defined under them, templates
-// included; the library's own inline functions (std::min, parallel_for) are
-// compiled for the build's target and inline into the wider kernels, never
-// the other way round, so no code for a wider ISA reaches a caller that runs
+// included; inline functions of headers included before them (std::min,
+// std::memcpy) are compiled for the build's target and inline into the
+// wider kernels, never the other way round, so no code for a wider ISA reaches a caller that runs
 // on a narrower one.
 namespace v16 {
 inline constexpr int64_t kVectorBytes = 16;

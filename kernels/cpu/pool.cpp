@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -103,21 +102,16 @@ struct MaxPoolGeometry {
 };
 
 // best[o] = max(best[o], src[o·step]) for o < n, the first of equal values
-// kept; returns whether a NaN went by (nonzero). Steps 1 and 2 (a
-// contiguous row, stride 1 or 2) get loops of their own, so the compiler
-// vectorises them.
+// kept; returns whether a NaN went by (nonzero).
 template <class T> unsigned max_into(T* best, const T* src, int64_t step, int64_t n) {
   unsigned nan = 0;
-  auto loop = [&](auto s) {
+  with_step(step, [&](auto s) {
     for (int64_t o = 0; o < n; ++o) {
       const T v = src[o * s];
       nan |= unsigned(v != v);
       best[o] = v > best[o] ? v : best[o];
     }
-  };
-  if (step == 1) loop(std::integral_constant<int64_t, 1>());
-  else if (step == 2) loop(std::integral_constant<int64_t, 2>());
-  else loop(step);
+  });
   return nan;
 }
 
@@ -127,7 +121,7 @@ template <class T> unsigned max_into(T* best, const T* src, int64_t step, int64_
 // better.
 template <class T, class I> unsigned argmax_into(T* best, I* arg, const T* src, int64_t step, I at, int64_t n) {
   unsigned nan = 0;
-  auto loop = [&](auto s) {
+  with_step(step, [&](auto s) {
     for (int64_t o = 0; o < n; ++o) {
       const T v = src[o * s];
       nan |= unsigned(v != v);
@@ -135,10 +129,7 @@ template <class T, class I> unsigned argmax_into(T* best, I* arg, const T* src, 
       best[o] = take ? v : best[o];
       arg[o] = take ? I(at + o * s) : arg[o];
     }
-  };
-  if (step == 1) loop(std::integral_constant<int64_t, 1>());
-  else if (step == 2) loop(std::integral_constant<int64_t, 2>());
-  else loop(step);
+  });
   return nan;
 }
 

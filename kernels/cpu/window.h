@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace nnvm::cpu {
@@ -34,5 +35,15 @@ struct WindowAxis {
  private:
   static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 };
+
+// Calls f(step) with the step as a compile-time constant when it is 1 or 2
+// (a contiguous row, a stride-2 window), so a loop over `i * step` in f
+// becomes a plain or an interleaved access the compiler vectorises; any other
+// step is passed as it is.
+template <class F> void with_step(int64_t step, F f) {
+  if (step == 1) f(std::integral_constant<int64_t, 1>());
+  else if (step == 2) f(std::integral_constant<int64_t, 2>());
+  else f(step);
+}
 
 }  // namespace nnvm::cpu

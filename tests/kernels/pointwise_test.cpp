@@ -1,6 +1,8 @@
 // Pointwise unary and binary ops against double-precision references, over
 // dtypes, layouts, broadcasting, sizes 0/1/odd, in-place forms and errors.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "reference.h"
 
@@ -123,6 +125,22 @@ TEST(Unary, FloatExpErrorBound) {
   expect_values(tensor<float>({-INFINITY, INFINITY, NAN, 88.8f, -104.f, 0.f}).exp(), {0, INFINITY, NAN, INFINITY, 0, 1});
 }
 
+// The largest error(x, f(x)) over dense sweeps (2,000,001 points each) of
+// the ranges [lo0, hi0], [lo1, hi1], ..., run eagerly: the reference kernel
+// (a hot trace would run the JIT's own function).
+template <class Error>
+double worst_error(Tensor (*f)(const Tensor&), std::initializer_list<double> bounds, Error error) {
+  EagerGuard eager;
+  double worst = 0;
+  const std::vector<double> b(bounds);
+  for (size_t k = 0; k + 1 < b.size(); k += 2) {
+    const Tensor x = linspace(b[k], b[k + 1], 2000001);
+    const std::vector<float> got = f(x).to_vector<float>(), in = x.to_vector<float>();
+    for (size_t i = 0; i < in.size(); ++i) worst = std::max(worst, error(in[i], got[i]));
+  }
+  return worst;
+}
+
 // An odd float function that saturates at ±1 (tanh, erf): ±inf and ±big give
 // ±1, NaN stays NaN, 0 gives 0 and -0 gives -0.
 void expect_odd_and_saturating(Tensor (*f)(const Tensor&), float big) {
@@ -138,39 +156,28 @@ void expect_odd_and_saturating(Tensor (*f)(const Tensor&), float big) {
 
 // float tanh is Cephes' polynomial below 0.625 and exp_vec above
 // (kernels/cpu/exp.h): its relative error on a dense sweep of [-10, 10] and
-// of [-0.01, 0.01] (where 1 - 2 / (e^2x + 1) would cancel), run eagerly (the
-// reference kernel; a hot trace would run the JIT's own tanh).
+// of [-0.01, 0.01] (where 1 - 2 / (e^2x + 1) would cancel).
 TEST(Unary, FloatTanhErrorBound) {
-  EagerGuard eager;
-  double worst = 0;
-  for (const auto& [lo, hi] : {std::pair{-10.0, 10.0}, std::pair{-0.01, 0.01}}) {
-    const Tensor x = linspace(lo, hi, 2000001);
-    const std::vector<float> got = x.tanh().to_vector<float>(), in = x.to_vector<float>();
-    for (size_t i = 0; i < in.size(); ++i) {
-      const double ref = std::tanh(double(in[i]));
-      if (ref != 0) worst = std::max(worst, std::fabs(double(got[i]) - ref) / std::fabs(ref));
-    }
-  }
+  const double worst = worst_error([](const Tensor& x) { return x.tanh(); }, {-10.0, 10.0, -0.01, 0.01},
+                                   [](float x, float got) {
+                                     const double ref = std::tanh(double(x));
+                                     return ref == 0 ? 0.0 : std::fabs(double(got) - ref) / std::fabs(ref);
+                                   });
   EXPECT_LT(worst, 2e-7);  // 1.31e-7 measured with FMA, 1.34e-7 without
   expect_odd_and_saturating([](const Tensor& x) { return x.tanh(); }, 50);
 }
 
 // float erf is the JIT's algorithm in C++ (kernels/cpu/exp.h): its error in
-// ulps of the result on dense sweeps of [-5, 5] and [-0.01, 0.01], run
-// eagerly (the reference kernel).
+// ulps of the result on dense sweeps of [-5, 5] and [-0.01, 0.01].
 TEST(Unary, FloatErfErrorBound) {
-  EagerGuard eager;
-  double worst = 0;
-  for (const auto& [lo, hi] : {std::pair{-5.0, 5.0}, std::pair{-0.01, 0.01}}) {
-    const Tensor x = linspace(lo, hi, 2000001);
-    const std::vector<float> got = x.erf().to_vector<float>(), in = x.to_vector<float>();
-    for (size_t i = 0; i < in.size(); ++i) {
-      const double ref = std::erf(double(in[i]));
-      const float r = float(ref);
-      const double ulp = double(std::nextafter(std::fabs(r), INFINITY)) - std::fabs(double(r));
-      worst = std::max(worst, std::fabs(double(got[i]) - ref) / ulp);
-    }
-  }
+  const double worst = worst_error([](const Tensor& x) { return x.erf(); }, {-5.0, 5.0, -0.01, 0.01},
+                                   [](float x, float got) {
+                                     const double ref = std::erf(double(x));
+                                     const float r = float(ref);
+                                     const double ulp = double(std::nextafter(std::fabs(r), INFINITY)) -
+                                                        std::fabs(double(r));
+                                     return std::fabs(double(got) - ref) / ulp;
+                                   });
   EXPECT_LT(worst, 3.0);  // 1.95 measured with FMA, 2.3 without
   expect_odd_and_saturating([](const Tensor& x) { return x.erf(); }, 9);
 }
