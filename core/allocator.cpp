@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <mutex>
 
 #include <sys/mman.h>
 
@@ -68,7 +69,7 @@ std::vector<void*>& CpuCachingAllocator::free_list(size_t size) {
 
 void* CpuCachingAllocator::allocate(size_t nbytes) {
   const size_t size = round_size(nbytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   void* p = nullptr;
   if (guard_) {
     p = allocate_guarded_locked(nbytes);
@@ -108,7 +109,7 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
 void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
   if (!ptr) return;
   const size_t size = round_size(nbytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   ++stats_.frees;
   stats_.bytes_in_use -= size;
   if (auto it = guarded_.empty() ? guarded_.end() : guarded_.find(ptr); it != guarded_.end()) {
@@ -122,12 +123,12 @@ void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
 }
 
 void CpuCachingAllocator::set_guard(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   guard_ = on;
 }
 
 bool CpuCachingAllocator::guard() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return guard_;
 }
 
@@ -145,17 +146,17 @@ void CpuCachingAllocator::release_cached_locked() {
 }
 
 AllocatorStats CpuCachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return stats_;
 }
 
 void CpuCachingAllocator::reset_peak() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 
 void CpuCachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   release_cached_locked();
 }
 

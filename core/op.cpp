@@ -127,10 +127,7 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
   check_inputs(op, inputs);
   if (op.view) {
     NNVM_DCHECK(!inputs.empty());
-    const Tensor& in = inputs[0];
-    ViewSpec v = op.view(in, attrs);
-    outs.push_back(pooled_tensor(in.storage(), std::move(v.shape), std::move(v.strides), v.offset, in.dtype(),
-                                 in.device(), /*is_view=*/true));
+    outs.push_back(view_of(inputs[0], op.view(inputs[0], attrs)));
     autograd::record(op, inputs, attrs, outs);
     return;
   }
@@ -151,6 +148,12 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
 }
 
 }  // namespace
+
+Tensor view_of(const Tensor& in, ViewSpec v) {
+  const TensorImpl& t = *in.impl();
+  return pooled_tensor(t.storage, std::move(v.shape), std::move(v.strides), v.offset, t.dtype, t.device,
+                       /*is_view=*/true);
+}
 
 std::vector<Tensor> call(const OpDef& op, TensorRefs inputs, const Attrs& attrs) {
   Outputs outs;

@@ -144,6 +144,9 @@ std::vector<std::string> op_names();
 std::vector<Tensor> call(const OpDef& op, TensorRefs inputs, const Attrs& attrs = {});
 // The same, for an op with exactly one output.
 Tensor call1(const OpDef& op, TensorRefs inputs, const Attrs& attrs = {});
+// A view of the defined tensor `in` with layout v, as the dispatcher makes a
+// view op's output (nothing recorded for autograd: the caller's business).
+Tensor view_of(const Tensor& in, ViewSpec v);
 // The same for one input: call1(op, {x}, ...) picks this one.
 inline Tensor call1(const OpDef& op, const Tensor& input, const Attrs& attrs = {}) {
   return call1(op, absl::MakeConstSpan(&input, 1), attrs);

@@ -21,7 +21,7 @@ TraceCache::TraceCache(Compile compile, size_t capacity, int hot)
 }
 
 void TraceCache::set_log(LogSink sink) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   log_ = std::move(sink);
 }
 
@@ -47,7 +47,7 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   result.hash = hash;
   std::shared_ptr<Slot> slot;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     bool again = false;
     Entry* entry = find(hash, known, again);
     result.hit = entry && ((known && entry->trace.get() == known) || same_signature(*entry->trace, t));
@@ -76,7 +76,7 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       std::shared_ptr<const Plan> plan = compile_(t);
       NNVM_CHECK(plan != nullptr, "TraceCache", "the compile pipeline returned no plan");
       slot->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<SpinLock> lock(mutex_);
       ++stats_.compiles;
       stats_.compile_seconds += slot->seconds;
       if (log_)
@@ -92,7 +92,7 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
 }
 
 bool TraceCache::hit_compiled(const LookupHint& hint) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   bool again = false;
   Entry* entry = find(hint.hash, hint.entry, again);
   if (!entry || entry->trace.get() != hint.entry || !entry->slot->ready.load(std::memory_order_acquire))
@@ -140,7 +140,7 @@ void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
 }
 
 TraceCacheStats TraceCache::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   return stats_;
 }
 

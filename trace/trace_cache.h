@@ -13,7 +13,7 @@
 // dtypes): "new structure", "shape changed at input 0: [4, 3] -> [5, 3]".
 // NNVM_LOG=cache prints one line per event as it happens.
 //
-// Thread-safe: one mutex guards the tables; a compile runs outside it, once
+// Thread-safe: one lock (core/spin_lock.h) guards the tables; a compile runs outside it, once
 // per entry, while lookups of other signatures proceed.
 #pragma once
 
@@ -27,6 +27,7 @@
 #include <string>
 
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/spin_lock.h"
 #include "nnvm/trace/bounded_cache.h"
 #include "nnvm/trace/ir.h"
 #include "nnvm/trace/plan.h"
@@ -128,7 +129,7 @@ class TraceCache {
 
   const Compile compile_;
   const int hot_;
-  mutable std::mutex mutex_;
+  mutable SpinLock mutex_;
   // signature hash -> entry. Two signatures with one hash (never seen yet)
   // take turns: each sighting of the other replaces the entry.
   BoundedCache<uint64_t, Entry> entries_;

@@ -165,11 +165,11 @@ ViewSpec view_unsqueeze(const Tensor& in, const Attrs& a) {
   return v;
 }
 
-ViewSpec view_select(const Tensor& in, const Attrs& a) {
+// select's layout (the op's, and Tensor::select's without the dispatcher).
+ViewSpec select_layout(const Tensor& in, int64_t dim, int64_t index) {
   NNVM_CHECK(in.dim() > 0, "select", "cannot select on a 0-d tensor");
-  const int64_t d = wrap_dim(a.i(0), in.dim(), "select");
+  const int64_t d = wrap_dim(dim, in.dim(), "select");
   const int64_t size = in.size(d);
-  int64_t index = a.i(1);
   NNVM_CHECK(index >= -size && index < size, "select", "index ", index, " is out of range for dim ", d,
              " of size ", size, " (shape ", shape_str(in.sizes()), ")");
   if (index < 0) index += size;
@@ -182,6 +182,8 @@ ViewSpec view_select(const Tensor& in, const Attrs& a) {
   }
   return v;
 }
+
+ViewSpec view_select(const Tensor& in, const Attrs& a) { return select_layout(in, a.i(0), a.i(1)); }
 
 ViewSpec view_diagonal(const Tensor& in, const Attrs& a) {
   NNVM_CHECK(in.dim() >= 2, "diagonal", "expected a tensor of rank >= 2 but got shape ", shape_str(in.sizes()));
@@ -411,6 +413,9 @@ Tensor Tensor::unflatten(int64_t dim, IntArrayRef sizes_) const {
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   static const OpDef& o = op("select");
+  // Indexing in a loop (xs[t]) most often has no gradient to record: then
+  // the view is made here, without the dispatcher's Attrs (half its cost).
+  if (impl_ && !impl_->autograd) return view_of(*this, select_layout(*this, dim, index));
   return call1(o, {*this}, {dim, index});
 }
 
