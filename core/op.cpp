@@ -121,7 +121,7 @@ bool can_cast(DType from, DType to) {
 
 namespace {
 
-using Outputs = absl::InlinedVector<Tensor, 2>;
+using Outputs = detail::OpOutputs;
 
 void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);

@@ -65,7 +65,10 @@ void TraceCursor::make_latest(size_t k, const CacheLookup& found) {
   to_front(k);
   recent_[0] = {found.entry, found.hash, found.plan,
                 found.plan && found.entry && found.plan->holds_scalars(found.entry->scalars()),
-                std::vector<uint64_t>(found.entry ? found.entry->inputs().size() : 0, 0)};
+                std::vector<uint64_t>(found.entry ? found.entry->inputs().size() : 0, 0), {}};
+  if (found.entry)
+    for (const Value& v : found.entry->values())
+      recent_[0].value_bytes.push_back(size_t(numel_of(v.shape)) * itemsize(v.dtype));
 }
 
 void TraceCursor::to_front(size_t k) {

@@ -52,6 +52,9 @@ class TraceCursor {
     recent_[k].input_layouts[size_t(input)] = layout;
   }
   size_t followed() const { return at_; }
+  // The size in bytes of value v of the entry followed (an op it gives the
+  // outputs of has them at the entry's value ids).
+  size_t value_bytes(ValueId v) const { return recent_[at_].value_bytes[size_t(v)]; }
   // The trace's first op repeats recent entry k's first node: the cursor follows k.
   void choose(size_t k) { at_ = k; }
   // After any node is appended to `recording`: whether it still repeats the
@@ -108,6 +111,7 @@ class TraceCursor {
     // Per trace input of the entry: the layout_id of the last tensor found
     // to have its layout (0: none). Sized with the entry (make_latest).
     std::vector<uint64_t> input_layouts;
+    std::vector<size_t> value_bytes;  // per value of the entry (value_bytes())
   };
   std::array<Recent, kRecent> recent_;  // the latest first
   size_t at_ = recent_.size();    // the entry followed (recent_.size(): none chosen yet)

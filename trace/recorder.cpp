@@ -1,6 +1,7 @@
 #include "nnvm/trace/recorder.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iterator>
 #include <mutex>
@@ -102,6 +103,14 @@ Tensor snapshot(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
+// What a trace has made of a materialised tensor it reads (value -1:
+// nothing yet). At namespace scope: the recorder keeps an array of them,
+// which needs their default constructor before the class is complete.
+struct TakenInput {
+  ValueId value = -1;
+  size_t index = 0;  // into the recorder's inputs_
+};
+
 class Recorder {
  public:
   // A thread that ends with a recorded trace runs it, so the tensors it hands
@@ -148,7 +157,7 @@ class Recorder {
       count = specs.size();
       cursor_.follow(trace_);
     }
-    const Device device = inputs.empty() ? Device() : inputs[0].device();
+    const Device device = inputs.empty() ? Device() : inputs[0].impl()->device;  // defined: call() checked
     for (size_t k = 0; k < count; ++k) outs.push_back(make_lazy(first + ValueId(k), device, op.name, known != nullptr));
     if (int64_t(node_count()) >= detail::recorded_cap()) flush();
   }
@@ -385,10 +394,7 @@ class Recorder {
     uint64_t layout_id = 0;         // the tensor's when taken: its layout is the input value's
     std::shared_ptr<Storage> kept;  // the storage, once the tensor was re-pointed
   };
-  struct Input {
-    ValueId value = -1;
-    size_t index = 0;  // into inputs_
-  };
+  using Input = TakenInput;
   // A storage the trace owes something, held until the flush: a weak
   // reference would cost four atomic operations per lazy tensor (take, lock,
   // release, drop) where this costs one, and a lazy storage no tensor holds
@@ -450,13 +456,14 @@ class Recorder {
     const Trace& e = cursor_.recent(k);
     fresh.clear();
     ValueId next = ValueId(value_count());  // the id of the next new trace input
+    const absl::Span<const ValueId> wants = n.inputs;  // read once: the stores below might alias it
     for (size_t i = 0; i < inputs.size(); ++i) {
       const TensorImpl& t = *inputs[i].impl();  // defined: call() checked every input
-      const ValueId want = n.inputs[i];
+      const ValueId want = wants[i];
       size_t twin = 0;
       while (twin < i && inputs[twin].impl() != &t) ++twin;
       if (twin < i) {
-        if (want != n.inputs[twin]) return false;
+        if (want != wants[twin]) return false;
       } else if (const Record* r = own_record(*t.storage, op.name)) {
         if (r->value != want) return false;
         if (r->kind == Record::kWrite ? !same_layout(inputs[i], r->target)
@@ -526,7 +533,7 @@ class Recorder {
 
   void reset() {
     inputs_.clear();
-    few_inputs_.clear();
+    few_count_ = 0;
     input_of_.clear();
     owed_.clear();
   }
@@ -604,22 +611,25 @@ class Recorder {
   // reads a few, a hash map past that (value -1: nothing yet).
   Input& input_for(const TensorImpl* impl) {
     if (input_of_.empty())
-      for (auto& [key, in] : few_inputs_)
+      for (auto& [key, in] : few())
         if (key == impl) return in;
     return new_input(impl);
   }
   // The same for a TensorImpl the recorder has no entry for yet.
   Input& new_input(const TensorImpl* impl) {
     if (input_of_.empty()) {
-      if (few_inputs_.size() < kFewInputs) return few_inputs_.emplace_back(impl, Input{}).second;
-      for (auto& [key, in] : few_inputs_) input_of_.emplace(key, in);
+      if (few_count_ < kFewInputs) {
+        few_inputs_[few_count_] = {impl, Input{}};
+        return few_inputs_[few_count_++].second;
+      }
+      for (auto& [key, in] : few()) input_of_.emplace(key, in);
     }
     return input_of_[impl];
   }
 
   const Input* find_input(const TensorImpl* impl) const {
     if (input_of_.empty()) {
-      for (const auto& [key, in] : few_inputs_)
+      for (const auto& [key, in] : few())
         if (key == impl) return &in;
       return nullptr;
     }
@@ -653,15 +663,10 @@ class Recorder {
     return Tensor(std::move(impl));
   }
 
-  // `repeated`: the value repeats one whose size was checked when it was inferred.
+  // `repeated`: v is the value of the entry followed, its size checked when it was inferred.
   Tensor make_lazy(ValueId v, Device device, std::string_view op, bool repeated) {
     const Value& value = this->value(v);
-    size_t nbytes = itemsize(value.dtype);
-    if (repeated) {
-      for (int64_t s : value.shape) nbytes *= size_t(s);
-    } else {
-      nbytes = checked_nbytes(value.shape, nbytes, op);
-    }
+    const size_t nbytes = repeated ? cursor_.value_bytes(v) : checked_nbytes(value.shape, itemsize(value.dtype), op);
     std::shared_ptr<Storage> storage;
     if (spare_storages_.empty()) {
       storage = std::allocate_shared<Storage>(BlockPool<Storage>(), nbytes, device, Storage::Lazy{});
@@ -705,7 +710,12 @@ class Recorder {
   RecordArena arena_;  // the records of the trace being recorded
   std::vector<InputRef> inputs_;  // by input position
   static constexpr size_t kFewInputs = 16;
-  absl::InlinedVector<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
+  // A plain array: scanned once or twice per op, where an InlinedVector
+  // would test where its elements live at each access.
+  std::array<std::pair<const TensorImpl*, Input>, kFewInputs> few_inputs_;
+  size_t few_count_ = 0;
+  absl::Span<std::pair<const TensorImpl*, Input>> few() { return {few_inputs_.data(), few_count_}; }
+  absl::Span<const std::pair<const TensorImpl*, Input>> few() const { return {few_inputs_.data(), few_count_}; }
   absl::flat_hash_map<const TensorImpl*, Input> input_of_;  // once the trace reads more than kFewInputs
   std::vector<Owed> owed_;      // in the order the trace took them on
   static constexpr size_t kSpareStorages = 256;
