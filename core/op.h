@@ -31,7 +31,14 @@ using AttrValue = std::variant<int64_t, bool, Scalar, DimVector, DType, std::str
 class Attrs {
  public:
   Attrs() = default;
-  Attrs(std::initializer_list<AttrValue> values) : values_(values) {}
+  // `{alpha}`, `{dims(d), keepdim}`: each value made in place. An
+  // initializer list would make each one twice (the list's copy, then ours)
+  // and destroy the list's: a variant visit each, on every recorded op.
+  template <class... V>
+    requires(sizeof...(V) > 0 && (std::is_constructible_v<AttrValue, V &&> && ...))
+  Attrs(V&&... values) {  // NOLINT: implicit, for braced lists
+    (values_.emplace_back(std::forward<V>(values)), ...);
+  }
 
   size_t size() const { return values_.size(); }
   const AttrValue& operator[](size_t k) const { return values_[k]; }

@@ -298,23 +298,16 @@ namespace {
 
 DType widened(DType t) { return is_integral(t, true) ? kInt64 : t; }
 
-// (dims, keepdim, extra...): every reduction's attributes.
-Attrs reduce_attrs(IntArrayRef d, bool keepdim, std::initializer_list<AttrValue> extra) {
-  Attrs attrs;  // pushed one by one: an initializer list would copy each value once more
-  attrs.push_back(dims(d));
-  attrs.push_back(keepdim);
-  for (const AttrValue& v : extra) attrs.push_back(v);
-  return attrs;
+// (dims, keepdim, extra...): every reduction's attributes, each made in place.
+template <class... Extra>
+Tensor reduce1(const OpDef& op, const Tensor& x, IntArrayRef d, bool keepdim, Extra&&... extra) {
+  return call1(op, absl::MakeConstSpan(&x, 1), Attrs(dims(d), keepdim, std::forward<Extra>(extra)...));
 }
 
-Tensor reduce1(const OpDef& op, const Tensor& x, IntArrayRef d, bool keepdim,
-               std::initializer_list<AttrValue> extra = {}) {
-  return call1(op, absl::MakeConstSpan(&x, 1), reduce_attrs(d, keepdim, extra));
-}
-
-std::tuple<Tensor, Tensor> reduce2(const OpDef& op, const Tensor& x, IntArrayRef d, bool keepdim,
-                                   std::initializer_list<AttrValue> extra = {}) {
-  std::vector<Tensor> out = call(op, absl::MakeConstSpan(&x, 1), reduce_attrs(d, keepdim, extra));
+template <class... Extra>
+std::tuple<Tensor, Tensor> reduce2(const OpDef& op, const Tensor& x, IntArrayRef d, bool keepdim, Extra&&... extra) {
+  std::vector<Tensor> out =
+      call(op, absl::MakeConstSpan(&x, 1), Attrs(dims(d), keepdim, std::forward<Extra>(extra)...));
   return {std::move(out[0]), std::move(out[1])};
 }
 
@@ -323,20 +316,20 @@ std::tuple<Tensor, Tensor> reduce2(const OpDef& op, const Tensor& x, IntArrayRef
 Tensor Tensor::sum(std::optional<DType> dtype) const { return sum({}, false, dtype); }
 Tensor Tensor::sum(IntArrayRef d, bool keepdim, std::optional<DType> dtype) const {
   static const OpDef& op = find_op("sum");
-  return reduce1(op, *this, d, keepdim, {dtype.value_or(widened(this->dtype()))});
+  return reduce1(op, *this, d, keepdim, dtype.value_or(widened(this->dtype())));
 }
 Tensor Tensor::mean(std::optional<DType> dtype) const { return mean({}, false, dtype); }
 Tensor Tensor::mean(IntArrayRef d, bool keepdim, std::optional<DType> dtype) const {
   static const OpDef& op = find_op("mean");
-  return reduce1(op, *this, d, keepdim, {dtype.value_or(this->dtype())});
+  return reduce1(op, *this, d, keepdim, dtype.value_or(this->dtype()));
 }
 Tensor Tensor::prod(std::optional<DType> dtype) const {
   static const OpDef& op = find_op("prod");
-  return reduce1(op, *this, {}, false, {dtype.value_or(widened(this->dtype()))});
+  return reduce1(op, *this, {}, false, dtype.value_or(widened(this->dtype())));
 }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
   static const OpDef& op = find_op("prod");
-  return reduce1(op, *this, {dim}, keepdim, {dtype.value_or(widened(this->dtype()))});
+  return reduce1(op, *this, {dim}, keepdim, dtype.value_or(widened(this->dtype())));
 }
 Tensor Tensor::max() const { static const OpDef& op = find_op("max");
   return reduce1(op, *this, {}, false); }
@@ -365,11 +358,11 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
 }
 Tensor Tensor::var(IntArrayRef d, int64_t correction, bool keepdim) const {
   static const OpDef& op = find_op("var");
-  return reduce1(op, *this, d, keepdim, {correction});
+  return reduce1(op, *this, d, keepdim, correction);
 }
 Tensor Tensor::std(IntArrayRef d, int64_t correction, bool keepdim) const {
   static const OpDef& op = find_op("std");
-  return reduce1(op, *this, d, keepdim, {correction});
+  return reduce1(op, *this, d, keepdim, correction);
 }
 Tensor Tensor::logsumexp(IntArrayRef d, bool keepdim) const {
   static const OpDef& op = find_op("logsumexp");
@@ -377,7 +370,7 @@ Tensor Tensor::logsumexp(IntArrayRef d, bool keepdim) const {
 }
 Tensor Tensor::norm(const Scalar& p, IntArrayRef d, bool keepdim) const {
   static const OpDef& op = find_op("norm");
-  return reduce1(op, *this, d, keepdim, {Scalar(p.to_double())});
+  return reduce1(op, *this, d, keepdim, Scalar(p.to_double()));
 }
 Tensor Tensor::all() const { static const OpDef& op = find_op("all");
   return reduce1(op, *this, {}, false); }
@@ -406,7 +399,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
 Tensor logsumexp(const Tensor& x, IntArrayRef d, bool keepdim) { return x.logsumexp(d, keepdim); }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef d, int64_t correction, bool keepdim) {
   static const OpDef& op = find_op("var_mean");
-  return reduce2(op, x, d, keepdim, {correction});
+  return reduce2(op, x, d, keepdim, correction);
 }
 
 }  // namespace nnvm
