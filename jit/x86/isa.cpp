@@ -2,10 +2,9 @@
 
 #include <atomic>
 
-#include <xbyak/xbyak_util.h>
-
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/kernels/cpu/cpu_features.h"
 
 namespace nnvm::jit {
 
@@ -13,9 +12,9 @@ namespace {
 
 Isa best_isa() {
   static const Isa best = [] {
-    const Xbyak::util::Cpu cpu;
-    if (cpu.has(Xbyak::util::Cpu::tAVX512F)) return Isa::kAvx512;
-    if (cpu.has(Xbyak::util::Cpu::tAVX2) && cpu.has(Xbyak::util::Cpu::tFMA)) return Isa::kAvx2;
+    const cpu::CpuFeatures& cpu = cpu::cpu_features();
+    if (cpu.avx512f) return Isa::kAvx512;
+    if (cpu.avx2_fma) return Isa::kAvx2;
     return Isa::kPortable;
   }();
   return best;

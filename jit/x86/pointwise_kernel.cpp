@@ -1,12 +1,12 @@
 #include "nnvm/jit/x86/pointwise_kernel.h"
 
 #include <immintrin.h>
-#include <xbyak/xbyak_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
 #include "nnvm/jit/x86/operand_io.h"
 #include "nnvm/jit/x86/vector_math.h"
+#include "nnvm/kernels/cpu/cpu_features.h"
 
 namespace nnvm::jit::x86 {
 
@@ -42,7 +42,7 @@ std::string PointwiseKernel::declines(const LoopIR& ir, std::string_view accesse
     const DType t = ir.dtype(k);
     if (t == kFloat64) return absl::StrCat("operand ", k, " is ", std::string(dtype_name(t)));
   }
-  static const bool has_dq = Xbyak::util::Cpu().has(Xbyak::util::Cpu::tAVX512DQ);
+  const bool has_dq = cpu::cpu_features().avx512dq;
   for (const Expr& e : ir.exprs)
     if ((e.prim == Prim::kInt64ToFloat || e.prim == Prim::kTruncInt64) && isa == Isa::kAvx512 && !has_dq)
       return "int64 <-> float32 needs AVX-512DQ (vcvtqq2ps, vcvttps2qq)";

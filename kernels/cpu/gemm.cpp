@@ -9,6 +9,7 @@
 
 #include "nnvm/core/error.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/cpu_features.h"
 
 namespace nnvm::cpu {
 
@@ -100,11 +101,8 @@ constexpr Width kWidths[] = {
 };
 
 bool cpu_runs(int bytes) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (bytes == 64) return __builtin_cpu_supports("avx512f");
-  if (bytes == 32) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
+  if (bytes == 64) return cpu_features().avx512f;
+  if (bytes == 32) return cpu_features().avx2_fma;
   return bytes == 16;
 }
 
