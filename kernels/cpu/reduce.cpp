@@ -3,6 +3,7 @@
 // of kernels/cpu/reduce.h.
 #include "nnvm/kernels/cpu/reduce.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace nnvm::cpu {
@@ -155,6 +156,53 @@ template <bool kMax> void extremum_kernel(absl::Span<const Tensor> in, absl::Spa
               [](auto acc) { return acc; });
 }
 
+// The index of a contiguous row's maximum (kMax) or minimum: the extremum
+// first, over vector lanes (a compare and a blend per vector, NaNs noted on
+// the way; one running extremum would be a chain of dependent compares, and
+// GCC vectorises neither that nor a fixed array of lanes), then the first
+// index that holds it, or the first NaN. ArgReducer's answer: a NaN wins,
+// and ties (-0 and +0 among them) go to the lowest index.
+template <class T, bool kMax> int64_t arg_of_row(const T* x, int64_t n) {
+  T best = x[0];
+  bool nan = false;
+  auto keep = [](T v, T b) { return (kMax ? v > b : v < b) ? v : b; };
+  int64_t r = 0;
+  if constexpr (!std::is_same_v<T, bool>) {
+    typedef T V __attribute__((vector_size(32)));  // two of them a step: 64 bytes
+    constexpr int64_t kV = int64_t(sizeof(V) / sizeof(T));
+    if (n >= 2 * kV) {
+      V a, b, v, w;
+      std::memcpy(&a, x, sizeof a);
+      b = a;
+      decltype(a != a) nan_a{}, nan_b{};
+      for (; r + 2 * kV <= n; r += 2 * kV) {
+        std::memcpy(&v, x + r, sizeof v);
+        std::memcpy(&w, x + r + kV, sizeof w);
+        a = (kMax ? v > a : v < a) ? v : a;
+        b = (kMax ? w > b : w < b) ? w : b;
+        if constexpr (std::is_floating_point_v<T>) {
+          nan_a |= v != v;
+          nan_b |= w != w;
+        }
+      }
+      for (int64_t k = 0; k < kV; ++k) {
+        best = keep(keep(a[k], best), b[k]);
+        nan = nan || nan_a[k] || nan_b[k];
+      }
+    }
+  }
+  for (; r < n; ++r) {
+    best = keep(x[r], best);
+    nan = nan || x[r] != x[r];
+  }
+  if (nan || best != best)
+    for (int64_t i = 0; i < n; ++i)
+      if (x[i] != x[i]) return i;
+  int64_t i = 0;
+  while (!(x[i] == best)) ++i;
+  return i;
+}
+
 // max.dim / min.dim (values, indices) and argmax / argmin (indices).
 template <bool kMax> void arg_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const Tensor& x = in[0];
@@ -163,6 +211,23 @@ template <bool kMax> void arg_kernel(absl::Span<const Tensor> in, absl::Span<con
   int64_t* idx = static_cast<int64_t*>(out[with_values ? 1 : 0].data_ptr());
   with_compute_type(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    if (L.inner == 1 && L.reduced > 0) {  // along rows: two passes over each, in cache
+      const T* base = L.base<T>();
+      const int64_t R = L.reduced;
+      auto rows = [&](auto emit) {
+        for_each_slice(
+            L, [&](int64_t o) { emit(o, arg_of_row<T, kMax>(base + o * R, R)); },
+            [](int64_t, int64_t, int64_t) {});
+      };
+      if (!with_values) return rows([&](int64_t o, int64_t i) { idx[o] = i; });
+      write_output<T>(out[0], [&](T* dst) {
+        rows([&](int64_t o, int64_t i) {
+          dst[o] = base[o * R + i];
+          idx[o] = i;
+        });
+      });
+      return;
+    }
     const ArgReducer<T, kMax> red;
     if (!with_values) {
       reduce<T>(L, red, [&](int64_t k, auto acc) { idx[k] = acc.i; });
