@@ -203,6 +203,33 @@ template <class T, bool kMax> int64_t arg_of_row(const T* x, int64_t n) {
   return i;
 }
 
+// The same for n <= kMaxTile adjacent columns of R rows (row stride I) from
+// p, in one pass along the columns, which the compiler vectorises: each
+// column keeps its extremum and the row of its first occurrence (a strictly
+// better value moves both: blends, no branch per element), and the row of
+// its first NaN.
+template <class T, bool kMax> void arg_of_columns(const T* p, int64_t R, int64_t I, int64_t n, int64_t* out) {
+  using Row = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;  // as wide as T: one vector each
+  T best[kMaxTile];
+  Row at[kMaxTile], nan_at[kMaxTile];
+  for (int64_t i = 0; i < n; ++i) {
+    best[i] = p[i];
+    at[i] = 0;
+    nan_at[i] = -1;
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    const T* q = p + r * I;
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = q[i];
+      const bool better = kMax ? v > best[i] : v < best[i];
+      best[i] = better ? v : best[i];
+      at[i] = better ? Row(r) : at[i];
+      if constexpr (std::is_floating_point_v<T>) nan_at[i] = (nan_at[i] < 0) & (v != v) ? Row(r) : nan_at[i];
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = int64_t(nan_at[i] >= 0 ? nan_at[i] : at[i]);
+}
+
 // max.dim / min.dim (values, indices) and argmax / argmin (indices).
 template <bool kMax> void arg_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const Tensor& x = in[0];
@@ -226,6 +253,18 @@ template <bool kMax> void arg_kernel(absl::Span<const Tensor> in, absl::Span<con
           idx[o] = i;
         });
       });
+      return;
+    }
+    if (L.inner > 1 && L.reduced > 0 && (sizeof(T) == 8 || L.reduced <= INT32_MAX)) {  // along columns
+      const T* base = L.base<T>();
+      const int64_t R = L.reduced, I = L.inner;
+      for_each_slice(
+          L, [](int64_t) {},
+          [&](int64_t o, int64_t i0, int64_t n) { arg_of_columns<T, kMax>(base + o * R * I + i0, R, I, n, idx + o * I + i0); });
+      if (with_values)
+        write_output<T>(out[0], [&](T* dst) {
+          for (int64_t k = 0; k < L.outer * I; ++k) dst[k] = base[(k / I) * R * I + idx[k] * I + k % I];
+        });
       return;
     }
     const ArgReducer<T, kMax> red;

@@ -516,7 +516,8 @@ namespace {
 // Rows long enough for the vector lanes of the row kernel (and their
 // remainders), drawn from values that tie often: -0 and +0, infinities,
 // and NaN for the float types, anywhere in the row, the first element too.
-TEST(Reduce, ArgExtremaAlongRowsTiesZerosInfinitiesAndNaN) {
+// The same data transposed runs the column kernel (reduced dim outermost).
+TEST(Reduce, ArgExtremaAlongRowsAndColumnsTiesZerosInfinitiesAndNaN) {
   const double pool[] = {-kInf, -1, -0.0, 0.0, 1, 2, kInf, std::nan("")};
   uint64_t state = 12345;
   auto next = [&] {
@@ -525,35 +526,40 @@ TEST(Reduce, ArgExtremaAlongRowsTiesZerosInfinitiesAndNaN) {
   };
   for (DType dt : {kFloat32, kFloat64, kFloat16, kInt64, kInt32}) {
     const bool floating = dt == kFloat32 || dt == kFloat64 || dt == kFloat16;
-    for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 33, 100, 1000}) {
-      for (int trial = 0; trial < 4; ++trial) {
-        SCOPED_TRACE(::testing::Message() << dt << " n=" << n << " trial " << trial);
-        const int64_t rows = 3;
-        std::vector<double> v(size_t(rows * n));
-        // trial 0 without NaN; later ones with NaN at a rate that leaves NaN-free rows too
-        for (double& e : v) {
-          const size_t k = next() % (floating && trial > 0 ? (trial == 1 ? 8 : 60) : 7);
-          e = k < 8 ? pool[k] : pool[k % 7];
-          if (!floating && !std::isfinite(e)) e = e > 0 ? 3 : -3;
-        }
-        const Tensor x = tensor<double>(v, IntArrayRef{rows, n}).to(dt);
-        std::vector<double> imax, imin, vmax;
-        for (int64_t r = 0; r < rows; ++r) {
-          const Group g(v.begin() + r * n, v.begin() + (r + 1) * n);
-          imax.push_back(arg_of<true>(g));
-          imin.push_back(arg_of<false>(g));
-          vmax.push_back(g[size_t(imax.back())]);
-        }
-        expect_values(x.argmax(1), imax);
-        expect_values(x.argmin(1), imin);
-        const auto [values_max, indices_max] = x.max(1);
-        expect_values(indices_max, imax);
-        expect_values(values_max, vmax);
-        // -0 and +0 tie: the index picks which one max returns
-        const Tensor picked = values_max.to(kFloat64);
-        for (int64_t r = 0; r < rows; ++r) {
-          if (floating && vmax[size_t(r)] == 0) {
-            EXPECT_EQ(std::signbit(picked[r].item<double>()), std::signbit(vmax[size_t(r)])) << "row " << r;
+    for (int64_t rows : {3, 40}) {
+      for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 33, 100, 1000}) {
+        for (int trial = 0; trial < 4; ++trial) {
+          SCOPED_TRACE(::testing::Message() << dt << " rows=" << rows << " n=" << n << " trial " << trial);
+          std::vector<double> v(size_t(rows * n));
+          // trial 0 without NaN; later ones with NaN at a rate that leaves NaN-free rows too
+          for (double& e : v) {
+            const size_t k = next() % (floating && trial > 0 ? (trial == 1 ? 8 : 60) : 7);
+            e = k < 8 ? pool[k] : pool[k % 7];
+            if (!floating && !std::isfinite(e)) e = e > 0 ? 3 : -3;
+          }
+          const Tensor x = tensor<double>(v, IntArrayRef{rows, n}).to(dt);
+          const Tensor xt = x.t().contiguous();  // [n, rows]: each row of x is a column
+          std::vector<double> imax, imin, vmax;
+          for (int64_t r = 0; r < rows; ++r) {
+            const Group g(v.begin() + r * n, v.begin() + (r + 1) * n);
+            imax.push_back(arg_of<true>(g));
+            imin.push_back(arg_of<false>(g));
+            vmax.push_back(g[size_t(imax.back())]);
+          }
+          for (const auto& [t, dim] : {std::pair{x, int64_t(1)}, std::pair{xt, int64_t(0)}}) {
+            SCOPED_TRACE(::testing::Message() << "dim " << dim);
+            expect_values(t.argmax(dim), imax);
+            expect_values(t.argmin(dim), imin);
+            const auto [values_max, indices_max] = t.max(dim);
+            expect_values(indices_max, imax);
+            expect_values(values_max, vmax);
+            // -0 and +0 tie: the index picks which one max returns
+            const Tensor picked = values_max.to(kFloat64);
+            for (int64_t r = 0; r < rows; ++r) {
+              if (floating && vmax[size_t(r)] == 0) {
+                EXPECT_EQ(std::signbit(picked[r].item<double>()), std::signbit(vmax[size_t(r)])) << "row " << r;
+              }
+            }
           }
         }
       }
