@@ -22,12 +22,11 @@ OutputSpecs infer_from_attrs(absl::Span<const Tensor>, const Attrs& a) {
 
 OutputSpecs infer_copy(absl::Span<const Tensor> in, const Attrs& a) { return {{dims(in[0].sizes()), a.dtype(0)}}; }
 
-// `op`: a function-local static of the caller's (find_op takes the registry's lock).
-Tensor creation(const OpDef& op, IntArrayRef shape, DType dtype, std::initializer_list<AttrValue> extra) {
+// `op`: a function-local static of the caller's (find_op takes the registry's
+// lock). The attributes: (shape, dtype, extra...), each made in place.
+template <class... Extra> Tensor creation(const OpDef& op, IntArrayRef shape, DType dtype, Extra&&... extra) {
   check_shape(shape, op.name);
-  Attrs attrs{dims(shape), dtype};
-  for (const AttrValue& v : extra) attrs.push_back(v);
-  return call1(op, absl::Span<const Tensor>(), attrs);
+  return call1(op, absl::Span<const Tensor>(), Attrs(dims(shape), dtype, std::forward<Extra>(extra)...));
 }
 
 DType dtype_or(const std::optional<TensorOptions>& o, DType fallback) { return o ? o->dtype_ : fallback; }
@@ -38,13 +37,12 @@ Generator& gen_or_default(Generator* g) { return g ? *g : default_generator(); }
 AttrValue seed_attr(std::pair<uint64_t, uint64_t> s) { return Scalar(int64_t(s.first)); }
 AttrValue counter_attr(std::pair<uint64_t, uint64_t> s) { return Scalar(int64_t(s.second)); }
 
-Tensor random_op(const OpDef& op, IntArrayRef shape, DType dtype, Generator* gen,
-                 std::initializer_list<AttrValue> extra = {}) {
+template <class... Extra>
+Tensor random_op(const OpDef& op, IntArrayRef shape, DType dtype, Generator* gen, Extra&&... extra) {
   check_shape(shape, op.name);
   const auto s = gen_or_default(gen).reserve(2 * uint64_t(numel_of(shape)));
-  Attrs attrs{dims(shape), dtype, seed_attr(s), counter_attr(s)};
-  for (const AttrValue& v : extra) attrs.push_back(v);
-  return call1(op, absl::Span<const Tensor>(), attrs);
+  return call1(op, absl::Span<const Tensor>(),
+               Attrs(dims(shape), dtype, seed_attr(s), counter_attr(s), std::forward<Extra>(extra)...));
 }
 
 }  // namespace
@@ -82,7 +80,7 @@ Tensor empty(IntArrayRef shape, TensorOptions o) {
 
 Tensor full(IntArrayRef shape, const Scalar& value, std::optional<TensorOptions> o) {
   static const OpDef& op = find_op("full");
-  return creation(op, shape, dtype_or(o, value.default_dtype()), {value});
+  return creation(op, shape, dtype_or(o, value.default_dtype()), value);
 }
 Tensor zeros(IntArrayRef shape, TensorOptions o) { return full(shape, 0, o); }
 Tensor ones(IntArrayRef shape, TensorOptions o) { return full(shape, 1, o); }
@@ -99,24 +97,24 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::o
   const bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
   const int64_t n = int64_t(std::ceil((e - s) / st));
   static const OpDef& op = find_op("arange");
-  return creation(op, {n}, dtype_or(o, any_float ? kFloat32 : kInt64), {start, step});
+  return creation(op, {n}, dtype_or(o, any_float ? kFloat32 : kInt64), start, step);
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   NNVM_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   static const OpDef& op = find_op("linspace");
-  return creation(op, {steps}, o.dtype_, {Scalar(start), Scalar(end)});
+  return creation(op, {steps}, o.dtype_, Scalar(start), Scalar(end));
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
   static const OpDef& op = find_op("eye");
-  return creation(op, {n, m.value_or(n)}, o.dtype_, {});
+  return creation(op, {n, m.value_or(n)}, o.dtype_);
 }
 
 Tensor rand(IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(is_floating(o.dtype_), "rand", "expected a floating dtype but got ", o.dtype_);
   static const OpDef& op = find_op("uniform");
-  return random_op(op, shape, o.dtype_, gen, {Scalar(0.0), Scalar(1.0)});
+  return random_op(op, shape, o.dtype_, gen, Scalar(0.0), Scalar(1.0));
 }
 
 Tensor randn(IntArrayRef shape, TensorOptions o, Generator* gen) {
@@ -128,7 +126,7 @@ Tensor randn(IntArrayRef shape, TensorOptions o, Generator* gen) {
 Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(low < high, "randint", "expected low < high but got low=", low, ", high=", high);
   static const OpDef& op = find_op("randint");
-  return random_op(op, shape, o.dtype_, gen, {Scalar(low), Scalar(high)});
+  return random_op(op, shape, o.dtype_, gen, Scalar(low), Scalar(high));
 }
 
 Tensor randint(int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {

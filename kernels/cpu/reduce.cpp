@@ -238,32 +238,18 @@ template <bool kMax> void arg_kernel(absl::Span<const Tensor> in, absl::Span<con
   int64_t* idx = static_cast<int64_t*>(out[with_values ? 1 : 0].data_ptr());
   with_compute_type(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (L.inner == 1 && L.reduced > 0) {  // along rows: two passes over each, in cache
+    const int64_t R = L.reduced, I = L.inner;
+    // arg_of_columns counts rows in T's width: more than int32 holds go to ArgReducer.
+    if (R > 0 && (I == 1 || sizeof(T) == 8 || R <= INT32_MAX)) {
       const T* base = L.base<T>();
-      const int64_t R = L.reduced;
-      auto rows = [&](auto emit) {
-        for_each_slice(
-            L, [&](int64_t o) { emit(o, arg_of_row<T, kMax>(base + o * R, R)); },
-            [](int64_t, int64_t, int64_t) {});
-      };
-      if (!with_values) return rows([&](int64_t o, int64_t i) { idx[o] = i; });
-      write_output<T>(out[0], [&](T* dst) {
-        rows([&](int64_t o, int64_t i) {
-          dst[o] = base[o * R + i];
-          idx[o] = i;
-        });
-      });
-      return;
-    }
-    if (L.inner > 1 && L.reduced > 0 && (sizeof(T) == 8 || L.reduced <= INT32_MAX)) {  // along columns
-      const T* base = L.base<T>();
-      const int64_t R = L.reduced, I = L.inner;
       for_each_slice(
-          L, [](int64_t) {},
-          [&](int64_t o, int64_t i0, int64_t n) { arg_of_columns<T, kMax>(base + o * R * I + i0, R, I, n, idx + o * I + i0); });
+          L, [&](int64_t o) { idx[o] = arg_of_row<T, kMax>(base + o * R, R); },
+          [&](int64_t o, int64_t i0, int64_t n) {
+            arg_of_columns<T, kMax>(base + o * R * I + i0, R, I, n, idx + o * I + i0);
+          });
       if (with_values)
         write_output<T>(out[0], [&](T* dst) {
-          for (int64_t k = 0; k < L.outer * I; ++k) dst[k] = base[(k / I) * R * I + idx[k] * I + k % I];
+          for (int64_t k = 0; k < L.outer * I; ++k) dst[k] = base[(k / I * R + idx[k]) * I + k % I];
         });
       return;
     }
