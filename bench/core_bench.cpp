@@ -76,18 +76,39 @@ void BM_Exp(benchmark::State& state) {
 BENCHMARK(BM_Exp)->Name("BM_Exp/eager")->UseRealTime();
 
 // The reference kernels' other transcendental pointwise ops over the same
-// 4M floats, eager: tanh, erf, and gelu (its exact, erf form).
-void BM_Transcendental(benchmark::State& state, Tensor (*op)(const Tensor&)) {
+// 4M floats, eager: tanh, erf, gelu (its exact, erf form), expm1 and exp2
+// over randn; log, log2 and log1p over randn's magnitudes (no NaN results,
+// which libm returns early).
+void BM_Transcendental(benchmark::State& state, Tensor (*op)(const Tensor&), bool magnitudes) {
   const EagerGuard eager;
-  const Tensor a = randn({kRows, kCols});
+  const Tensor a = magnitudes ? randn({kRows, kCols}).abs() : randn({kRows, kCols});
   for (auto _ : state) benchmark::DoNotOptimize(op(a));
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
 }
-BENCHMARK_CAPTURE(BM_Transcendental, tanh, [](const Tensor& x) { return x.tanh(); })
+BENCHMARK_CAPTURE(BM_Transcendental, tanh, [](const Tensor& x) { return x.tanh(); }, false)
     ->Name("BM_Tanh/eager")
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, erf, [](const Tensor& x) { return x.erf(); })->Name("BM_Erf/eager")->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, gelu, [](const Tensor& x) { return gelu(x); })->Name("BM_Gelu/eager")->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, erf, [](const Tensor& x) { return x.erf(); }, false)
+    ->Name("BM_Erf/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, gelu, [](const Tensor& x) { return gelu(x); }, false)
+    ->Name("BM_Gelu/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, expm1, [](const Tensor& x) { return x.expm1(); }, false)
+    ->Name("BM_Expm1/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, exp2, [](const Tensor& x) { return x.exp2(); }, false)
+    ->Name("BM_Exp2/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, log, [](const Tensor& x) { return x.log(); }, true)
+    ->Name("BM_Log/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, log2, [](const Tensor& x) { return x.log2(); }, true)
+    ->Name("BM_Log2/eager")
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transcendental, log1p, [](const Tensor& x) { return x.log1p(); }, true)
+    ->Name("BM_Log1p/eager")
+    ->UseRealTime();
 
 // A sum over the rows (dim 1) or the columns (dim 0) of [4096, 1024]:
 // eager runs the reference kernel; fused records it and reads the result (a

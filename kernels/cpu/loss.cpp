@@ -9,6 +9,7 @@
 
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
+#include "nnvm/kernels/cpu/exp.h"
 #include "nnvm/kernels/cpu/floating.h"
 #include "nnvm/kernels/cpu/loops.h"
 
@@ -68,7 +69,7 @@ void bce_with_logits_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor
     const T* ppos = has_pos_weight ? pw.data_ptr<T>() : nullptr;
     auto loss = [&](int64_t i) {
       const T xi = convert<T>(px[i]), yi = convert<T>(py[i]);
-      const T neg_log_sigmoid = std::max(-xi, T(0)) + std::log1p(std::exp(-std::abs(xi)));
+      const T neg_log_sigmoid = std::max(-xi, T(0)) + log1p_of(exp_of(-std::abs(xi)));
       const T log_weight = ppos ? T(1) + (ppos[i] - T(1)) * yi : T(1);
       const T l = (T(1) - yi) * xi + log_weight * neg_log_sigmoid;
       return pweight ? l * pweight[i] : l;

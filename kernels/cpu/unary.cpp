@@ -13,7 +13,8 @@ using R = ResultType;
 // An element function that needs no attributes.
 #define ELEMENT(expr) []<class T>(const Attrs&) { return [](T x) { return expr; }; }
 
-// exp_of, tanh_of and erf_of are the vectorisable float functions of kernels/cpu/exp.h, libm for double.
+// exp_of, log_of, tanh_of, erf_of, ... are the vectorisable float functions of kernels/cpu/exp.h, libm for
+// double.
 template <class T> T sigmoid(T x) { return T(1) / (T(1) + exp_of(-x)); }
 
 }  // namespace
@@ -23,11 +24,11 @@ NNVM_REGISTER(cpu_unary_kernels) {
     register_kernel(name, kCPU, pointwise_kernel<R::Floating, Types::Floating, 1>(0, make));
   };
   floating("exp", ELEMENT(exp_of(x)));
-  floating("exp2", ELEMENT(std::exp2(x)));
-  floating("log", ELEMENT(std::log(x)));
-  floating("log2", ELEMENT(std::log2(x)));
-  floating("log1p", ELEMENT(std::log1p(x)));
-  floating("expm1", ELEMENT(std::expm1(x)));
+  floating("exp2", ELEMENT(exp2_of(x)));
+  floating("log", ELEMENT(log_of(x)));
+  floating("log2", ELEMENT(log2_of(x)));
+  floating("log1p", ELEMENT(log1p_of(x)));
+  floating("expm1", ELEMENT(expm1_of(x)));
   floating("sqrt", ELEMENT(std::sqrt(x)));
   floating("rsqrt", ELEMENT(T(1) / std::sqrt(x)));
   floating("sin", ELEMENT(std::sin(x)));
@@ -48,12 +49,12 @@ NNVM_REGISTER(cpu_unary_kernels) {
   });
   floating("elu", []<class T>(const Attrs& a) {
     const T alpha = T(a.d(0));
-    return [alpha](T x) { return x > T(0) ? x : alpha * std::expm1(x); };
+    return [alpha](T x) { return x > T(0) ? x : alpha * expm1_of(x); };
   });
   // log(1 + exp(beta x)) / beta, linear above threshold for stability (libtorch's rule)
   floating("softplus", []<class T>(const Attrs& a) {
     const T beta = T(a.d(0)), threshold = T(a.d(1));
-    return [beta, threshold](T x) { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; };
+    return [beta, threshold](T x) { return x * beta > threshold ? x : log1p_of(exp_of(x * beta)) / beta; };
   });
 
   auto any = [](const char* name, auto make) {

@@ -2,7 +2,9 @@
 // dtypes, layouts, broadcasting, sizes 0/1/odd, in-place forms and errors.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
+#include <limits>
 
 #include "reference.h"
 
@@ -180,6 +182,90 @@ TEST(Unary, FloatErfErrorBound) {
                                    });
   EXPECT_LT(worst, 3.0);  // 1.95 measured with FMA, 2.3 without
   expect_odd_and_saturating([](const Tensor& x) { return x.erf(); }, 9);
+}
+
+// The error of a float result in ulps of the true result (double libm),
+// the ulp taken at the float nearest it.
+double ulps(double ref, float got) {
+  if (std::isinf(ref)) return double(got) == ref ? 0.0 : INFINITY;
+  const float r = float(ref);
+  const double ulp = r == 0 ? double(std::numeric_limits<float>::denorm_min())
+                            : double(std::nextafter(std::fabs(r), INFINITY)) - std::fabs(double(r));
+  return std::fabs(double(got) - ref) / ulp;
+}
+
+// exp2, expm1, log, log2 and log1p are the JIT's functions in C++
+// (kernels/cpu/exp.h): their error in ulps on dense sweeps, wide ranges and
+// the small arguments where cancellation would show.
+TEST(Unary, FloatExpAndLogFamilyErrorBounds) {
+  auto worst = [](Tensor (*f)(const Tensor&), double (*ref)(double), std::initializer_list<double> ranges) {
+    return worst_error(f, ranges, [ref](float x, float got) { return ulps(ref(double(x)), got); });
+  };
+  const double log = worst([](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); },
+                           {1e-30, 1e-20, 1e-6, 0.5, 0.5, 2.0, 2.0, 1e6, 1e30, 3e38});
+  const double log2 = worst([](const Tensor& x) { return x.log2(); }, [](double x) { return std::log2(x); },
+                            {1e-30, 1e-20, 1e-6, 0.5, 0.5, 2.0, 2.0, 1e6, 1e30, 3e38});
+  const double log1p = worst([](const Tensor& x) { return x.log1p(); }, [](double x) { return std::log1p(x); },
+                             {-0.999, 10.0, -1e-3, 1e-3, 10.0, 1e30});
+  const double expm1 = worst([](const Tensor& x) { return x.expm1(); }, [](double x) { return std::expm1(x); },
+                             {-20.0, 88.7, -1e-3, 1e-3, -0.5, 0.5});
+  const double exp2 = worst([](const Tensor& x) { return x.exp2(); }, [](double x) { return std::exp2(x); },
+                            {-126.0, 127.9, -0.01, 0.01});
+  EXPECT_LT(log, 2.0) << "log";
+  EXPECT_LT(log2, 2.0) << "log2";
+  EXPECT_LT(log1p, 2.5) << "log1p";
+  EXPECT_LT(expm1, 2.5) << "expm1";
+  EXPECT_LT(exp2, 2.0) << "exp2";
+  std::printf("worst ulps: log %.2f, log2 %.2f, log1p %.2f, expm1 %.2f, exp2 %.2f\n", log, log2, log1p, expm1, exp2);
+}
+
+// Their special values: zeros (with their sign), infinities, NaN, values
+// outside the domain, denormal arguments and results, exact cases.
+TEST(Unary, FloatExpAndLogFamilySpecialValues) {
+  EagerGuard eager;
+  const float denormal = 1e-40f, nan = NAN, inf = INFINITY;
+  const Tensor x = tensor<float>({0.f, -0.f, -1.f, inf, -inf, nan, denormal, 1.f, 8.f, 0x1p-140f});
+  auto got = [&](Tensor (*f)(const Tensor&)) { return f(x).to_vector<float>(); };
+  const std::vector<float> log = got([](const Tensor& t) { return t.log(); });
+  EXPECT_EQ(log[0], -inf);
+  EXPECT_EQ(log[1], -inf);
+  EXPECT_TRUE(std::isnan(log[2]) && std::isnan(log[4]) && std::isnan(log[5]));
+  EXPECT_EQ(log[3], inf);
+  EXPECT_NEAR(log[6], std::log(double(denormal)), 1e-5);
+  EXPECT_EQ(log[7], 0.f);
+  const std::vector<float> log2 = got([](const Tensor& t) { return t.log2(); });
+  EXPECT_EQ(log2[0], -inf);
+  EXPECT_TRUE(std::isnan(log2[2]));
+  EXPECT_EQ(log2[3], inf);
+  EXPECT_EQ(log2[7], 0.f);
+  EXPECT_EQ(log2[8], 3.f) << "exact at powers of two";
+  EXPECT_EQ(log2[9], -140.f) << "exact at denormal powers of two";
+  const std::vector<float> log1p = got([](const Tensor& t) { return t.log1p(); });
+  EXPECT_EQ(log1p[0], 0.f);
+  EXPECT_TRUE(std::signbit(log1p[1])) << "log1p(-0) is -0";
+  EXPECT_EQ(log1p[2], -inf);
+  EXPECT_EQ(log1p[3], inf);
+  EXPECT_TRUE(std::isnan(log1p[4]) && std::isnan(log1p[5]));
+  EXPECT_EQ(log1p[6], denormal);
+  const std::vector<float> expm1 = got([](const Tensor& t) { return t.expm1(); });
+  EXPECT_EQ(expm1[0], 0.f);
+  EXPECT_TRUE(std::signbit(expm1[1])) << "expm1(-0) is -0";
+  EXPECT_EQ(expm1[3], inf);
+  EXPECT_EQ(expm1[4], -1.f);
+  EXPECT_TRUE(std::isnan(expm1[5]));
+  EXPECT_EQ(expm1[6], denormal);
+  const std::vector<float> exp2 = got([](const Tensor& t) { return t.exp2(); });
+  EXPECT_EQ(exp2[0], 1.f);
+  EXPECT_EQ(exp2[3], inf);
+  EXPECT_EQ(exp2[4], 0.f);
+  EXPECT_TRUE(std::isnan(exp2[5]));
+  EXPECT_EQ(exp2[8], 256.f) << "exact at integers";
+  expect_values(tensor<float>({-149.f, -130.f, 127.f, 128.f}).exp2(), {0x1p-149, 0x1p-130, 0x1p127, INFINITY});
+  // Double keeps libm: the same special values.
+  const std::vector<double> d = values(tensor<double>({0.0, -1.0, 8.0}).log2());
+  EXPECT_EQ(d[0], -INFINITY);
+  EXPECT_TRUE(std::isnan(d[1]));
+  EXPECT_EQ(d[2], 3.0);
 }
 
 TEST(Unary, PredicatesAndSpecialValues) {

@@ -14,6 +14,8 @@ innermost frame in one of the files, so code inlined there from elsewhere
 (absl, the standard library, nnvm's headers) counts on the line that called it.
 
     python3 tools/rnn_step/step_cost.py [BUILD_DIR] [STEPS] [--lines recorder.cpp,executor.cpp]
+
+TOP=N in the environment prints the N costliest lines (default 40).
 """
 import collections
 import os
@@ -120,6 +122,6 @@ if line_files:
         if mine:
             by_line[os.path.basename(mine[0])] += counts[(lib, a)]
     print(f"instructions a step by line of {', '.join(line_files)}: {sum(by_line.values()) / steps:,.0f}")
-    for where, n in by_line.most_common(40):
+    for where, n in by_line.most_common(int(os.environ.get("TOP", 40))):
         if n >= steps:
             print(f"  {n / steps:6.0f}  {where}")
