@@ -4,7 +4,9 @@
 // computed by a single loop in a fixed order.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -133,10 +135,114 @@ template <class T, class I> unsigned argmax_into(T* best, I* arg, const T* src, 
   return nan;
 }
 
+// 2x2 windows with stride 2, no padding or dilation, every window inside the
+// input (most CNNs' pooling): one pass over an output row reads its two
+// input rows and meets each window's four taps in the scan's order, taking a
+// larger value or a NaN (`takes`), which is the rule in full: no NaN rescan,
+// and the backward writes every input gradient itself, without zeroing first.
+bool is_2x2_stride_2(const Attrs& a, const Planes& p) {
+  const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
+  return k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && pad[0] == 0 && pad[1] == 0 && dil[0] == 1 &&
+         dil[1] == 1 && 2 * p.out_height <= p.height && 2 * p.out_width <= p.width;
+}
+
+// Eight windows at a time, each of columns 2j, 2j + 1 in two input rows, in
+// GCC's vector types (lowered to whatever vectors the target has): an
+// output row is short (14 in a 28-wide image), shorter than the 16 lanes
+// the compiler's own vectorised loop would take before it fell back to
+// scalar code. A row's last n % 8 windows go through a zero-padded copy.
+struct Window2x2 {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int32_t Tap __attribute__((vector_size(32)));
+  static constexpr int64_t kWindows = 8;
+
+  static V load(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  static void store(float* p, V v) { std::memcpy(p, &v, sizeof(v)); }
+  // A larger value or a NaN is taken: the rule in full.
+  static Tap takes(V v, V best) { return (v > best) | (v != v); }
+
+  // Each window's value and winning tap (0 to 3 in the scan's order, row by
+  // row) for the 16 columns at r0 and r1.
+  static void scan(const float* r0, const float* r1, V& best, Tap& tap) {
+    const V a0 = load(r0), a1 = load(r0 + 8), b0 = load(r1), b1 = load(r1 + 8);
+    const V taps[4] = {__builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14),
+                       __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15),
+                       __builtin_shufflevector(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
+                       __builtin_shufflevector(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15)};
+    best = taps[0];
+    tap = Tap{};
+    for (int32_t t = 1; t < 4; ++t) {
+      const Tap take = takes(taps[t], best);
+      best = take ? taps[t] : best;
+      tap = take ? Tap{} + t : tap;
+    }
+  }
+
+  // f(r0, r1, j, count) for the row's windows in blocks of kWindows from
+  // window j, count of them valid. A row of kWindows or more ends with a
+  // block overlapping the one before (its windows computed twice, to the
+  // same results); a shorter row reads a zero-padded copy of its columns.
+  template <class F> static void blocks(const float* r0, const float* r1, int64_t n, F f) {
+    if (n < kWindows) {
+      float p0[2 * kWindows] = {}, p1[2 * kWindows] = {};
+      std::copy(r0, r0 + 2 * n, p0);
+      std::copy(r1, r1 + 2 * n, p1);
+      return f(p0, p1, 0, n);
+    }
+    for (int64_t j = 0;; j += kWindows) {
+      j = std::min(j, n - kWindows);
+      f(r0 + 2 * j, r1 + 2 * j, j, kWindows);
+      if (j + kWindows == n) return;
+    }
+  }
+
+  static void max(const float* r0, const float* r1, int64_t n, float* y) {
+    blocks(r0, r1, n, [&](const float* a, const float* b, int64_t j, int64_t count) {
+      V best;
+      Tap tap;
+      scan(a, b, best, tap);
+      if (count == kWindows) store(y + j, best);
+      else std::memcpy(y + j, &best, size_t(count) * sizeof(float));
+    });
+  }
+
+  // o0 and o1, the input gradient's rows, get g[j] at each window's winning
+  // tap and 0 at its other three.
+  static void grad(const float* r0, const float* r1, const float* g, int64_t n, float* o0, float* o1) {
+    blocks(r0, r1, n, [&](const float* a, const float* b, int64_t j, int64_t count) {
+      V best, gj{};
+      Tap tap;
+      scan(a, b, best, tap);
+      std::memcpy(&gj, g + j, size_t(count) * sizeof(float));
+      gj += V{};  // as the general path's 0 += g[j]: -0 becomes +0 there too
+      const V none{};
+      const V out[4] = {tap == 0 ? gj : none, tap == 1 ? gj : none, tap == 2 ? gj : none, tap == 3 ? gj : none};
+      const V row0[2] = {__builtin_shufflevector(out[0], out[1], 0, 8, 1, 9, 2, 10, 3, 11),
+                         __builtin_shufflevector(out[0], out[1], 4, 12, 5, 13, 6, 14, 7, 15)};
+      const V row1[2] = {__builtin_shufflevector(out[2], out[3], 0, 8, 1, 9, 2, 10, 3, 11),
+                         __builtin_shufflevector(out[2], out[3], 4, 12, 5, 13, 6, 14, 7, 15)};
+      std::memcpy(o0 + 2 * j, row0, size_t(2 * count) * sizeof(float));
+      std::memcpy(o1 + 2 * j, row1, size_t(2 * count) * sizeof(float));
+    });
+  }
+};
+
 void max_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const Tensor &x0 = in[0], &y0 = out[0];
   const MaxPoolGeometry g(a, Planes{x0.size(2), x0.size(3), y0.size(2), y0.size(3)});
+  const bool two_by_two = is_2x2_stride_2(a, Planes{x0.size(2), x0.size(3), y0.size(2), y0.size(3)});
   for_each_plane(x0, y0, [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (two_by_two && sw == 1) {
+        for (int64_t oh = 0; oh < p.out_height; ++oh)
+          Window2x2::max(x + 2 * oh * sh, x + (2 * oh + 1) * sh, p.out_width, y + oh * p.out_width);
+        return;
+      }
+    }
     for (int64_t oh = 0; oh < p.out_height; ++oh) {
       T* row = y + oh * p.out_width;
       // Padding is -inf: positions outside the input never win.
@@ -295,6 +401,27 @@ template <class Body> void for_each_grad_plane(const Tensor& grad, const Tensor&
   });
 }
 
+// Window2x2's backward: every input gradient written, none added to.
+void max_pool_backward_2x2(const float* px, const float* pg, const Planes& p, int64_t planes, int64_t grain,
+                           float* gx) {
+  const int64_t plane = p.height * p.width, out_plane = p.out_height * p.out_width;
+  parallel_for(0, planes, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t q = begin; q < end; ++q) {
+      const float* x = px + q * plane;
+      float* out = gx + q * plane;
+      for (int64_t oh = 0; oh < p.out_height; ++oh) {
+        float* o0 = out + 2 * oh * p.width;
+        float* o1 = o0 + p.width;
+        Window2x2::grad(x + 2 * oh * p.width, x + (2 * oh + 1) * p.width, pg + q * out_plane + oh * p.out_width,
+                        p.out_width, o0, o1);
+        std::fill(o0 + 2 * p.out_width, o0 + p.width, 0.0f);  // columns no window reads
+        std::fill(o1 + 2 * p.out_width, o1 + p.width, 0.0f);
+      }
+      std::fill(out + 2 * p.out_height * p.width, out + plane, 0.0f);  // rows no window reads
+    }
+  });
+}
+
 template <class T, class I>
 void max_pool_backward_indexed(const Tensor& grad, const Tensor& input, const Attrs& a, T* gx) {
   const Tensor gs = staged(grad, dtype_of_v<T>), xs = staged(input, dtype_of_v<T>);
@@ -304,8 +431,11 @@ void max_pool_backward_indexed(const Tensor& grad, const Tensor& input, const At
   const MaxPoolGeometry geo(a, p);
   const int64_t plane = p.height * p.width, out_plane = p.out_height * p.out_width;
   const int64_t work = plane + out_plane * geo.rows.k * geo.cols.k;
-  parallel_for(0, input.size(0) * input.size(1), std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)),
-               [&](int64_t begin, int64_t end) {
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work));
+  if constexpr (std::is_same_v<T, float>) {
+    if (is_2x2_stride_2(a, p)) return max_pool_backward_2x2(px, pg, p, input.size(0) * input.size(1), grain, gx);
+  }
+  parallel_for(0, input.size(0) * input.size(1), grain, [&](int64_t begin, int64_t end) {
     std::vector<T> best(size_t(p.out_width));
     std::vector<I> arg(size_t(p.out_width));
     for (int64_t q = begin; q < end; ++q) {

@@ -115,7 +115,11 @@ TEST(Pool2d, MaxPoolTiesNaNAndInfinitiesForwardAndBackward) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
   const double palette[] = {-inf, -1, 0, 0, 1, 1, 2, inf, nan};
   std::vector<Pool> pools(std::begin(kPools), std::end(kPools));
+  // 2x2 windows with stride 2 (kernels/cpu/pool.cpp's Window2x2): rows of
+  // 20 windows (a last block overlapping the one before), exactly 8, and 1.
   pools.push_back({{2, 3, 6, 40}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false});
+  pools.push_back({{1, 2, 5, 16}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false});
+  pools.push_back({{2, 1, 2, 3}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false});
   pools.push_back({{1, 2, 9, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true});
   pools.push_back({{1, 1, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false});  // corner windows: one tap
   uint64_t state = 7;
