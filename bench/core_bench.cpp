@@ -218,6 +218,21 @@ void BM_Matmul(benchmark::State& state, bool transposed_b) {
 BENCHMARK_CAPTURE(BM_Matmul, eager, false)->Name("BM_Matmul/eager")->Arg(512)->Arg(1024)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, eager_bt, true)->Name("BM_Matmul/eager_transposed_b")->Arg(512)->Arg(1024)->UseRealTime();
 
+// The shape of the demo CNN's second weight gradient, dW = g · colᵀ over a
+// block of images: [64, 12544] · [12544, 288] with B the transposed view of
+// the im2col matrix. Few rows: every packed element of A and B is used by
+// few micro-kernel calls, so packing weighs as much as the products.
+void BM_MatmulFewRowsTransposedB(benchmark::State& state) {
+  const EagerGuard eager;
+  constexpr int64_t m = 64, n = 288, k = 12544;
+  const Tensor a = randn({m, k}), col = randn({n, k});
+  const Tensor rhs = col.t();
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(rhs));
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(m * n * k) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MatmulFewRowsTransposedB)->Name("BM_Matmul/eager_few_rows_transposed_b")->UseRealTime();
+
 // The demo CNN's first pooling: 2x2, stride 2, over [64, 32, 28, 28] floats
 // (12.8 MB in, 3.2 MB out), eager: the forward; the backward (input gradient
 // from the output gradient and the input); and the forward as a plain loop

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include "nnvm/core/error.h"
 #include "nnvm/core/thread_pool.h"
