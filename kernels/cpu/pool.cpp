@@ -138,7 +138,7 @@ template <class T, class I> unsigned argmax_into(T* best, I* arg, const T* src, 
 // 2x2 windows with stride 2, no padding or dilation, every window inside the
 // input (most CNNs' pooling): one pass over an output row reads its two
 // input rows and meets each window's four taps in the scan's order, taking a
-// larger value or a NaN (`takes`), which is the rule in full: no NaN rescan,
+// larger value or a NaN, which is the rule in full: no NaN rescan,
 // and the backward writes every input gradient itself, without zeroing first.
 bool is_2x2_stride_2(const Attrs& a, const Planes& p) {
   const IntArrayRef k = a.ints(0), s = a.ints(1), pad = a.ints(2), dil = a.ints(3);
@@ -156,19 +156,18 @@ struct Window2x2 {
   typedef int32_t Tap __attribute__((vector_size(32)));
   static constexpr int64_t kWindows = 8;
 
-  static V load(const float* p) {
-    V v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-  }
-  static void store(float* p, V v) { std::memcpy(p, &v, sizeof(v)); }
-  // A larger value or a NaN is taken: the rule in full.
-  static Tap takes(V v, V best) { return (v > best) | (v != v); }
+  // No function takes or returns a vector by value: without AVX in the
+  // build's target, that would change how it is passed (-Wpsabi).
+  static void load(V& v, const float* p) { std::memcpy(&v, p, sizeof(v)); }
 
   // Each window's value and winning tap (0 to 3 in the scan's order, row by
   // row) for the 16 columns at r0 and r1.
   static void scan(const float* r0, const float* r1, V& best, Tap& tap) {
-    const V a0 = load(r0), a1 = load(r0 + 8), b0 = load(r1), b1 = load(r1 + 8);
+    V a0, a1, b0, b1;
+    load(a0, r0);
+    load(a1, r0 + 8);
+    load(b0, r1);
+    load(b1, r1 + 8);
     const V taps[4] = {__builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14),
                        __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15),
                        __builtin_shufflevector(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
@@ -176,7 +175,7 @@ struct Window2x2 {
     best = taps[0];
     tap = Tap{};
     for (int32_t t = 1; t < 4; ++t) {
-      const Tap take = takes(taps[t], best);
+      const Tap take = (taps[t] > best) | (taps[t] != taps[t]);  // a larger value or a NaN: the rule in full
       best = take ? taps[t] : best;
       tap = take ? Tap{} + t : tap;
     }
@@ -205,8 +204,7 @@ struct Window2x2 {
       V best;
       Tap tap;
       scan(a, b, best, tap);
-      if (count == kWindows) store(y + j, best);
-      else std::memcpy(y + j, &best, size_t(count) * sizeof(float));
+      std::memcpy(y + j, &best, size_t(count) * sizeof(float));
     });
   }
 
