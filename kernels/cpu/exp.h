@@ -92,7 +92,7 @@ inline float erf_vec(float x) {
   return a < 1.0f ? small : big;
 }
 
-// 2^n for an integer n in [-126, 127], as a float.
+// 2^n for an integer n in [-126, 127], as a float (n = -127 gives 0).
 inline float pow2i(int32_t n) { return std::bit_cast<float>((n + 127) << 23); }
 
 // x clamped to [lo, hi], NaN as 0 (converting a NaN to an integer is
@@ -141,7 +141,7 @@ inline float expm1_vec(float x) {
   float e = horner(r, {1.989098091e-04f, 1.393364160e-03f, 8.333310485e-03f, 4.166646674e-02f, 1.666666716e-01f,
                        0.5f});
   e = e * r * r + r;
-  const float half = pow2i(int32_t(n) - 1);  // 2^(n-1)
+  const float half = pow2i(int32_t(n) - 1);  // 2^(n-1); 0 at n = -126, where the result is -1 all the same
   const float y = half * e + (half - 0.5f);
   return x != x || x == 0.0f ? x : y + y;  // -0 gives -0
 }

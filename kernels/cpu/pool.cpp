@@ -150,7 +150,7 @@ bool is_2x2_stride_2(const Attrs& a, const Planes& p) {
 // GCC's vector types (lowered to whatever vectors the target has): an
 // output row is short (14 in a 28-wide image), shorter than the 16 lanes
 // the compiler's own vectorised loop would take before it fell back to
-// scalar code. A row's last n % 8 windows go through a zero-padded copy.
+// scalar code (see blocks() for rows that are not a multiple of 8).
 struct Window2x2 {
   typedef float V __attribute__((vector_size(32)));
   typedef int32_t Tap __attribute__((vector_size(32)));
@@ -231,8 +231,9 @@ struct Window2x2 {
 
 void max_pool_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const Tensor &x0 = in[0], &y0 = out[0];
-  const MaxPoolGeometry g(a, Planes{x0.size(2), x0.size(3), y0.size(2), y0.size(3)});
-  const bool two_by_two = is_2x2_stride_2(a, Planes{x0.size(2), x0.size(3), y0.size(2), y0.size(3)});
+  const Planes planes{x0.size(2), x0.size(3), y0.size(2), y0.size(3)};
+  const MaxPoolGeometry g(a, planes);
+  const bool two_by_two = is_2x2_stride_2(a, planes);
   for_each_plane(x0, y0, [&]<class T>(const Planes& p, const T* x, int64_t sh, int64_t sw, T* y) {
     if constexpr (std::is_same_v<T, float>) {
       if (two_by_two && sw == 1) {
