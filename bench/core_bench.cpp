@@ -85,30 +85,26 @@ void BM_Transcendental(benchmark::State& state, Tensor (*op)(const Tensor&), boo
   for (auto _ : state) benchmark::DoNotOptimize(op(a));
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
 }
-BENCHMARK_CAPTURE(BM_Transcendental, tanh, [](const Tensor& x) { return x.tanh(); }, false)
-    ->Name("BM_Tanh/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, erf, [](const Tensor& x) { return x.erf(); }, false)
-    ->Name("BM_Erf/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, gelu, [](const Tensor& x) { return gelu(x); }, false)
-    ->Name("BM_Gelu/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, expm1, [](const Tensor& x) { return x.expm1(); }, false)
-    ->Name("BM_Expm1/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, exp2, [](const Tensor& x) { return x.exp2(); }, false)
-    ->Name("BM_Exp2/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, log, [](const Tensor& x) { return x.log(); }, true)
-    ->Name("BM_Log/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, log2, [](const Tensor& x) { return x.log2(); }, true)
-    ->Name("BM_Log2/eager")
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Transcendental, log1p, [](const Tensor& x) { return x.log1p(); }, true)
-    ->Name("BM_Log1p/eager")
-    ->UseRealTime();
+struct Transcendental {
+  const char* name;
+  Tensor (*op)(const Tensor&);
+  bool magnitudes;
+};
+const Transcendental kTranscendentals[] = {
+    {"BM_Tanh/eager", [](const Tensor& x) { return x.tanh(); }, false},
+    {"BM_Erf/eager", [](const Tensor& x) { return x.erf(); }, false},
+    {"BM_Gelu/eager", [](const Tensor& x) { return gelu(x); }, false},
+    {"BM_Expm1/eager", [](const Tensor& x) { return x.expm1(); }, false},
+    {"BM_Exp2/eager", [](const Tensor& x) { return x.exp2(); }, false},
+    {"BM_Log/eager", [](const Tensor& x) { return x.log(); }, true},
+    {"BM_Log2/eager", [](const Tensor& x) { return x.log2(); }, true},
+    {"BM_Log1p/eager", [](const Tensor& x) { return x.log1p(); }, true},
+};
+[[maybe_unused]] const bool kTranscendentalsRegistered = [] {
+  for (const Transcendental& t : kTranscendentals)
+    benchmark::RegisterBenchmark(t.name, BM_Transcendental, t.op, t.magnitudes)->UseRealTime();
+  return true;
+}();
 
 // A sum over the rows (dim 1) or the columns (dim 0) of [4096, 1024]:
 // eager runs the reference kernel; fused records it and reads the result (a

@@ -23,6 +23,31 @@ template <size_t N> inline float horner(float x, const float (&c)[N]) {
   return y;
 }
 
+// 2^n for an integer n in [-126, 127], as a float (n = -127 gives 0).
+inline float pow2i(int32_t n) { return std::bit_cast<float>((n + 127) << 23); }
+
+// x clamped to [lo, hi], NaN as 0 (converting a NaN to an integer is
+// undefined in C++; the callers put NaN back at the end).
+inline float clamp_or_zero(float x, float lo, float hi) {
+  float v = x != x ? 0.0f : x;
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+// Round to nearest even by adding and subtracting 1.5 * 2^23 (|v| < 2^22):
+// std::nearbyint would keep GCC from vectorising the loop.
+inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
+// x - n ln2 with ln2 split into 0.693359375 (exact in a few bits, so n * C1
+// is exact) and -2.12194440e-4 (Cephes expf's reduction).
+inline float reduce_ln2(float x, float n) { return x - n * 0.693359375f + n * 2.12194440e-4f; }
+
+// Cephes' e^r = 1 + r + r^2 P(r) on |r| <= ln2 / 2: P(r), degree 5.
+inline float exp_poly(float r) {
+  return horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                    5.0000001201e-1f});
+}
+
 // Cephes expf (S. Moshier, Cephes Math Library, expf.c): x = n ln2 + r with
 // ln2 split into 0.693359375 (exact in a few bits, so n * C1 is exact) and
 // -2.12194440e-4, then a degree-6 polynomial for e^r on |r| <= ln2 / 2. Cephes
@@ -42,14 +67,11 @@ inline float exp_vec(float x) {
   // Round to nearest by adding and subtracting 1.5 * 2^23: std::floor would
   // keep GCC from vectorising the loop.
   const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = v - n * 0.693359375f + n * 2.12194440e-4f;
-  float y = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
-                       5.0000001201e-1f});
-  y = y * (r * r) + r + 1.0f;
+  const float r = reduce_ln2(v, n);
+  const float y = exp_poly(r) * (r * r) + r + 1.0f;
   const int32_t ni = int32_t(n);
   const int32_t top = ni > 127 ? 1 : 0;
-  const float scale = std::bit_cast<float>((ni - top + 127) << 23);
-  float e = y * scale;
+  float e = y * pow2i(ni - top);
   e = top ? e * 2.0f : e;
   e = under ? 0.0f : e;
   e = over ? INFINITY : e;
@@ -92,29 +114,12 @@ inline float erf_vec(float x) {
   return a < 1.0f ? small : big;
 }
 
-// 2^n for an integer n in [-126, 127], as a float (n = -127 gives 0).
-inline float pow2i(int32_t n) { return std::bit_cast<float>((n + 127) << 23); }
-
-// x clamped to [lo, hi], NaN as 0 (converting a NaN to an integer is
-// undefined in C++; the callers put NaN back at the end).
-inline float clamp_or_zero(float x, float lo, float hi) {
-  float v = x != x ? 0.0f : x;
-  v = v < lo ? lo : v;
-  return v > hi ? hi : v;
-}
-
-// Round to nearest even by adding and subtracting 1.5 * 2^23 (|v| < 2^22):
-// std::nearbyint would keep GCC from vectorising the loop.
-inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
-
 // e^r 2^n for |r| <= ln2 / 2: exp_vec's polynomial, then 2^n as two factors
 // 2^(n>>1) and 2^(n - (n>>1)), each a normal float for n in [-150, 128], so
 // results overflow to +inf and underflow through the denormals to 0 with one
 // rounding (the JIT's exp_tail).
 inline float exp_tail(float r, float n) {
-  float y = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
-                       5.0000001201e-1f});
-  y = y * r * r + r + 1.0f;
+  const float y = exp_poly(r) * r * r + r + 1.0f;
   const int32_t ni = int32_t(n), a = ni >> 1;
   return y * pow2i(a) * pow2i(ni - a);
 }
@@ -137,7 +142,7 @@ inline float exp2_vec(float x) {
 inline float expm1_vec(float x) {
   const float v = clamp_or_zero(x, -87.0f, 88.73f);
   const float n = round_even(v * 1.44269504088896341f);
-  const float r = v - n * 0.693359375f - n * -2.12194440e-4f;
+  const float r = reduce_ln2(v, n);
   float e = horner(r, {1.989098091e-04f, 1.393364160e-03f, 8.333310485e-03f, 4.166646674e-02f, 1.666666716e-01f,
                        0.5f});
   e = e * r * r + r;
