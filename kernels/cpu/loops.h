@@ -171,7 +171,10 @@ inline auto apply_at(F& f, const T* const* src, [[maybe_unused]] int64_t j, std:
 // out[i] = f(in_0[i], ..., in_{N-1}[i]) with every input read as T; the result
 // type of f (T, or bool for predicates) is converted to out's dtype on store.
 // Inputs broadcast to out's shape; out may be any strided view, and may be one
-// of the inputs (same layout).
+// of the inputs (same layout). An f with a member run(src, dst, m) computes
+// each run of m elements itself (dst[j] from src[0][j], ..., src[N-1][j]; dst
+// may be one of the src), as f(...) element by element would: sin and cos
+// test a run for arguments their vectorised loop leaves to libm.
 template <class T, size_t N, class F>
 void pointwise(const Tensor& out, std::array<const Tensor*, N> inputs, F f) {
   using R = decltype(detail::apply_at<T>(f, static_cast<const T* const*>(nullptr), 0,
@@ -203,7 +206,10 @@ void pointwise(const Tensor& out, std::array<const Tensor*, N> inputs, F f) {
         char* po = ptrs[0] + j0 * strides[0];
         const bool direct = loop.dtype[0] == dtype_of_v<R> && strides[0] == int64_t(sizeof(R));
         R* dst = direct ? reinterpret_cast<R*>(po) : obuf;
-        for (int64_t j = 0; j < m; ++j) dst[j] = detail::apply_at<T>(fn, src, j, std::make_index_sequence<N>{});
+        if constexpr (requires { fn.run(src, dst, m); })
+          fn.run(src, dst, m);  // a function with a loop of its own (see pointwise's comment)
+        else
+          for (int64_t j = 0; j < m; ++j) dst[j] = detail::apply_at<T>(fn, src, j, std::make_index_sequence<N>{});
         if (!direct) scatter<R>(obuf, po, strides[0], m, loop.dtype[0]);
       }
     });

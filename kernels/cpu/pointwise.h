@@ -43,7 +43,10 @@ KernelFn pointwise_kernel(int num_scalars, Make make) {
       const auto f = make.template operator()<T>(a);
       std::array<const Tensor*, N> inputs;
       for (size_t k = 0; k < N; ++k) inputs[k] = &in[k];
-      pointwise<T, N>(out[0], inputs, [f](auto... x) -> R { return static_cast<R>(f(x...)); });
+      if constexpr (requires(const T* const* src, R* dst) { f.run(src, dst, int64_t(0)); })
+        pointwise<T, N>(out[0], inputs, f);  // computes whole runs (loops.h)
+      else
+        pointwise<T, N>(out[0], inputs, [f](auto... x) -> R { return static_cast<R>(f(x...)); });
     };
     if constexpr (types == Types::Floating) {
       if (common == kFloat64) run(double{});

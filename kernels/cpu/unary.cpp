@@ -3,6 +3,7 @@
 
 #include "nnvm/kernels/cpu/exp.h"
 #include "nnvm/kernels/cpu/pointwise.h"
+#include "nnvm/kernels/cpu/trig.h"
 
 namespace nnvm::cpu {
 
@@ -16,6 +17,23 @@ using R = ResultType;
 // exp_of, log_of, tanh_of, erf_of, ... are the vectorisable float functions of kernels/cpu/exp.h, libm for
 // double.
 template <class T> T sigmoid(T x) { return T(1) / (T(1) + exp_of(-x)); }
+
+// sin (kQuarter 0) or cos (1): for float, kernels/cpu/trig.h's vectorised
+// loop over each run, libm for the arguments it leaves out; libm for double.
+template <class T, int32_t kQuarter> struct SinOrCos {
+  static T libm(T x) { return kQuarter ? std::cos(x) : std::sin(x); }
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return trig_needs_libm(x) ? libm(x) : sin_quarter(x, kQuarter);
+    else return libm(x);
+  }
+  void run(const T* const* src, T* dst, int64_t m) const {
+    if constexpr (std::is_same_v<T, float>) {
+      sin_quarter_run(src[0], dst, m, kQuarter);
+    } else {
+      for (int64_t j = 0; j < m; ++j) dst[j] = libm(src[0][j]);
+    }
+  }
+};
 
 }  // namespace
 
@@ -31,8 +49,8 @@ NNVM_REGISTER(cpu_unary_kernels) {
   floating("expm1", ELEMENT(expm1_of(x)));
   floating("sqrt", ELEMENT(std::sqrt(x)));
   floating("rsqrt", ELEMENT(T(1) / std::sqrt(x)));
-  floating("sin", ELEMENT(std::sin(x)));
-  floating("cos", ELEMENT(std::cos(x)));
+  floating("sin", []<class T>(const Attrs&) { return SinOrCos<T, 0>{}; });
+  floating("cos", []<class T>(const Attrs&) { return SinOrCos<T, 1>{}; });
   floating("tan", ELEMENT(std::tan(x)));
   floating("tanh", ELEMENT(tanh_of(x)));
   floating("sigmoid", ELEMENT(sigmoid(x)));

@@ -262,6 +262,72 @@ TEST(Unary, FloatExpAndLogFamilySpecialValues) {
   EXPECT_EQ(d[2], 3.0);
 }
 
+// float sin and cos reduce and evaluate in double (kernels/cpu/trig.h):
+// their error in ulps on dense sweeps around 0, of tiny arguments (where
+// sin x is x), of large ones up to the fast reduction's limit (2^20), where
+// x nearly a multiple of pi/2 cancels most, and past it (libm's path).
+TEST(Unary, FloatSinCosErrorBounds) {
+  auto worst = [](Tensor (*f)(const Tensor&), double (*ref)(double)) {
+    return worst_error(f, {-10.0, 10.0, -1e-3, 1e-3, 1e3, 1e4, 9e5, 1048576.0, 1048576.0, 1e9},
+                       [ref](float x, float got) { return ulps(ref(double(x)), got); });
+  };
+  const double sin = worst([](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); });
+  const double cos = worst([](const Tensor& x) { return x.cos(); }, [](double x) { return std::cos(x); });
+  EXPECT_LT(sin, 1.0) << "sin";
+  EXPECT_LT(cos, 1.0) << "cos";
+  std::printf("worst ulps: sin %.3f, cos %.3f\n", sin, cos);
+}
+
+// Their special values; a run with arguments either side of the fast path's
+// limit, the multiples of pi/2 nearest float values and the float in
+// [1, 2^20] nearest one of them (a search over every float); strided and
+// in-place runs. Within an ulp of the true value, and exactly libm's float
+// function where the fast path leaves the argument to it.
+TEST(Unary, FloatSinCosSpecialValuesAndRuns) {
+  EagerGuard eager;
+  const float inf = INFINITY;
+  const std::vector<float> sin = tensor<float>({0.f, -0.f, inf, -inf, NAN, 1e-40f}).sin().to_vector<float>();
+  EXPECT_EQ(sin[0], 0.f);
+  EXPECT_TRUE(std::signbit(sin[1])) << "sin(-0) is -0";
+  EXPECT_TRUE(std::isnan(sin[2]) && std::isnan(sin[3]) && std::isnan(sin[4]));
+  EXPECT_EQ(sin[5], 1e-40f) << "sin of a denormal is itself";
+  const std::vector<float> cos = tensor<float>({0.f, -0.f, inf, NAN}).cos().to_vector<float>();
+  EXPECT_EQ(cos[0], 1.f);
+  EXPECT_EQ(cos[1], 1.f);
+  EXPECT_TRUE(std::isnan(cos[2]) && std::isnan(cos[3]));
+  // A run with arguments on both paths (the libm ones exact), and the
+  // multiples of pi/2 nearest float values give (cancellation).
+  std::vector<float> x;
+  for (int i = 0; i < 300; ++i) x.push_back(float(i) * 1.5707963f * (i % 2 ? 1 : -1));
+  x.push_back(1048576.f);
+  x.push_back(1048576.1f);
+  x.push_back(-3e7f);
+  x.push_back(1e38f);
+  x.push_back(252.898209f);  // of all floats in [1, 2^20] the nearest a multiple of pi/2: 4.2e-9 from 161 pi/2
+  x.push_back(534117.875f);  // of those in [2^19, 2^20]: 6.9e-8 from one
+  const Tensor t = tensor<float>(x);
+  const std::vector<float> s = t.sin().to_vector<float>(), c = t.cos().to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_LT(ulps(std::sin(double(x[i])), s[i]), 1.0) << "sin(" << x[i] << ")";
+    EXPECT_LT(ulps(std::cos(double(x[i])), c[i]), 1.0) << "cos(" << x[i] << ")";
+    if (std::fabs(x[i]) > 1048576.f) {
+      EXPECT_EQ(s[i], std::sin(x[i])) << "libm's sinf past the limit";
+      EXPECT_EQ(c[i], std::cos(x[i])) << "libm's cosf past the limit";
+    }
+  }
+  // Strided (every other element, read through the loop's buffer) and in place.
+  const Tensor strided = t.slice(0, 0, int64_t(x.size()), 2);
+  const std::vector<float> ss = strided.sin().to_vector<float>();
+  for (size_t i = 0; i < ss.size(); ++i) EXPECT_EQ(ss[i], s[2 * i]);
+  Tensor in_place = t.clone();
+  in_place.cos_();
+  EXPECT_EQ(in_place.to_vector<float>(), c);
+  // Double keeps libm.
+  const std::vector<double> d = values(tensor<double>({1.0, 1e22}).sin());
+  EXPECT_EQ(d[0], std::sin(1.0));
+  EXPECT_EQ(d[1], std::sin(1e22));
+}
+
 TEST(Unary, PredicatesAndSpecialValues) {
   const Tensor x = tensor<float>({0.f, -1.5f, NAN, INFINITY, -INFINITY, 2.f});
   expect_values(x.isnan(), {0, 0, 1, 0, 0, 0});
