@@ -76,8 +76,8 @@ void BM_Exp(benchmark::State& state) {
 BENCHMARK(BM_Exp)->Name("BM_Exp/eager")->UseRealTime();
 
 // The reference kernels' other transcendental pointwise ops over the same
-// 4M floats, eager: tanh, erf, gelu (its exact, erf form), expm1, exp2, sin
-// and cos over randn; log, log2 and log1p over randn's magnitudes (no NaN results,
+// 4M floats, eager: tanh, erf, gelu (its exact, erf form), expm1, exp2, sin,
+// cos and tan over randn; log, log2 and log1p over randn's magnitudes (no NaN results,
 // which libm returns early).
 void BM_Transcendental(benchmark::State& state, Tensor (*op)(const Tensor&), bool magnitudes) {
   const EagerGuard eager;
@@ -101,6 +101,7 @@ const Transcendental kTranscendentals[] = {
     {"BM_Log1p/eager", [](const Tensor& x) { return x.log1p(); }, true},
     {"BM_Sin/eager", [](const Tensor& x) { return x.sin(); }, false},
     {"BM_Cos/eager", [](const Tensor& x) { return x.cos(); }, false},
+    {"BM_Tan/eager", [](const Tensor& x) { return x.tan(); }, false},
 };
 [[maybe_unused]] const bool kTranscendentalsRegistered = [] {
   for (const Transcendental& t : kTranscendentals)

@@ -64,24 +64,29 @@ inline float sin_quarter(float x, int32_t quarter) {
   return float((q & 2) ? -y : y);
 }
 
+// tan x = sin r / cos r, or -cos r / sin r when k is odd, divided in double
+// and rounded once. For |x| <= kTrigLimit; tan(±0) keeps its sign.
+inline float tan_reduced(float x) {
+  const PiOver2Reduction red = reduce_pi_over_2(x);
+  const double s = sin_poly(red.r), c = cos_poly(red.r);
+  return float((red.k & 1) ? -c / s : s / c);
+}
+
 // The arguments the fast path leaves to libm: too large, infinite or NaN.
 inline bool trig_needs_libm(float x) { return !(x <= kTrigLimit && x >= -kTrigLimit); }
 
-// A run of sin (quarter 0) or cos (quarter 1): the vectorised loop, or,
-// in the rare run with an argument it does not cover, that loop's function
-// element by element with libm for those arguments. `y` may be `x` (an
-// in-place op): each element is read before it is written.
-inline void sin_quarter_run(const float* x, float* y, int64_t n, int32_t quarter) {
+// y = f(x) over a run, f one of the functions above and `libm` its libm
+// twin: the vectorised loop of f, or, in the rare run with an argument f
+// does not cover, element by element with libm for those arguments. `y` may
+// be `x` (an in-place op): each element is read before it is written.
+template <class F, class Libm> void trig_run(const float* x, float* y, int64_t n, F f, Libm libm) {
   int32_t slow = 0;  // an int: GCC vectorises no reduction over bool
   for (int64_t i = 0; i < n; ++i) slow |= int32_t(trig_needs_libm(x[i]));
   if (!slow) {
-    for (int64_t i = 0; i < n; ++i) y[i] = sin_quarter(x[i], quarter);
+    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = !trig_needs_libm(v) ? sin_quarter(v, quarter) : quarter ? std::cos(v) : std::sin(v);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = trig_needs_libm(x[i]) ? libm(x[i]) : f(x[i]);
 }
 
 }  // namespace nnvm::cpu

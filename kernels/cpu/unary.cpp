@@ -18,17 +18,26 @@ using R = ResultType;
 // double.
 template <class T> T sigmoid(T x) { return T(1) / (T(1) + exp_of(-x)); }
 
-// sin (kQuarter 0) or cos (1): for float, kernels/cpu/trig.h's vectorised
-// loop over each run, libm for the arguments it leaves out; libm for double.
-template <class T, int32_t kQuarter> struct SinOrCos {
-  static T libm(T x) { return kQuarter ? std::cos(x) : std::sin(x); }
+// sin, cos and tan: for float, kernels/cpu/trig.h's vectorised loop over
+// each run, libm for the arguments it leaves out; libm for double.
+enum class Trig { kSin, kCos, kTan };
+template <class T, Trig kFn> struct TrigFunction {
+  static T libm(T x) {
+    if constexpr (kFn == Trig::kSin) return std::sin(x);
+    else if constexpr (kFn == Trig::kCos) return std::cos(x);
+    else return std::tan(x);
+  }
+  static float fast(float x) {
+    if constexpr (kFn == Trig::kTan) return tan_reduced(x);
+    else return sin_quarter(x, kFn == Trig::kCos ? 1 : 0);
+  }
   T operator()(T x) const {
-    if constexpr (std::is_same_v<T, float>) return trig_needs_libm(x) ? libm(x) : sin_quarter(x, kQuarter);
+    if constexpr (std::is_same_v<T, float>) return trig_needs_libm(x) ? libm(x) : fast(x);
     else return libm(x);
   }
   void run(const T* const* src, T* dst, int64_t m) const {
     if constexpr (std::is_same_v<T, float>) {
-      sin_quarter_run(src[0], dst, m, kQuarter);
+      trig_run(src[0], dst, m, fast, libm);
     } else {
       for (int64_t j = 0; j < m; ++j) dst[j] = libm(src[0][j]);
     }
@@ -49,9 +58,9 @@ NNVM_REGISTER(cpu_unary_kernels) {
   floating("expm1", ELEMENT(expm1_of(x)));
   floating("sqrt", ELEMENT(std::sqrt(x)));
   floating("rsqrt", ELEMENT(T(1) / std::sqrt(x)));
-  floating("sin", []<class T>(const Attrs&) { return SinOrCos<T, 0>{}; });
-  floating("cos", []<class T>(const Attrs&) { return SinOrCos<T, 1>{}; });
-  floating("tan", ELEMENT(std::tan(x)));
+  floating("sin", []<class T>(const Attrs&) { return TrigFunction<T, Trig::kSin>{}; });
+  floating("cos", []<class T>(const Attrs&) { return TrigFunction<T, Trig::kCos>{}; });
+  floating("tan", []<class T>(const Attrs&) { return TrigFunction<T, Trig::kTan>{}; });
   floating("tanh", ELEMENT(tanh_of(x)));
   floating("sigmoid", ELEMENT(sigmoid(x)));
   floating("erf", ELEMENT(erf_of(x)));
