@@ -65,6 +65,10 @@ const Conv kConvs[] = {
     {1, 2, 33, 17, 5, 5, 4, {3, 2}, {2, 1}, {1, 3}, 1, true},
     {1, 16, 12, 12, 33, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
     {0, 3, 5, 5, 2, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1, true},   // empty batch
+    // Output rows as wide as the input's (im2col copies shifted planes): fewer
+    // rows than the input, and a kernel wider than the image.
+    {2, 2, 6, 10, 3, 5, 3, {1, 1}, {0, 1}, {1, 1}, 1, true},
+    {2, 3, 4, 2, 2, 3, 5, {1, 1}, {1, 2}, {1, 1}, 1, false},
 };
 
 TEST(Conv2d, MatchesDirectLoops) {
