@@ -200,8 +200,11 @@ void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias
   });
 }
 
-// Column buffers of the weight gradient hold about this many elements.
-constexpr int64_t kColumnBudget = int64_t(1) << 22;
+// Column buffers of the weight gradient hold about this many elements (2 MB
+// of floats): im2col writes a block and the GEMM's packing reads it back
+// while it is still in the caches. 16 MB blocks made the Fashion-MNIST CNN's
+// training step ~10% slower on one thread (docs/BENCHMARKS.md).
+constexpr int64_t kColumnBudget = int64_t(1) << 19;
 
 template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& gs, const Geometry& g, T* dw) {
   const Tensor x = staged(xs, dtype_of_v<T>), gy = staged(gs, dtype_of_v<T>);
