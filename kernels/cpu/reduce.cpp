@@ -17,7 +17,7 @@ DType compute_dtype(DType t) {
   }
 }
 
-ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, DType compute) {
+ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, DType compute, bool gather) {
   const Tensor c = x.to(compute).contiguous();
   auto reduced = [&](int64_t d) { return std::binary_search(dims.begin(), dims.end(), d); };
   int64_t kept = 1, red = 1, before = 1, after = 1;
@@ -38,6 +38,23 @@ ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, DType compute) {
   }
   if (c.numel() == 0) return {c, kept, red, 1};  // no data is read
   if (groups <= 1) return {c, before, red, after};
+  if (gather) {
+    // Dims of size 1 left out; adjacent reduced dims of one block merged.
+    ReduceLayout L{c, kept, red, 1};
+    for (int64_t d = 0; d < c.dim(); ++d) {
+      if (c.size(d) == 1) continue;
+      DimVector& sizes = reduced(d) ? L.red_sizes : L.kept_sizes;
+      DimVector& strides = reduced(d) ? L.red_strides : L.kept_strides;
+      if (reduced(d) && !sizes.empty() && strides.back() == c.size(d) * c.stride(d)) {  // nothing between
+        sizes.back() *= c.size(d);
+        strides.back() = c.stride(d);
+        continue;
+      }
+      sizes.push_back(c.size(d));
+      strides.push_back(c.stride(d));
+    }
+    return L;
+  }
   DimVector order;
   for (int64_t d = 0; d < c.dim(); ++d)
     if (!reduced(d)) order.push_back(d);
@@ -125,7 +142,7 @@ void reduce_into(const Tensor& x, const Tensor& out, const Attrs& a, DType compu
     });
     return;
   }
-  const ReduceLayout L = reduce_layout(x, rdims(x, a), compute_dtype(compute));
+  const ReduceLayout L = reduce_layout(x, rdims(x, a), compute_dtype(compute), /*gather=*/true);
   with_compute_type(compute, [&](auto zero) {
     using T = decltype(zero);
     const auto red = make.template operator()<T>();
@@ -268,7 +285,7 @@ template <bool kMax> void arg_kernel(absl::Span<const Tensor> in, absl::Span<con
 }
 
 template <bool kAll> void all_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
-  const ReduceLayout L = reduce_layout(in[0], rdims(in[0], a), kBool);
+  const ReduceLayout L = reduce_layout(in[0], rdims(in[0], a), kBool, /*gather=*/true);
   bool* dst = static_cast<bool*>(out[0].data_ptr());
   reduce<bool>(L, AllReducer<kAll>{}, [&](int64_t k, bool acc) { dst[k] = acc; });
 }

@@ -23,14 +23,21 @@ namespace nnvm::cpu {
 struct ReduceLayout {
   Tensor data;  // contiguous, of the compute dtype; keeps the buffer alive
   int64_t outer = 1, reduced = 1, inner = 1;
+  // A layout of gathered rows (reduce_layout's `gather`; inner is 1): row o's
+  // element r is at data[offset(o in kept) + offset(r in red)], each an index
+  // into dims of these sizes and strides (row-major). Empty otherwise.
+  DimVector kept_sizes = {}, kept_strides = {}, red_sizes = {}, red_strides = {};
+  bool gathered() const { return !red_sizes.empty(); }
   template <class T> const T* base() const { return static_cast<const T*>(data.data_ptr()); }
 };
 
 // The dtype a reduction computes in for a value dtype (see with_compute_type).
 DType compute_dtype(DType t);
 // `x` as [outer, reduced, inner] for a reduction over `dims` (sorted, unique).
-// Reduced dims that are not one block are moved innermost by a copy.
-ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, DType compute);
+// Reduced dims that are not one block are moved innermost by a copy, or,
+// with `gather` (for reduce(), which then reads each row a block at a time),
+// left where they are: a gathered layout.
+ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, DType compute, bool gather = false);
 // `x` as [dims before `dim`, size(dim), dims after]: an op along one dim whose
 // contiguous output has the input's layout (softmax, cumsum, sort).
 ReduceLayout dim_layout(const Tensor& x, int64_t dim, DType compute);
@@ -118,11 +125,57 @@ template <class Rows, class Cols> void for_each_slice(const ReduceLayout& L, Row
 }
 
 // Reduces every output with `red` and calls store(k, acc) for output k = o * inner + i.
+// Elements [r0, r0 + n) of row o of a gathered layout into buf.
+template <class T> void gather_row(const ReduceLayout& L, int64_t o, int64_t r0, int64_t n, T* buf) {
+  const T* p = L.base<T>();
+  for (size_t d = L.kept_sizes.size(); d-- > 0; o /= L.kept_sizes[d]) p += (o % L.kept_sizes[d]) * L.kept_strides[d];
+  const size_t last = L.red_sizes.size() - 1;
+  DimVector at(last + 1);
+  for (size_t d = last + 1, r = size_t(r0); d-- > 0; r /= size_t(L.red_sizes[d])) at[d] = int64_t(r % size_t(L.red_sizes[d]));
+  const int64_t size = L.red_sizes[last], stride = L.red_strides[last];
+  for (int64_t done = 0; done < n;) {
+    const T* q = p;
+    for (size_t d = 0; d <= last; ++d) q += at[d] * L.red_strides[d];
+    const int64_t run = std::min(size - at[last], n - done);
+    if (stride == 1) std::copy(q, q + run, buf + done);
+    else for (int64_t j = 0; j < run; ++j) buf[done + j] = q[j * stride];
+    done += run;
+    at[last] += run;
+    for (size_t d = last; d > 0 && at[d] == L.red_sizes[d]; --d) {  // carry
+      at[d] = 0;
+      ++at[d - 1];
+    }
+  }
+}
+
 template <class T, class Red, class Store> void reduce(const ReduceLayout& L, const Red& red, Store store) {
   using A = typename Red::acc_t;
   const T* x = L.base<T>();
   const int64_t R = L.reduced, I = L.inner;
   const int64_t blocks = (R + kRowBlock - 1) / kRowBlock;
+  if (L.gathered()) {
+    // The rows a block at a time through a buffer: the same runs, hence the
+    // same result, as the contiguous copy reduce_layout would have made.
+    if (L.outer == 0) return;
+    const int64_t per_row = std::max<int64_t>(blocks, 1);
+    const std::unique_ptr<A[]> part(new A[size_t(L.outer * per_row)]);
+    parallel_for(0, L.outer * per_row, 1, [&](int64_t b, int64_t e) {
+      // One buffer per task (no thread_local: the library's TLS must stay
+      // small, test dlopen_library), not a vector: T may be bool.
+      const std::unique_ptr<T[]> buf(new T[size_t(std::min(R, kRowBlock))]);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t r0 = (t % per_row) * kRowBlock, n = std::min(kRowBlock, R - r0);
+        gather_row(L, t / per_row, r0, n, buf.get());
+        part[size_t(t)] = reduce_run(red, buf.get(), n, r0);
+      }
+    });
+    for (int64_t o = 0; o < L.outer; ++o) {
+      A acc = part[size_t(o * per_row)];
+      for (int64_t k = 1; k < per_row; ++k) acc = red.merge(acc, part[size_t(o * per_row + k)]);
+      store(o, acc);
+    }
+    return;
+  }
   if (I == 1 && blocks > 1) {
     const std::unique_ptr<A[]> part(new A[size_t(L.outer * blocks)]);
     parallel_for(0, L.outer * blocks, 1, [&](int64_t b, int64_t e) {

@@ -483,6 +483,50 @@ TEST(Reduce, SoftmaxIsStableForLargeAndMaskedInputs) {
 // A single output of a contiguous input of the compute dtype skips the layout
 // (reduce_into's shortcut); a strided copy of the same values takes the full
 // path. Both must give the same bits, up to and past the blocked row length.
+// A reduction over dims that are not one block (a conv bias gradient's sum
+// over {0, 2, 3}) reads its rows in place a block at a time: bit for bit the
+// same as the same reduction of the permuted contiguous copy, rows long
+// enough for several blocks and short ones, a size-1 dim in between, a
+// strided input, and every reduction that takes that path.
+TEST(Reduce, NonAdjacentDimsReadInPlaceMatchThePermutedCopy) {
+  EagerGuard eager;
+  struct Shape {
+    DimVector sizes, dims, order;  // order: the kept dims, then the reduced ones
+  };
+  const Shape shapes[] = {{{64, 3, 28, 28}, {0, 2, 3}, {1, 0, 2, 3}},
+                          {{5, 3, 7, 1, 9}, {0, 2, 4}, {1, 3, 0, 2, 4}},
+                          {{3, 4, 5}, {0, 2}, {1, 0, 2}},
+                          {{2, 6, 3, 5}, {1, 3}, {0, 2, 1, 3}}};
+  using Op = Tensor (*)(const Tensor&, IntArrayRef);
+  const std::pair<const char*, Op> ops[] = {
+      {"sum", [](const Tensor& x, IntArrayRef d) { return x.sum(d); }},
+      {"mean", [](const Tensor& x, IntArrayRef d) { return x.mean(d); }},
+      {"prod", [](const Tensor& x, IntArrayRef d) {
+         return call1(find_op("prod"), {x * 0.01 + 1}, Attrs(dims(d), false, kFloat32));
+       }},
+      {"amax", [](const Tensor& x, IntArrayRef d) { return x.amax(d); }},
+      {"amin", [](const Tensor& x, IntArrayRef d) { return x.amin(d); }},
+      {"norm", [](const Tensor& x, IntArrayRef d) { return x.norm(2, d); }},
+      {"any", [](const Tensor& x, IntArrayRef d) { return call1(find_op("any"), {x > 2.5}, Attrs(dims(d), false)); }},
+      {"all", [](const Tensor& x, IntArrayRef d) { return call1(find_op("all"), {x > -2.5}, Attrs(dims(d), false)); }},
+  };
+  uint64_t seed = 11;
+  for (const Shape& sh : shapes) {
+    const Tensor x = testing::random(sh.sizes, kFloat32, seed++);
+    // The same values through a transposed view: strided in place.
+    const Tensor strided = x.transpose(0, -1).contiguous().transpose(0, -1);
+    ASSERT_FALSE(strided.is_contiguous());
+    const Tensor permuted = x.permute(sh.order).contiguous();
+    DimVector trailing;
+    for (size_t k = 0; k < sh.dims.size(); ++k) trailing.push_back(int64_t(sh.sizes.size() - sh.dims.size() + k));
+    for (const auto& [name, op] : ops) {
+      const std::vector<double> want = values(op(permuted, trailing));
+      EXPECT_EQ(values(op(x, sh.dims)), want) << name << " " << shape_str(sh.sizes);
+      EXPECT_EQ(values(op(strided, sh.dims)), want) << name << " strided " << shape_str(sh.sizes);
+    }
+  }
+}
+
 TEST(Reduce, SingleOutputShortcutMatchesTheFullPath) {
   EagerGuard eager;
   for (int64_t n : {3, 64, 16384, 16385}) {
