@@ -38,41 +38,68 @@ template <class T> T* thread_buffer(int64_t count) {
   return buf.data();
 }
 
+// A tap of a stride-1 window over planes `width` wide, offset (dh, dw):
+// element i of a plane of `rows` rows pairs with element i + shift (shift =
+// dh width + dw) of one of `other_rows` rows where row and column line up:
+// in rows [first, last) of the first plane, every column but [wrap_from,
+// wrap_to), which would pair with the other plane's next or last row. For
+// i in [begin, end), both ends are inside their planes; empty when nothing
+// pairs.
+struct ShiftedTap {
+  int64_t first = 0, last = 0, shift = 0, begin = 0, end = 0, wrap_from = 0, wrap_to = 0;
+};
+ShiftedTap shifted_tap(int64_t dh, int64_t dw, int64_t width, int64_t rows, int64_t other_rows) {
+  ShiftedTap t;
+  t.first = std::clamp<int64_t>(-dh, 0, rows);
+  t.last = std::clamp<int64_t>(other_rows - dh, t.first, rows);
+  if (t.first == t.last || dw <= -width || dw >= width) return {};
+  t.shift = dh * width + dw;
+  t.begin = std::max(t.first * width, -t.shift);
+  t.end = std::min(t.last * width, other_rows * width - t.shift);
+  t.wrap_from = dw > 0 ? width - dw : 0;
+  t.wrap_to = dw > 0 ? width : -dw;
+  return t;
+}
+
+// Zeros the wrapped columns of rows [first, last) of a plane: column by
+// column, since a fill of a row's few elements would be a call to memset each.
+template <class T> void zero_wrapped(T* plane, const ShiftedTap& t, int64_t width) {
+  for (int64_t j = t.wrap_from; j < t.wrap_to; ++j)
+    for (int64_t r = t.first; r < t.last; ++r) plane[r * width + j] = T(0);
+}
+
+// Calls f(block, dh, dw) for each (channel, kh, kw) of `channels`
+// channels: the tap's index in (c, kh, kw) order and its offset.
+template <class F> void for_each_tap(int64_t channels, const Geometry& g, F f) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw)
+        f((c * g.kernel_h + kh) * g.kernel_w + kw, kh * g.dil_h - g.pad_h, kw * g.dil_w - g.pad_w);
+}
+
 // im2col of a stride-1 convolution whose output rows are as wide as the
 // input's (a "same" convolution: 3x3 with padding 1) over contiguous planes:
 // a tap's column block col[(c, kh, kw), (oh, ow)] is then the plane itself
-// shifted by (dh, dw) = the tap's offset, so one copy of the whole block
-// (a row's last |dw| elements wrapping into the next row) and zeros over the
-// wrapped columns and the rows outside the image. Per output row the
-// general loop's bookkeeping and short copies cost more than the copying.
+// shifted by the tap's offset, so one copy of the whole block (a row's last
+// |dw| elements wrapping into the next row) and zeros over the wrapped
+// columns and the rows outside the image. Per output row the general
+// loop's bookkeeping and short copies cost more than the copying.
 template <class T> void im2col_shifted_planes(const T* x, int64_t sc, int64_t channels, const Geometry& g, T* col,
                                               int64_t ld) {
-  const int64_t width = g.width, plane = g.height * width, block = g.out_height * width;
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t kh = 0; kh < g.kernel_h; ++kh)
-      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
-        T* dst = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * ld;
-        const int64_t dh = kh * g.dil_h - g.pad_h, dw = kw * g.dil_w - g.pad_w;
-        // Output rows oh read input row oh + dh: those inside the image.
-        const int64_t first = std::clamp<int64_t>(-dh, 0, g.out_height);
-        const int64_t last = std::clamp<int64_t>(g.height - dh, first, g.out_height);
-        if (first == last || dw <= -width || dw >= width) {
-          std::fill(dst, dst + block, T(0));
-          continue;
-        }
-        std::fill(dst, dst + first * width, T(0));
-        std::fill(dst + last * width, dst + block, T(0));
-        // dst[i] = x[i + shift], clipped to the plane: what the clipping
-        // leaves out lies in the wrapped columns zeroed below.
-        const int64_t shift = dh * width + dw;
-        const int64_t begin = std::max(first * width, -shift), end = std::min(last * width, plane - shift);
-        const T* src = x + c * sc;
-        std::copy(src + begin + shift, src + end + shift, dst + begin);
-        // Column by column: a fill of a row's few elements would be a call to memset each.
-        const int64_t zero_from = dw > 0 ? width - dw : 0, zero_to = dw > 0 ? width : -dw;
-        for (int64_t j = zero_from; j < zero_to; ++j)
-          for (int64_t oh = first; oh < last; ++oh) dst[oh * width + j] = T(0);
-      }
+  const int64_t width = g.width, block = g.out_height * width;
+  for_each_tap(channels, g, [&](int64_t tap, int64_t dh, int64_t dw) {
+    T* dst = col + tap * ld;
+    const ShiftedTap t = shifted_tap(dh, dw, width, g.out_height, g.height);
+    if (t.begin >= t.end) {
+      std::fill(dst, dst + block, T(0));
+      return;
+    }
+    std::fill(dst, dst + t.first * width, T(0));
+    std::fill(dst + t.last * width, dst + block, T(0));
+    const T* src = x + tap / (g.kernel_h * g.kernel_w) * sc;  // the tap's channel
+    std::copy(src + t.begin + t.shift, src + t.end + t.shift, dst + t.begin);
+    zero_wrapped(dst, t, width);
+  });
 }
 
 // col[(c, kh, kw), (oh, ow)] for `channels` channels of one image (strides in
@@ -107,6 +134,26 @@ void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, co
           std::fill(dst + hi, dst + g.out_width, T(0));
         }
       }
+}
+
+// col2im of a stride-1 transposed convolution whose output rows are as wide
+// as the input's (the input gradient of a "same" convolution), the mirror
+// of im2col_shifted_planes: a tap's block col[(o, kh, kw), (ih, iw)] adds
+// into the output plane shifted by the tap's offset, one long run, after
+// the block's wrapped columns (the pixels whose tap lands outside the
+// output, which the run would add into the next row's edge) are zeroed in
+// col, the caller's scratch. Adding those zeros changes no sum: each output
+// starts at +0, and a sum from +0 is never -0.
+template <class T> void col2im_shifted_planes(T* col, int64_t channels, const Geometry& g, T* out) {
+  const int64_t width = g.width, pixels = g.height * width, plane = g.out_height * width;
+  for_each_tap(channels, g, [&](int64_t tap, int64_t dh, int64_t dw) {
+    const ShiftedTap t = shifted_tap(dh, dw, width, g.height, g.out_height);
+    if (t.begin >= t.end) return;
+    T* src = col + tap * pixels;
+    zero_wrapped(src, t, width);
+    T* dst = out + tap / (g.kernel_h * g.kernel_w) * plane + t.shift;  // the tap's output channel
+    for (int64_t i = t.begin; i < t.end; ++i) dst[i] += src[i];
+  });
 }
 
 // Adds col[(o, kh, kw), (ih, iw)] into out[o, oh, ow] (contiguous) for the
@@ -193,7 +240,10 @@ void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias
         // weight[g·cg + c, (o, kh, kw)] read transposed: row (o, kh, kw), column c.
         gemm(rows, pixels, cg, MatrixRef<T>{pw + grp * cg * rows, 1, rows},
              MatrixRef<T>{px + (n * g.channels + grp * cg) * pixels, pixels, 1}, T(0), col, pixels);
-        col2im(col, og, g, image_out + grp * og * out_pixels);
+        if (g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width)
+          col2im_shifted_planes(col, og, g, image_out + grp * og * out_pixels);
+        else
+          col2im(col, og, g, image_out + grp * og * out_pixels);
       }
       if (pb) add_bias(pb, g, image_out);
     }

@@ -123,6 +123,13 @@ TEST(ConvTranspose2d, MatchesScatterLoops) {
       {{1, 4, 7, 6, 6, 3, 2, {3, 2}, {2, 0}, {2, 1}, 2, true}, {1, 1}},
       {{2, 6, 4, 9, 6, 2, 2, {1, 1}, {0, 1}, {1, 2}, 3, false}, {0, 1}},
       {{1, 16, 9, 9, 33, 4, 4, {2, 2}, {1, 1}, {1, 1}, 1, true}, {0, 0}},
+      // Stride 1, output rows as wide as the input's (col2im adds shifted
+      // planes): padding 1, dilation 2 with groups, fewer output rows than
+      // input rows, and a kernel wider than the image.
+      {{2, 3, 6, 7, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true}, {0, 0}},
+      {{2, 4, 6, 6, 4, 3, 3, {1, 1}, {2, 2}, {2, 2}, 2, true}, {0, 0}},
+      {{1, 2, 5, 3, 3, 2, 5, {1, 1}, {1, 2}, {1, 1}, 1, false}, {0, 0}},
+      {{1, 2, 5, 2, 3, 2, 5, {1, 1}, {1, 2}, {1, 1}, 1, false}, {0, 0}},
   };
   uint64_t seed = 50;
   for (const Case& cs : cases)
