@@ -68,13 +68,13 @@ template <class T> void zero_wrapped(T* plane, const ShiftedTap& t, int64_t widt
     for (int64_t r = t.first; r < t.last; ++r) plane[r * width + j] = T(0);
 }
 
-// Calls f(block, dh, dw) for each (channel, kh, kw) of `channels`
-// channels: the tap's index in (c, kh, kw) order and its offset.
+// Calls f(tap, c, dh, dw) for each (c, kh, kw) of `channels` channels: the
+// tap's index in (c, kh, kw) order, its channel and its offset.
 template <class F> void for_each_tap(int64_t channels, const Geometry& g, F f) {
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t kh = 0; kh < g.kernel_h; ++kh)
       for (int64_t kw = 0; kw < g.kernel_w; ++kw)
-        f((c * g.kernel_h + kh) * g.kernel_w + kw, kh * g.dil_h - g.pad_h, kw * g.dil_w - g.pad_w);
+        f((c * g.kernel_h + kh) * g.kernel_w + kw, c, kh * g.dil_h - g.pad_h, kw * g.dil_w - g.pad_w);
 }
 
 // im2col of a stride-1 convolution whose output rows are as wide as the
@@ -87,7 +87,7 @@ template <class F> void for_each_tap(int64_t channels, const Geometry& g, F f) {
 template <class T> void im2col_shifted_planes(const T* x, int64_t sc, int64_t channels, const Geometry& g, T* col,
                                               int64_t ld) {
   const int64_t width = g.width, block = g.out_height * width;
-  for_each_tap(channels, g, [&](int64_t tap, int64_t dh, int64_t dw) {
+  for_each_tap(channels, g, [&](int64_t tap, int64_t c, int64_t dh, int64_t dw) {
     T* dst = col + tap * ld;
     const ShiftedTap t = shifted_tap(dh, dw, width, g.out_height, g.height);
     if (t.begin >= t.end) {
@@ -96,7 +96,7 @@ template <class T> void im2col_shifted_planes(const T* x, int64_t sc, int64_t ch
     }
     std::fill(dst, dst + t.first * width, T(0));
     std::fill(dst + t.last * width, dst + block, T(0));
-    const T* src = x + tap / (g.kernel_h * g.kernel_w) * sc;  // the tap's channel
+    const T* src = x + c * sc;
     std::copy(src + t.begin + t.shift, src + t.end + t.shift, dst + t.begin);
     zero_wrapped(dst, t, width);
   });
@@ -146,12 +146,12 @@ void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, co
 // starts at +0, and a sum from +0 is never -0.
 template <class T> void col2im_shifted_planes(T* col, int64_t channels, const Geometry& g, T* out) {
   const int64_t width = g.width, pixels = g.height * width, plane = g.out_height * width;
-  for_each_tap(channels, g, [&](int64_t tap, int64_t dh, int64_t dw) {
+  for_each_tap(channels, g, [&](int64_t tap, int64_t o, int64_t dh, int64_t dw) {
     const ShiftedTap t = shifted_tap(dh, dw, width, g.height, g.out_height);
     if (t.begin >= t.end) return;
     T* src = col + tap * pixels;
     zero_wrapped(src, t, width);
-    T* dst = out + tap / (g.kernel_h * g.kernel_w) * plane + t.shift;  // the tap's output channel
+    T* dst = out + o * plane + t.shift;
     for (int64_t i = t.begin; i < t.end; ++i) dst[i] += src[i];
   });
 }
