@@ -273,6 +273,12 @@ template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& g
   const Tensor grad_buffer = empty({g.out_channels * block * pixels}, dtype_of_v<T>);
   T* const col = col_buffer.data_ptr<T>();
   T* const grad = grad_buffer.data_ptr<T>();
+  // dW = grad · colᵀ, or dWᵀ = col · gradᵀ, whichever pads fewer of the GEMM's
+  // tiles (the same bits): dW of a first layer has k = 9 columns, a third of
+  // a 32-wide tile, where dWᵀ fills whole tiles. dWᵀ accumulates here.
+  const bool transposed = gemm_tile_area(k, og, sizeof(T)) < gemm_tile_area(og, k, sizeof(T));
+  const Tensor dwt_buffer = transposed ? empty({g.groups * k * og}, dtype_of_v<T>) : Tensor();
+  T* const dwt = transposed ? dwt_buffer.data_ptr<T>() : nullptr;
   for (int64_t n0 = 0; n0 < g.batch; n0 += block) {
     const int64_t nb = std::min(block, g.batch - n0), ld = nb * pixels;
     parallel_for(0, nb, 1, [&](int64_t begin, int64_t end) {
@@ -286,10 +292,17 @@ template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& g
       }
     });
     // Blocks add in order, so the sum over images is the same for every thread count.
-    for (int64_t grp = 0; grp < g.groups; ++grp)
-      gemm(og, k, ld, MatrixRef<T>{grad + grp * og * ld, ld, 1}, MatrixRef<T>{col + grp * k * ld, 1, ld},
-           T(n0 == 0 ? 0 : 1), dw + grp * og * k, k);
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const MatrixRef<T> gr{grad + grp * og * ld, ld, 1}, cl{col + grp * k * ld, ld, 1};
+      const T beta(n0 == 0 ? 0 : 1);
+      if (transposed) gemm(k, og, ld, cl, {gr.data, 1, ld}, beta, dwt + grp * k * og, og);
+      else gemm(og, k, ld, gr, {cl.data, 1, ld}, beta, dw + grp * og * k, k);
+    }
   }
+  if (transposed)
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      for (int64_t o = 0; o < og; ++o)
+        for (int64_t j = 0; j < k; ++j) dw[(grp * og + o) * k + j] = dwt[(grp * k + j) * og + o];
 }
 
 // inputs: image, grad; attrs: kernel, stride, padding, dilation, groups

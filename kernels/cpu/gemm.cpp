@@ -129,6 +129,11 @@ std::vector<int> gemm_vector_widths() {
 
 int gemm_vector_bytes() { return width().bytes; }
 
+int64_t gemm_tile_area(int64_t m, int64_t n, size_t element_size) {
+  const int64_t mr = kGemmFewRows, nr = 2 * gemm_vector_bytes() / int64_t(element_size);  // Blocking's MR, NR
+  return (m + mr - 1) / mr * mr * ((n + nr - 1) / nr * nr);
+}
+
 void set_gemm_vector_bytes(int bytes) {
   for (const Width& w : kWidths) {
     if (w.bytes != bytes) continue;

@@ -9,6 +9,7 @@
 // result is bit-identical from run to run.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -39,6 +40,13 @@ int gemm_vector_bytes();
 // Uses the kernels of `bytes`-wide vectors from now on, for every thread
 // (tests, benchmarks); throws nnvm::Error when the CPU cannot run them.
 void set_gemm_vector_bytes(int bytes);
+
+// The elements of the micro-kernel's tiles a gemm with an m×n C computes
+// (m and n rounded up to whole tiles, for elements of `element_size`
+// bytes): a caller free to compute C or Cᵀ = Bᵀ·Aᵀ picks the smaller. Both
+// sum each element's products in the same order, so give the same bits,
+// when neither takes the few-row path.
+int64_t gemm_tile_area(int64_t m, int64_t n, size_t element_size);
 
 // The few-row GEMM's domain: fewer rows than the packed micro-kernel's tile
 // (MR), B row-major, and too little work to wake the thread pool.
