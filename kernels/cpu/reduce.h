@@ -124,14 +124,14 @@ template <class Rows, class Cols> void for_each_slice(const ReduceLayout& L, Row
                });
 }
 
-// Reduces every output with `red` and calls store(k, acc) for output k = o * inner + i.
 // Elements [r0, r0 + n) of row o of a gathered layout into buf.
 template <class T> void gather_row(const ReduceLayout& L, int64_t o, int64_t r0, int64_t n, T* buf) {
   const T* p = L.base<T>();
-  for (size_t d = L.kept_sizes.size(); d-- > 0; o /= L.kept_sizes[d]) p += (o % L.kept_sizes[d]) * L.kept_strides[d];
+  for (size_t d = L.kept_sizes.size(); d-- > 0; o /= L.kept_sizes[d])
+    p += (o % L.kept_sizes[d]) * L.kept_strides[d];
   const size_t last = L.red_sizes.size() - 1;
-  DimVector at(last + 1);
-  for (size_t d = last + 1, r = size_t(r0); d-- > 0; r /= size_t(L.red_sizes[d])) at[d] = int64_t(r % size_t(L.red_sizes[d]));
+  DimVector at(last + 1);  // r0 as an index into the reduced dims
+  for (size_t d = last + 1; d-- > 0; r0 /= L.red_sizes[d]) at[d] = r0 % L.red_sizes[d];
   const int64_t size = L.red_sizes[last], stride = L.red_strides[last];
   for (int64_t done = 0; done < n;) {
     const T* q = p;
@@ -148,6 +148,7 @@ template <class T> void gather_row(const ReduceLayout& L, int64_t o, int64_t r0,
   }
 }
 
+// Reduces every output with `red` and calls store(k, acc) for output k = o * inner + i.
 template <class T, class Red, class Store> void reduce(const ReduceLayout& L, const Red& red, Store store) {
   using A = typename Red::acc_t;
   const T* x = L.base<T>();
