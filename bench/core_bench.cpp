@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "nnvm/kernels/cpu/exp.h"
@@ -272,6 +273,46 @@ void BM_MaxPool2dHandwritten(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * int64_t(x.size()) * 4 * 5 / 4);
 }
 BENCHMARK(BM_MaxPool2dHandwritten)->Name("BM_MaxPool2d/handwritten/forward")->UseRealTime();
+
+// The demo CNN's two 3x3, padding-1 convolutions alone (tools/fashion_cnn.h),
+// eager, batch 64: the forward, the input gradient (a transposed
+// convolution of the output gradient) and the weight gradient; the step's
+// GEMMs, im2col and col2im without the rest of BM_CnnTrainStep. Rate:
+// the convolution's multiply-adds, counted twice.
+struct ConvLayer {
+  int64_t channels, out_channels, side;
+};
+enum class ConvPass { kForward, kInputGrad, kWeightGrad };
+void BM_ConvLayer(benchmark::State& state, ConvLayer l, ConvPass pass) {
+  const EagerGuard eager;
+  const Tensor x = randn({64, l.channels, l.side, l.side}), w = randn({l.out_channels, l.channels, 3, 3});
+  const Tensor gy = randn({64, l.out_channels, l.side, l.side});
+  const OpDef& weight_grad = find_op("conv2d_backward_weight");
+  const Attrs attrs = {DimVector{3, 3}, DimVector{1, 1}, DimVector{1, 1}, DimVector{1, 1}, int64_t(1)};
+  for (auto _ : state) {
+    switch (pass) {
+      case ConvPass::kForward: benchmark::DoNotOptimize(conv2d(x, w, Tensor(), {1, 1}, {1, 1})); break;
+      case ConvPass::kInputGrad:
+        benchmark::DoNotOptimize(conv_transpose2d(gy, w, Tensor(), {1, 1}, {1, 1}));
+        break;
+      case ConvPass::kWeightGrad: benchmark::DoNotOptimize(call1(weight_grad, {x, gy}, attrs)); break;
+    }
+  }
+  const double flops = 2.0 * 64 * double(l.out_channels * l.channels * 9 * l.side * l.side);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+[[maybe_unused]] const bool kConvLayersRegistered = [] {
+  const std::pair<const char*, ConvLayer> layers[] = {{"conv1", {1, 32, 28}}, {"conv2", {32, 64, 14}}};
+  const std::pair<const char*, ConvPass> passes[] = {
+      {"forward", ConvPass::kForward}, {"input_grad", ConvPass::kInputGrad}, {"weight_grad", ConvPass::kWeightGrad}};
+  for (const auto& [layer_name, layer] : layers)
+    for (const auto& [pass_name, pass] : passes)
+      benchmark::RegisterBenchmark((std::string("BM_ConvLayer/") + layer_name + "/" + pass_name).c_str(), BM_ConvLayer,
+                                   layer, pass)
+          ->UseRealTime();
+  return true;
+}();
 
 // The same 512x512 product through each GEMM vector width this CPU runs
 // (cpu::set_gemm_vector_bytes; the first argument, in bytes). 16 is what a
