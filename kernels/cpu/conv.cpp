@@ -61,6 +61,12 @@ ShiftedTap shifted_tap(int64_t dh, int64_t dw, int64_t width, int64_t rows, int6
   return t;
 }
 
+// Whether each tap of g reads (im2col) or writes (col2im) a plane that is
+// the other side's shifted: stride 1 and rows as wide as the input's.
+bool taps_shift_planes(const Geometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width;
+}
+
 // Zeros the wrapped columns of rows [first, last) of a plane: column by
 // column, since a fill of a row's few elements would be a call to memset each.
 template <class T> void zero_wrapped(T* plane, const ShiftedTap& t, int64_t width) {
@@ -109,8 +115,7 @@ template <class T> void im2col_shifted_planes(const T* x, int64_t sc, int64_t ch
 template <class T>
 void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, const Geometry& g, T* col,
             int64_t ld) {
-  if (g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width && sw == 1 && sh == g.width)
-    return im2col_shifted_planes(x, sc, channels, g, col, ld);
+  if (taps_shift_planes(g) && sw == 1 && sh == g.width) return im2col_shifted_planes(x, sc, channels, g, col, ld);
   const WindowAxis rows{g.kernel_h, g.stride_h, g.pad_h, g.dil_h, g.height, g.out_height};
   const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
   const int64_t step = g.stride_w * sw;
@@ -159,7 +164,9 @@ template <class T> void col2im_shifted_planes(T* col, int64_t channels, const Ge
 // Adds col[(o, kh, kw), (ih, iw)] into out[o, oh, ow] (contiguous) for the
 // pixels each reaches, in the same order whatever reaches none: the input
 // rows and columns whose tap lands inside the output are worked out per tap.
-template <class T> void col2im(const T* col, int64_t channels, const Geometry& g, T* out) {
+// col is the caller's scratch (col2im_shifted_planes writes into it).
+template <class T> void col2im(T* col, int64_t channels, const Geometry& g, T* out) {
+  if (taps_shift_planes(g)) return col2im_shifted_planes(col, channels, g, out);
   const int64_t pixels = g.height * g.width;
   // Input pixel i's tap t lands on output position i·stride − pad + t·dilation.
   const WindowAxis rows{g.kernel_h, g.stride_h, g.pad_h, g.dil_h, g.out_height, g.height};
@@ -240,10 +247,7 @@ void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias
         // weight[g·cg + c, (o, kh, kw)] read transposed: row (o, kh, kw), column c.
         gemm(rows, pixels, cg, MatrixRef<T>{pw + grp * cg * rows, 1, rows},
              MatrixRef<T>{px + (n * g.channels + grp * cg) * pixels, pixels, 1}, T(0), col, pixels);
-        if (g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width)
-          col2im_shifted_planes(col, og, g, image_out + grp * og * out_pixels);
-        else
-          col2im(col, og, g, image_out + grp * og * out_pixels);
+        col2im(col, og, g, image_out + grp * og * out_pixels);
       }
       if (pb) add_bias(pb, g, image_out);
     }

@@ -154,40 +154,27 @@ template <class T, class Red, class Store> void reduce(const ReduceLayout& L, co
   const T* x = L.base<T>();
   const int64_t R = L.reduced, I = L.inner;
   const int64_t blocks = (R + kRowBlock - 1) / kRowBlock;
-  if (L.gathered()) {
-    // The rows a block at a time through a buffer: the same runs, hence the
-    // same result, as the contiguous copy reduce_layout would have made.
+  if (L.gathered() || (I == 1 && blocks > 1)) {
+    // Rows in blocks of kRowBlock reduced in parallel, merged in order. A
+    // gathered layout's rows go through a buffer a block at a time: the same
+    // runs, hence the same result, as the contiguous copy reduce_layout
+    // would have made (a row of one block included: for_each_slice's rows).
     if (L.outer == 0) return;
     const int64_t per_row = std::max<int64_t>(blocks, 1);
     const std::unique_ptr<A[]> part(new A[size_t(L.outer * per_row)]);
     parallel_for(0, L.outer * per_row, 1, [&](int64_t b, int64_t e) {
       // One buffer per task (no thread_local: the library's TLS must stay
       // small, test dlopen_library), not a vector: T may be bool.
-      const std::unique_ptr<T[]> buf(new T[size_t(std::min(R, kRowBlock))]);
+      const std::unique_ptr<T[]> buf(L.gathered() ? new T[size_t(std::min(R, kRowBlock))] : nullptr);
       for (int64_t t = b; t < e; ++t) {
-        const int64_t r0 = (t % per_row) * kRowBlock, n = std::min(kRowBlock, R - r0);
-        gather_row(L, t / per_row, r0, n, buf.get());
-        part[size_t(t)] = reduce_run(red, buf.get(), n, r0);
+        const int64_t o = t / per_row, r0 = (t % per_row) * kRowBlock, n = std::min(kRowBlock, R - r0);
+        if (buf) gather_row(L, o, r0, n, buf.get());
+        part[size_t(t)] = reduce_run(red, buf ? buf.get() : x + o * R + r0, n, r0);
       }
     });
     for (int64_t o = 0; o < L.outer; ++o) {
       A acc = part[size_t(o * per_row)];
       for (int64_t k = 1; k < per_row; ++k) acc = red.merge(acc, part[size_t(o * per_row + k)]);
-      store(o, acc);
-    }
-    return;
-  }
-  if (I == 1 && blocks > 1) {
-    const std::unique_ptr<A[]> part(new A[size_t(L.outer * blocks)]);
-    parallel_for(0, L.outer * blocks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t r0 = (t % blocks) * kRowBlock;
-        part[size_t(t)] = reduce_run(red, x + (t / blocks) * R + r0, std::min(kRowBlock, R - r0), r0);
-      }
-    });
-    for (int64_t o = 0; o < L.outer; ++o) {
-      A acc = part[size_t(o * blocks)];
-      for (int64_t k = 1; k < blocks; ++k) acc = red.merge(acc, part[size_t(o * blocks + k)]);
       store(o, acc);
     }
     return;

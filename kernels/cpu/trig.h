@@ -15,6 +15,9 @@ namespace nnvm::cpu {
 // stays below 2^20, so k times each 33-bit part of π/2 is exact.
 inline constexpr float kTrigLimit = 1048576.0f;  // 2^20
 
+// The arguments the fast path leaves to libm: too large, infinite or NaN.
+inline bool trig_needs_libm(float x) { return !(x <= kTrigLimit && x >= -kTrigLimit); }
+
 // x = k π/2 + r, |r| <= π/4, for |x| <= kTrigLimit (anything else is reduced
 // as 0: the caller gives those to libm). π/2 is split into two 33-bit parts
 // and a tail (the splitting of fdlibm's rem_pio2): k times either part is
@@ -27,7 +30,7 @@ struct PiOver2Reduction {
   int32_t k;
 };
 inline PiOver2Reduction reduce_pi_over_2(float x) {
-  const float v = x <= kTrigLimit && x >= -kTrigLimit ? x : 0.0f;  // NaN too
+  const float v = trig_needs_libm(x) ? 0.0f : x;
   const double d = double(v);
   const double k = (d * 0.63661977236758134308 + 6755399441055744.0) - 6755399441055744.0;
   const double r = ((d - k * 1.57079632673412561417e+00) - k * 6.07710050630396597660e-11) -
@@ -71,9 +74,6 @@ inline float tan_reduced(float x) {
   const double s = sin_poly(red.r), c = cos_poly(red.r);
   return float((red.k & 1) ? -c / s : s / c);
 }
-
-// The arguments the fast path leaves to libm: too large, infinite or NaN.
-inline bool trig_needs_libm(float x) { return !(x <= kTrigLimit && x >= -kTrigLimit); }
 
 // y = f(x) over a run, f one of the functions above and `libm` its libm
 // twin: the vectorised loop of f, or, in the rare run with an argument f
