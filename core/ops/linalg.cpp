@@ -42,6 +42,12 @@ OutputSpecs infer_matmul(absl::Span<const Tensor> in, const Attrs&) {
   return {{std::move(shape), a.dtype()}};
 }
 
+// A matrix stored column by column: the transposed view of a row-major one
+// (a linear layer's weight.t()).
+bool is_transposed_matrix(const Tensor& t) {
+  return t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+}
+
 const OpDef& matmul_op() {
   static const OpDef& op = find_op("matmul");
   return op;
@@ -50,13 +56,23 @@ const OpDef& matmul_op() {
 }  // namespace
 
 // d(a b) = da b + a db: ga = g bᵀ, gb = aᵀ g (broadcast batch dims are summed back by the engine).
+// An operand stored transposed gets its gradient in its own layout, as the
+// transposed view of (ga)ᵀ = b gᵀ or (gb)ᵀ = gᵀ a: through the view's own
+// backward (weight.t() of a linear layer) the gradient then reaches the
+// weight row-major, as the weight is. Computed as aᵀ g, it would reach it
+// transposed, and every later reader (an optimizer step, a gradient
+// accumulation) would walk a large matrix down its columns.
 std::vector<Tensor> matmul_grad(const GradContext& c) {
   static const OpDef& op = find_op("matmul");
   const Tensor& g = c.grad_outputs[0];
   if (!g.defined()) return {Tensor(), Tensor()};
   const Tensor &a = c.inputs[0], &b = c.inputs[1];
-  return {c.needs_input_grad[0] ? call1(op, {g, b.mT()}) : Tensor(),
-          c.needs_input_grad[1] ? call1(op, {a.mT(), g}) : Tensor()};
+  Tensor ga, gb;
+  if (c.needs_input_grad[0])
+    ga = is_transposed_matrix(a) && b.dim() == 2 ? call1(op, {b, g.mT()}).mT() : call1(op, {g, b.mT()});
+  if (c.needs_input_grad[1])
+    gb = is_transposed_matrix(b) && a.dim() == 2 ? call1(op, {g.mT(), a}).mT() : call1(op, {a.mT(), g});
+  return {ga, gb};
 }
 
 // a b + c d: both products of the same shape and dtype.

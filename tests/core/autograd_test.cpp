@@ -308,5 +308,32 @@ TEST(AutogradLinalg, MatmulFirstAndSecondDerivatives) {
   }
 }
 
+// A matrix operand stored transposed (a linear layer's weight.t(), a.t() on
+// the left) gets its gradient in its own layout: the leaf behind the view
+// receives a row-major gradient, as the leaf is, eagerly and traced. The
+// values are the products written out: for L = sum(y^2) / 2, dL/dy = y.
+TEST(AutogradLinalg, TransposedOperandsGetGradientsInTheirLayout) {
+  const Mode previous = mode();
+  for (Mode m : {Mode::Eager, Mode::Traced}) {
+    set_mode(m);
+    const Tensor w = testing::leaf({5, 3}, 81), x = testing::leaf({4, 3}, 82);
+    const Tensor y = linear(x, w);  // x wᵀ, [4, 5]
+    (y * y * 0.5).sum().backward();
+    const Tensor a = testing::leaf({3, 4}, 83), b = testing::leaf({3, 2}, 84);
+    const Tensor z = a.t().matmul(b);  // aᵀ b, [4, 2]
+    (z * z * 0.5).sum().backward();
+    mark_step();
+    const EagerGuard eager;
+    const Tensor yd = y.detach(), zd = z.detach();
+    ASSERT_TRUE(w.grad().is_contiguous()) << "mode " << int(m);
+    ASSERT_TRUE(a.grad().is_contiguous()) << "mode " << int(m);
+    testing::expect_tensors_close(w.grad(), yd.t().contiguous().matmul(x.detach()), 1e-12, 1e-12);  // yᵀ x
+    testing::expect_tensors_close(x.grad(), yd.matmul(w.detach()), 1e-12, 1e-12);                  // y w
+    testing::expect_tensors_close(a.grad(), b.detach().matmul(zd.t().contiguous()), 1e-12, 1e-12);  // b zᵀ
+    testing::expect_tensors_close(b.grad(), a.detach().matmul(zd), 1e-12, 1e-12);                  // a z
+  }
+  set_mode(previous);
+}
+
 }  // namespace
 }  // namespace nnvm
