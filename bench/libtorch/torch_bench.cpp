@@ -1,0 +1,154 @@
+// The same programs as nnvm_bench's headline benchmarks, written against
+// libtorch (PyTorch's C++ library) and run eagerly, so that nnvm and libtorch
+// can be compared on one machine in one sitting (tools/libtorch_compare.sh
+// builds this against the libtorch of a pinned PyPI wheel; it is a measuring
+// tool, not part of nnvm's build). Each benchmark mirrors the nnvm one named
+// in its comment: the same shapes, steps and thread count (both libraries
+// use the machine's hardware threads unless NNVM_THREADS / OMP_NUM_THREADS
+// say otherwise); only the random numbers differ (each library has its own
+// generator), which changes no work except the RNN's data-dependent trip
+// count, so that one is reported per step.
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+benchmark::Counter per_item(double items) {
+  return benchmark::Counter(items, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// bench/core_bench.cpp BM_EagerAddTiny: dispatching a 16-element add.
+void BM_TorchEagerAddTiny(benchmark::State& state) {
+  const torch::Tensor a = torch::randn({16}), b = torch::randn({16});
+  for (auto _ : state) benchmark::DoNotOptimize(a + b);
+}
+BENCHMARK(BM_TorchEagerAddTiny)->Name("Torch/EagerAddTiny");
+
+// bench/core_bench.cpp BM_Matmul: an n x n product, B plain or a transposed view.
+void BM_TorchMatmul(benchmark::State& state, bool transposed_b) {
+  const int64_t n = state.range(0);
+  const torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
+  const torch::Tensor rhs = transposed_b ? b.t() : b;
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(rhs));
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(n * n * n) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_TorchMatmul, eager, false)->Name("Torch/Matmul")->Arg(512)->Arg(1024)->UseRealTime();
+BENCHMARK_CAPTURE(BM_TorchMatmul, eager_bt, true)
+    ->Name("Torch/Matmul_transposed_b")
+    ->Arg(512)
+    ->Arg(1024)
+    ->UseRealTime();
+
+// bench/trace_bench.cpp BM_RnnDynamic: h = tanh(x_t W + h U + b), hidden 64,
+// batch 1, until |h| crosses a threshold (read with item() every step) or
+// 64 steps; time per step.
+constexpr int64_t kHidden = 64, kMaxSteps = 64;
+constexpr float kThreshold = 6.1f;
+
+void BM_TorchRnnDynamic(benchmark::State& state) {
+  torch::manual_seed(0);
+  const torch::Tensor w = torch::randn({kHidden, kHidden}) * (1.0 / std::sqrt(double(kHidden)));
+  const torch::Tensor u = torch::randn({kHidden, kHidden}) * (1.0 / std::sqrt(double(kHidden)));
+  const torch::Tensor b = torch::randn({1, kHidden}) * 0.1;
+  const torch::Tensor xs = torch::randn({kMaxSteps, 1, kHidden});
+  int64_t steps = 0;
+  for (auto _ : state) {
+    torch::Tensor h = torch::zeros({1, kHidden});
+    for (int64_t t = 0; t < kMaxSteps;) {
+      h = (torch::matmul(xs[t], w) + torch::matmul(h, u) + b).tanh();
+      ++t;
+      ++steps;
+      if (h.norm().item<float>() > kThreshold) break;
+    }
+  }
+  state.SetItemsProcessed(steps);
+  state.counters["steps/run"] = double(steps) / double(state.iterations());
+  state.counters["us/step"] = per_item(double(steps) * 1e-6);
+}
+BENCHMARK(BM_TorchRnnDynamic)->Name("Torch/RnnDynamic")->UseRealTime();
+
+// bench/train_bench.cpp BM_MlpTrainStep: forward, backward and an SGD update
+// of an MLP 1024 -> 4096 -> 1024 with GELU and an MSE loss, batch 256.
+void BM_TorchMlpTrainStep(benchmark::State& state) {
+  constexpr int64_t kBatch = 256, kIn = 1024, kWidth = 4096, kOut = 1024;
+  constexpr double kLr = 1e-2;
+  torch::manual_seed(0);
+  auto parameter = [](std::vector<int64_t> shape, int64_t fan_in) {
+    return (torch::randn(shape) * (1.0 / std::sqrt(double(fan_in)))).requires_grad_();
+  };
+  torch::Tensor w1 = parameter({kWidth, kIn}, kIn), b1 = parameter({kWidth}, kIn);
+  torch::Tensor w2 = parameter({kOut, kWidth}, kWidth), b2 = parameter({kOut}, kWidth);
+  const std::vector<torch::Tensor> params = {w1, b1, w2, b2};
+  const torch::Tensor x = torch::randn({kBatch, kIn}), target = torch::randn({kBatch, kOut});
+  torch::Tensor loss;
+  for (auto _ : state) {
+    const torch::Tensor y = torch::linear(torch::gelu(torch::linear(x, w1, b1)), w2, b2);
+    loss = torch::mse_loss(y, target);
+    loss.backward();
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor p : params) {
+      p.sub_(p.grad(), kLr);
+      p.mutable_grad() = torch::Tensor();
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  const double flops = 2.0 * kBatch * (2.0 * kIn * kWidth + 3.0 * kWidth * kOut);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["loss"] = loss.item<double>();
+}
+BENCHMARK(BM_TorchMlpTrainStep)->Name("Torch/MlpTrainStep")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// bench/train_bench.cpp BM_CnnTrainStep: one Adam step of the demo's CNN
+// (tools/fashion_cnn.h) on a batch of 64 random 28x28 images.
+struct FashionCnnImpl : torch::nn::Module {
+  FashionCnnImpl()
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)))),
+        fc1(register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128))),
+        fc2(register_module("fc2", torch::nn::Linear(128, 10))) {}
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = torch::max_pool2d(conv1(x).relu(), {2, 2});
+    h = torch::max_pool2d(conv2(h).relu(), {2, 2});
+    return fc2(fc1(h.flatten(1)).relu());
+  }
+
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(FashionCnn);
+
+void BM_TorchCnnTrainStep(benchmark::State& state) {
+  torch::manual_seed(0);
+  FashionCnn model;
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
+  const torch::Tensor images = torch::randn({64, 1, 28, 28});
+  const torch::Tensor labels = torch::randint(0, 10, {64});
+  torch::Tensor loss;
+  for (auto _ : state) {
+    opt.zero_grad();
+    loss = torch::cross_entropy_loss(model(images), labels);
+    loss.backward();
+    opt.step();
+  }
+  state.SetItemsProcessed(state.iterations() * 64);
+  state.counters["loss"] = loss.item<double>();
+}
+BENCHMARK(BM_TorchCnnTrainStep)->Name("Torch/CnnTrainStep")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* n = std::getenv("NNVM_THREADS")) torch::set_num_threads(std::atoi(n));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# nnvm against libtorch on this machine, in one sitting (docs/BENCHMARKS.md).
+# A measuring tool, not part of nnvm's build: it fetches the libtorch of a
+# pinned PyPI wheel (PyTorch's C++ library with its headers; pip download,
+# no dependencies, about 540 MB, cached in $NNVM_TORCH_DIR), builds
+# bench/libtorch/torch_bench.cpp against it, builds nnvm_bench, and runs the
+# paired benchmarks of both, alternating, ROUNDS times (default 3):
+#
+#   Torch/EagerAddTiny   BM_EagerAddTiny
+#   Torch/Matmul[_transposed_b]  BM_Matmul/eager[_transposed_b] (512, 1024)
+#   Torch/RnnDynamic     BM_RnnDynamic/traced and /eager (compare us/step)
+#   Torch/MlpTrainStep   BM_MlpTrainStep/traced and /eager
+#   Torch/CnnTrainStep   BM_CnnTrainStep/traced and /eager
+#
+#   tools/libtorch_compare.sh [extra Google Benchmark arguments...]
+#
+# Both libraries use the hardware threads; NNVM_THREADS=N sets both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+torch_version=2.15.0
+dir="${NNVM_TORCH_DIR:-$HOME/.cache/nnvm-torch}/$torch_version"
+rounds="${ROUNDS:-3}"
+
+if [[ ! -f "$dir/torch/lib/libtorch_cpu.so" ]]; then
+  mkdir -p "$dir"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$dir/wheel" "torch==$torch_version"
+  # only the headers and the libraries (the wheel's Python half is not needed)
+  python3 - "$dir" <<'EOF'
+import glob, sys, zipfile
+dir = sys.argv[1]
+with zipfile.ZipFile(glob.glob(f"{dir}/wheel/torch-*.whl")[0]) as w:
+    w.extractall(dir, [n for n in w.namelist() if n.startswith(("torch/include/", "torch/lib/"))])
+EOF
+  rm -rf "$dir/wheel"
+fi
+
+mkdir -p build-libtorch
+if [[ ! build-libtorch/torch_bench -nt bench/libtorch/torch_bench.cpp ]]; then
+  echo "building build-libtorch/torch_bench (libtorch $torch_version)"
+  g++ -std=c++20 -O2 bench/libtorch/torch_bench.cpp -o build-libtorch/torch_bench \
+    -isystem "$dir/torch/include" -isystem "$dir/torch/include/torch/csrc/api/include" \
+    -L "$dir/torch/lib" -ltorch_cpu -lc10 -lbenchmark -lpthread -Wl,-rpath,"$dir/torch/lib"
+fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNNVM_BUILD_TESTS=ON -DNNVM_BUILD_BENCH=ON >/dev/null
+cmake --build build --target nnvm_bench -j "$(nproc)" >/dev/null
+
+nnvm_filter='^BM_EagerAddTiny$|BM_Matmul/eager(_transposed_b)?/'
+nnvm_filter+='|BM_RnnDynamic/(traced|eager)|BM_MlpTrainStep/|BM_CnnTrainStep/'
+for ((r = 1; r <= rounds; ++r)); do
+  echo "== round $r: libtorch"
+  ./build-libtorch/torch_bench --benchmark_min_time=0.5 "$@"
+  echo "== round $r: nnvm"
+  ./build/bench/nnvm_bench --benchmark_filter="$nnvm_filter" --benchmark_min_time=0.5 "$@"
+done
