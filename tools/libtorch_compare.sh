@@ -8,6 +8,10 @@
 #
 #   Torch/EagerAddTiny   BM_EagerAddTiny
 #   Torch/Matmul[_transposed_b]  BM_Matmul/eager[_transposed_b] (512, 1024)
+#   Torch/Add, Exp, Tanh, Erf, Gelu, Log, Sin, Cos, Tan, Softmax, Sum/{rows,columns}
+#                        BM_Add/eager, ..., BM_SoftmaxOp/eager, BM_Sum/eager/... ([4096, 1024])
+#   Torch/MaxPool2d/*    BM_MaxPool2d/eager/*
+#   Torch/ConvLayer/*    BM_ConvLayer/*
 #   Torch/RnnDynamic     BM_RnnDynamic/traced and /eager (compare us/step)
 #   Torch/MlpTrainStep   BM_MlpTrainStep/traced and /eager
 #   Torch/CnnTrainStep   BM_CnnTrainStep/traced and /eager
@@ -45,6 +49,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNNVM_BUILD_TESTS=ON -D
 cmake --build build --target nnvm_bench -j "$(nproc)" >/dev/null
 
 nnvm_filter='^BM_EagerAddTiny$|BM_Matmul/eager(_transposed_b)?/'
+nnvm_filter+='|^BM_(Add|Exp|Tanh|Erf|Gelu|Log|Sin|Cos|Tan|SoftmaxOp)/eager|BM_Sum/eager/'
+nnvm_filter+='|BM_MaxPool2d/eager/|BM_ConvLayer/'
 nnvm_filter+='|BM_RnnDynamic/(traced|eager)|BM_MlpTrainStep/|BM_CnnTrainStep/'
 for ((r = 1; r <= rounds; ++r)); do
   echo "== round $r: libtorch"

@@ -11,8 +11,11 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -43,6 +46,103 @@ BENCHMARK_CAPTURE(BM_TorchMatmul, eager_bt, true)
     ->Arg(512)
     ->Arg(1024)
     ->UseRealTime();
+
+// bench/core_bench.cpp's [4096, 1024] float ops, eager: BM_Add, BM_Exp,
+// BM_Transcendental (over randn; the logarithm over its magnitudes),
+// BM_SoftmaxOp, BM_Sum/eager/{rows,columns}. Rate: bytes read and written.
+constexpr int64_t kRows = 4096, kCols = 1024;
+
+void BM_TorchAdd(benchmark::State& state) {
+  const torch::Tensor a = torch::randn({kRows, kCols}), b = torch::randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(a + b);
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 12);
+}
+BENCHMARK(BM_TorchAdd)->Name("Torch/Add")->UseRealTime();
+
+void BM_TorchUnary(benchmark::State& state, torch::Tensor (*op)(const torch::Tensor&), bool magnitudes) {
+  const torch::Tensor a = magnitudes ? torch::randn({kRows, kCols}).abs() : torch::randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(op(a));
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
+}
+struct Unary {
+  const char* name;
+  torch::Tensor (*op)(const torch::Tensor&);
+  bool magnitudes;
+};
+const Unary kUnary[] = {
+    {"Torch/Exp", [](const torch::Tensor& x) { return x.exp(); }, false},
+    {"Torch/Tanh", [](const torch::Tensor& x) { return x.tanh(); }, false},
+    {"Torch/Erf", [](const torch::Tensor& x) { return x.erf(); }, false},
+    {"Torch/Gelu", [](const torch::Tensor& x) { return torch::gelu(x); }, false},
+    {"Torch/Log", [](const torch::Tensor& x) { return x.log(); }, true},
+    {"Torch/Sin", [](const torch::Tensor& x) { return x.sin(); }, false},
+    {"Torch/Cos", [](const torch::Tensor& x) { return x.cos(); }, false},
+    {"Torch/Tan", [](const torch::Tensor& x) { return x.tan(); }, false},
+    {"Torch/Softmax", [](const torch::Tensor& x) { return torch::softmax(x, -1); }, false},
+};
+[[maybe_unused]] const bool kUnaryRegistered = [] {
+  for (const Unary& u : kUnary) benchmark::RegisterBenchmark(u.name, BM_TorchUnary, u.op, u.magnitudes)->UseRealTime();
+  return true;
+}();
+
+void BM_TorchSum(benchmark::State& state, int64_t dim) {
+  const torch::Tensor a = torch::randn({kRows, kCols});
+  for (auto _ : state) benchmark::DoNotOptimize(a.sum(dim));
+  state.SetBytesProcessed(state.iterations() * kRows * kCols * 4);
+}
+BENCHMARK_CAPTURE(BM_TorchSum, rows, 1)->Name("Torch/Sum/rows")->UseRealTime();
+BENCHMARK_CAPTURE(BM_TorchSum, columns, 0)->Name("Torch/Sum/columns")->UseRealTime();
+
+// bench/core_bench.cpp BM_MaxPool2d/eager/{forward,backward}: 2x2 pooling of
+// [64, 32, 28, 28]. libtorch's backward is given the forward's indices (nnvm's
+// finds the maxima again from the input).
+void BM_TorchMaxPool2d(benchmark::State& state, bool backward) {
+  const torch::Tensor x = torch::randn({64, 32, 28, 28}), grad = torch::randn({64, 32, 14, 14});
+  const auto [y, indices] = torch::max_pool2d_with_indices(x, {2, 2});
+  for (auto _ : state) {
+    if (backward)
+      benchmark::DoNotOptimize(torch::max_pool2d_with_indices_backward(grad, x, {2, 2}, {2, 2}, {0, 0}, {1, 1},
+                                                                       false, indices));
+    else benchmark::DoNotOptimize(torch::max_pool2d(x, {2, 2}));
+  }
+  state.SetBytesProcessed(state.iterations() * x.numel() * 4 * (backward ? 2 : 1) * 5 / 4);
+}
+BENCHMARK_CAPTURE(BM_TorchMaxPool2d, forward, false)->Name("Torch/MaxPool2d/forward")->UseRealTime();
+BENCHMARK_CAPTURE(BM_TorchMaxPool2d, backward, true)->Name("Torch/MaxPool2d/backward")->UseRealTime();
+
+// bench/core_bench.cpp BM_ConvLayer: the demo CNN's two 3x3, padding-1
+// convolutions, batch 64: forward, input gradient, weight gradient.
+enum class ConvPass { kForward, kInputGrad, kWeightGrad };
+void BM_TorchConvLayer(benchmark::State& state, int64_t channels, int64_t out_channels, int64_t side,
+                       ConvPass pass) {
+  const torch::Tensor x = torch::randn({64, channels, side, side}), w = torch::randn({out_channels, channels, 3, 3});
+  const torch::Tensor gy = torch::randn({64, out_channels, side, side});
+  const std::array<bool, 3> mask = {pass == ConvPass::kInputGrad, pass == ConvPass::kWeightGrad, false};
+  for (auto _ : state) {
+    if (pass == ConvPass::kForward) benchmark::DoNotOptimize(torch::conv2d(x, w, {}, 1, 1));
+    else
+      benchmark::DoNotOptimize(
+          at::convolution_backward(gy, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1, mask));
+  }
+  const double flops = 2.0 * 64 * double(out_channels * channels * 9 * side * side);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+[[maybe_unused]] const bool kConvLayersRegistered = [] {
+  struct Layer {
+    const char* name;
+    int64_t channels, out_channels, side;
+  };
+  const Layer layers[] = {{"conv1", 1, 32, 28}, {"conv2", 32, 64, 14}};
+  const std::pair<const char*, ConvPass> passes[] = {
+      {"forward", ConvPass::kForward}, {"input_grad", ConvPass::kInputGrad}, {"weight_grad", ConvPass::kWeightGrad}};
+  for (const Layer& l : layers)
+    for (const auto& [pass_name, pass] : passes)
+      benchmark::RegisterBenchmark((std::string("Torch/ConvLayer/") + l.name + "/" + pass_name).c_str(),
+                                   BM_TorchConvLayer, l.channels, l.out_channels, l.side, pass)
+          ->UseRealTime();
+  return true;
+}();
 
 // bench/trace_bench.cpp BM_RnnDynamic: h = tanh(x_t W + h U + b), hidden 64,
 // batch 1, until |h| crosses a threshold (read with item() every step) or
