@@ -4,10 +4,13 @@
 //   conv_transpose2d: col[(o,kh,kw), p] = Wᵀ · x[c, p], then col2im adds each
 //                     column into the output pixels it touches, in a fixed order.
 //   conv2d_backward_weight: dW[o, (c,kh,kw)] = Σ_images g[o, p] · im2col(x)[(c,kh,kw), p],
-//                     over blocks of images whose columns sit side by side.
+//                     over blocks of images whose columns sit side by side; with
+//                     few columns (c·kh·kw <= 16, a first layer) as dot products
+//                     image by image, without the GEMM.
 // Images go to threads whole when there are several; a single image gives its
 // GEMM the whole pool.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "nnvm/core/op.h"
@@ -260,6 +263,71 @@ void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias
 // training step ~10% slower on one thread (docs/BENCHMARKS.md).
 constexpr int64_t kColumnBudget = int64_t(1) << 19;
 
+// A weight gradient with few columns per output channel (k = c·kh·kw: 9 for
+// a one-channel 3x3 first layer) as dot products: a GEMM would pad its tiles
+// with zeros and pack (after copying) the whole output gradient for few
+// products each. dw[o, j] is the sum over images of the output gradient's
+// plane o dotted with row j of the image's im2col matrix, kLanes-wide
+// partial sums in registers, added in a fixed order; the images add in
+// fixed blocks of kDotImages whose sums merge in order, so the result is the
+// same for every thread count.
+constexpr int64_t kDotColumns = 16, kDotImages = 8;
+
+// acc[j] += Σ_p a[p] · rows[j·pixels + p] for j < K, p < pixels: the K
+// dot products side by side, one 64-byte vector of partial sums each.
+template <int64_t K, class T> void add_dots(const T* a, const T* rows, int64_t pixels, T* acc) {
+  typedef T V __attribute__((vector_size(64)));
+  constexpr int64_t L = int64_t(sizeof(V) / sizeof(T));
+  auto load = [](const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  V lanes[K] = {};
+  int64_t p = 0;
+  for (; p + L <= pixels; p += L) {
+    const V x = load(a + p);
+#pragma GCC unroll 16
+    for (int64_t j = 0; j < K; ++j) lanes[j] += x * load(rows + j * pixels + p);
+  }
+  for (int64_t l = 0; p + l < pixels; ++l)
+    for (int64_t j = 0; j < K; ++j) lanes[j][l] += a[p + l] * rows[j * pixels + p + l];
+  for (int64_t j = 0; j < K; ++j) {
+    T sum = lanes[j][0];
+    for (int64_t l = 1; l < L; ++l) sum += lanes[j][l];
+    acc[j] += sum;
+  }
+}
+
+template <class T, int64_t K = 1>
+void add_dots(int64_t k, const T* a, const T* rows, int64_t pixels, T* acc) {
+  if constexpr (K < kDotColumns)
+    if (k != K) return add_dots<T, K + 1>(k, a, rows, pixels, acc);
+  add_dots<K>(a, rows, pixels, acc);
+}
+
+template <class T>
+void backward_weight_dots(const T* px, const T* pg, const Geometry& g, int64_t k, T* dw) {
+  const int64_t og = g.out_channels / g.groups, pixels = g.out_height * g.out_width, plane = g.height * g.width;
+  const int64_t blocks = (g.batch + kDotImages - 1) / kDotImages, size = g.out_channels * k;
+  std::vector<T> part(size_t(blocks * size), T(0));
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    T* col = thread_buffer<T>(g.groups * k * pixels);
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t n = b * kDotImages; n < std::min(g.batch, (b + 1) * kDotImages); ++n) {
+        im2col(px + n * g.channels * plane, plane, g.width, int64_t(1), g.channels, g, col, pixels);
+        for (int64_t o = 0; o < g.out_channels; ++o)
+          add_dots(k, pg + (n * g.out_channels + o) * pixels, col + (o / og) * k * pixels, pixels,
+                   part.data() + b * size + o * k);
+      }
+  });
+  for (int64_t i = 0; i < size; ++i) {
+    T sum = part[size_t(i)];
+    for (int64_t b = 1; b < blocks; ++b) sum += part[size_t(b * size + i)];
+    dw[i] = sum;
+  }
+}
+
 template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& gs, const Geometry& g, T* dw) {
   const Tensor x = staged(xs, dtype_of_v<T>), gy = staged(gs, dtype_of_v<T>);
   const T* px = x.data_ptr<T>();
@@ -267,6 +335,7 @@ template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& g
   const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups;
   const int64_t k = cg * g.kernel_h * g.kernel_w, pixels = g.out_height * g.out_width;
   const int64_t plane = g.height * g.width;
+  if (k <= kDotColumns) return backward_weight_dots(px, pg, g, k, dw);
   const int64_t per_image = std::max<int64_t>(1, g.channels * g.kernel_h * g.kernel_w * pixels);
   const int64_t block = std::clamp<int64_t>(kColumnBudget / per_image, 1, g.batch);
   // col[(c, kh, kw), (n, p)] and grad[o, (n, p)] for the images of one block,

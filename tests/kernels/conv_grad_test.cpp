@@ -99,6 +99,45 @@ TEST(ConvGrad, WeightGradientOverManyImagesMatchesNaiveSum) {
   }
 }
 
+// A weight gradient with few columns per output channel (one input channel,
+// 3x3: 9) takes the dot-product path: against the naive sum over images with
+// padding (19 images: the fixed blocks of images end with a partial one), and
+// the same bits on one thread and on several.
+TEST(ConvGrad, FewColumnWeightGradientMatchesNaiveSumOnAnyThreadCount) {
+  const int64_t n = 19, o = 5, h = 9, w = 11, k = 3;
+  const Tensor x = testing::random({n, 1, h, w}, kFloat64, 15);
+  const Tensor weight = testing::random({o, 1, k, k}, kFloat64, 16).requires_grad_();
+  const Tensor y = conv2d(x, weight, Tensor(), {1}, {1});
+  const Tensor g = testing::random(y.sizes(), kFloat64, 17);
+  const Tensor dw = autograd::grad({y}, {weight}, {g})[0];
+  const std::vector<double> xv = values(x), gv = values(g);
+  std::vector<double> expect(size_t(o * k * k), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t q = 0; q < o; ++q)
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          for (int64_t r = 0; r < h; ++r)
+            for (int64_t s = 0; s < w; ++s) {
+              const int64_t ih = r + i - 1, iw = s + j - 1;
+              if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                expect[size_t((q * k + i) * k + j)] +=
+                    gv[size_t(((b * o + q) * h + r) * w + s)] * xv[size_t((b * h + ih) * w + iw)];
+            }
+  expect_values(dw, expect, 1e-10, 1e-9);
+  const int threads = get_num_threads();
+  std::vector<std::vector<double>> runs;
+  for (int t : {1, 2, 3}) {
+    set_num_threads(t);
+    const Tensor w32 = weight.detach().to(kFloat32).requires_grad_();
+    const Tensor y32 = conv2d(x.to(kFloat32), w32, Tensor(), {1}, {1});
+    runs.push_back(values(autograd::grad({y32}, {w32}, {g.to(kFloat32)})[0]));
+  }
+  set_num_threads(threads);
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+  expect_values(Tensor(tensor<double>(runs[0])).reshape({o, 1, k, k}), expect, 1e-4, 1e-3);
+}
+
 TEST(PoolGrad, MaxPool2d) {
   struct Case {
     DimVector x, kernel, stride, padding, dilation;
