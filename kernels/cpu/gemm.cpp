@@ -33,6 +33,18 @@ template <class T> T* scratch(int slot, int64_t count) {
   return buf[slot].get();
 }
 
+template <class T>
+using GemmFn = void (*)(int64_t, int64_t, int64_t, MatrixRef<T>, MatrixRef<T>, T, T*, int64_t);
+
+// One width's kernels (gemm_kernels.inc's kWidth) and its micro-kernel's tile
+// (Blocking's MR × NR) for each dtype.
+struct Width {
+  int bytes;
+  GemmFn<float> f32;
+  GemmFn<double> f64;
+  int64_t mr_f32, nr_f32, mr_f64, nr_f64;
+};
+
 // Note [GEMM widths]
 // The kernels are compiled three times, for 16-, 32- and 64-byte vectors,
 // the two wider ones under target options of their own (AVX2 with FMA,
@@ -83,22 +95,13 @@ inline constexpr int64_t kVectorBytes = 64;
 #endif
 #endif
 
-template <class T>
-using GemmFn = void (*)(int64_t, int64_t, int64_t, MatrixRef<T>, MatrixRef<T>, T, T*, int64_t);
-
-struct Width {
-  int bytes;
-  GemmFn<float> f32;
-  GemmFn<double> f64;
-};
-
 // Widest first.
 constexpr Width kWidths[] = {
 #if defined(__x86_64__)
-    {64, v64::gemm_impl<float>, v64::gemm_impl<double>},
-    {32, v32::gemm_impl<float>, v32::gemm_impl<double>},
+    v64::kWidth,
+    v32::kWidth,
 #endif
-    {16, v16::gemm_impl<float>, v16::gemm_impl<double>},
+    v16::kWidth,
 };
 
 bool cpu_runs(int bytes) {
@@ -130,7 +133,9 @@ std::vector<int> gemm_vector_widths() {
 int gemm_vector_bytes() { return width().bytes; }
 
 int64_t gemm_tile_area(int64_t m, int64_t n, size_t element_size) {
-  const int64_t mr = kGemmFewRows, nr = 2 * gemm_vector_bytes() / int64_t(element_size);  // Blocking's MR, NR
+  const Width& w = width();
+  const bool f64 = element_size == sizeof(double);
+  const int64_t mr = f64 ? w.mr_f64 : w.mr_f32, nr = f64 ? w.nr_f64 : w.nr_f32;
   return (m + mr - 1) / mr * mr * ((n + nr - 1) / nr * nr);
 }
 
