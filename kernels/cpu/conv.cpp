@@ -273,22 +273,32 @@ constexpr int64_t kColumnBudget = int64_t(1) << 19;
 // same for every thread count.
 constexpr int64_t kDotColumns = 16, kDotImages = 8;
 
+// The widest vector the build's target has registers for: GCC lowers a
+// wider generic vector piece by piece through the stack (Note [GEMM widths]).
+#if defined(__AVX512F__)
+constexpr size_t kDotVectorBytes = 64;
+#elif defined(__AVX__)
+constexpr size_t kDotVectorBytes = 32;
+#else
+constexpr size_t kDotVectorBytes = 16;
+#endif
+
 // acc[j] += Σ_p a[p] · rows[j·pixels + p] for j < K, p < pixels: the K
-// dot products side by side, one 64-byte vector of partial sums each.
+// dot products side by side, one vector of partial sums each.
 template <int64_t K, class T> void add_dots(const T* a, const T* rows, int64_t pixels, T* acc) {
-  typedef T V __attribute__((vector_size(64)));
+  typedef T V __attribute__((vector_size(kDotVectorBytes)));
   constexpr int64_t L = int64_t(sizeof(V) / sizeof(T));
-  auto load = [](const T* p) {
-    V v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
   V lanes[K] = {};
   int64_t p = 0;
   for (; p + L <= pixels; p += L) {
-    const V x = load(a + p);
+    V x;
+    std::memcpy(&x, a + p, sizeof x);
 #pragma GCC unroll 16
-    for (int64_t j = 0; j < K; ++j) lanes[j] += x * load(rows + j * pixels + p);
+    for (int64_t j = 0; j < K; ++j) {
+      V r;
+      std::memcpy(&r, rows + j * pixels + p, sizeof r);
+      lanes[j] += x * r;
+    }
   }
   for (int64_t l = 0; p + l < pixels; ++l)
     for (int64_t j = 0; j < K; ++j) lanes[j][l] += a[p + l] * rows[j * pixels + p + l];
