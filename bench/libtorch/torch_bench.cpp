@@ -59,17 +59,17 @@ void BM_TorchAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_TorchAdd)->Name("Torch/Add")->UseRealTime();
 
-void BM_TorchUnary(benchmark::State& state, torch::Tensor (*op)(const torch::Tensor&), bool magnitudes) {
+void BM_TorchOneTensor(benchmark::State& state, torch::Tensor (*op)(const torch::Tensor&), bool magnitudes) {
   const torch::Tensor a = magnitudes ? torch::randn({kRows, kCols}).abs() : torch::randn({kRows, kCols});
   for (auto _ : state) benchmark::DoNotOptimize(op(a));
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 8);
 }
-struct Unary {
+struct OneTensorOp {
   const char* name;
   torch::Tensor (*op)(const torch::Tensor&);
   bool magnitudes;
 };
-const Unary kUnary[] = {
+const OneTensorOp kOneTensorOps[] = {
     {"Torch/Exp", [](const torch::Tensor& x) { return x.exp(); }, false},
     {"Torch/Tanh", [](const torch::Tensor& x) { return x.tanh(); }, false},
     {"Torch/Erf", [](const torch::Tensor& x) { return x.erf(); }, false},
@@ -80,8 +80,9 @@ const Unary kUnary[] = {
     {"Torch/Tan", [](const torch::Tensor& x) { return x.tan(); }, false},
     {"Torch/Softmax", [](const torch::Tensor& x) { return torch::softmax(x, -1); }, false},
 };
-[[maybe_unused]] const bool kUnaryRegistered = [] {
-  for (const Unary& u : kUnary) benchmark::RegisterBenchmark(u.name, BM_TorchUnary, u.op, u.magnitudes)->UseRealTime();
+[[maybe_unused]] const bool kOneTensorOpsRegistered = [] {
+  for (const OneTensorOp& u : kOneTensorOps)
+    benchmark::RegisterBenchmark(u.name, BM_TorchOneTensor, u.op, u.magnitudes)->UseRealTime();
   return true;
 }();
 

@@ -357,8 +357,8 @@ template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& g
   T* const col = col_buffer.data_ptr<T>();
   T* const grad = grad_buffer.data_ptr<T>();
   // dW = grad · colᵀ, or dWᵀ = col · gradᵀ, whichever pads fewer of the GEMM's
-  // tiles (the same bits): dW of a first layer has k = 9 columns, a third of
-  // a 32-wide tile, where dWᵀ fills whole tiles. dWᵀ accumulates here.
+  // tiles (the same bits): an RGB first layer's k = 27 columns pad a 32-wide
+  // tile, where its 64 output channels fill two. dWᵀ accumulates here.
   const bool transposed = gemm_tile_area(k, og, sizeof(T)) < gemm_tile_area(og, k, sizeof(T));
   const Tensor dwt_buffer = transposed ? empty({g.groups * k * og}, dtype_of_v<T>) : Tensor();
   T* const dwt = transposed ? dwt_buffer.data_ptr<T>() : nullptr;
