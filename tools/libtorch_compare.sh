@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nnvm against libtorch on this machine, in one sitting (docs/BENCHMARKS.md).
 # A measuring tool, not part of nnvm's build: it fetches the libtorch of a
-# pinned PyPI wheel (PyTorch's C++ library with its headers; pip download,
-# no dependencies, about 540 MB, cached in $NNVM_TORCH_DIR), builds
+# pinned PyPI wheel (tools/fetch_libtorch.sh: PyTorch's C++ library with its
+# headers, about 540 MB, cached in $NNVM_TORCH_DIR), builds
 # bench/libtorch/torch_bench.cpp against it, builds nnvm_bench, and runs the
 # paired benchmarks of both, alternating, ROUNDS times (default 3):
 #
@@ -22,24 +22,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_version=2.15.0
-dir="${NNVM_TORCH_DIR:-$HOME/.cache/nnvm-torch}/$torch_version"
+dir="$(bash tools/fetch_libtorch.sh "$torch_version")"
 rounds="${ROUNDS:-3}"
 
-if [[ ! -f "$dir/torch/lib/libtorch_cpu.so" ]]; then
-  mkdir -p "$dir"
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$dir/wheel" "torch==$torch_version"
-  # only the headers and the libraries (the wheel's Python half is not needed)
-  python3 - "$dir" <<'EOF'
-import glob, sys, zipfile
-dir = sys.argv[1]
-with zipfile.ZipFile(glob.glob(f"{dir}/wheel/torch-*.whl")[0]) as w:
-    w.extractall(dir, [n for n in w.namelist() if n.startswith(("torch/include/", "torch/lib/"))])
-EOF
-  rm -rf "$dir/wheel"
-fi
-
 mkdir -p build-libtorch
-if [[ ! build-libtorch/torch_bench -nt bench/libtorch/torch_bench.cpp ]]; then
+if [[ ! build-libtorch/torch_bench -nt bench/libtorch/torch_bench.cpp || ! build-libtorch/torch_bench -nt bench/libtorch/rnn_program.h ]]; then
   echo "building build-libtorch/torch_bench (libtorch $torch_version)"
   g++ -std=c++20 -O2 bench/libtorch/torch_bench.cpp -o build-libtorch/torch_bench \
     -isystem "$dir/torch/include" -isystem "$dir/torch/include/torch/csrc/api/include" \

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "rnn_program.h"
+
 namespace {
 
 benchmark::Counter per_item(double items) {
@@ -145,28 +147,11 @@ void BM_TorchConvLayer(benchmark::State& state, int64_t channels, int64_t out_ch
   return true;
 }();
 
-// bench/trace_bench.cpp BM_RnnDynamic: h = tanh(x_t W + h U + b), hidden 64,
-// batch 1, until |h| crosses a threshold (read with item() every step) or
-// 64 steps; time per step.
-constexpr int64_t kHidden = 64, kMaxSteps = 64;
-constexpr float kThreshold = 6.1f;
-
+// bench/trace_bench.cpp BM_RnnDynamic (rnn_program.h); time per step.
 void BM_TorchRnnDynamic(benchmark::State& state) {
-  torch::manual_seed(0);
-  const torch::Tensor w = torch::randn({kHidden, kHidden}) * (1.0 / std::sqrt(double(kHidden)));
-  const torch::Tensor u = torch::randn({kHidden, kHidden}) * (1.0 / std::sqrt(double(kHidden)));
-  const torch::Tensor b = torch::randn({1, kHidden}) * 0.1;
-  const torch::Tensor xs = torch::randn({kMaxSteps, 1, kHidden});
+  const TorchRnn rnn;
   int64_t steps = 0;
-  for (auto _ : state) {
-    torch::Tensor h = torch::zeros({1, kHidden});
-    for (int64_t t = 0; t < kMaxSteps;) {
-      h = (torch::matmul(xs[t], w) + torch::matmul(h, u) + b).tanh();
-      ++t;
-      ++steps;
-      if (h.norm().item<float>() > kThreshold) break;
-    }
-  }
+  for (auto _ : state) steps += rnn.run();
   state.SetItemsProcessed(steps);
   state.counters["steps/run"] = double(steps) / double(state.iterations());
   state.counters["us/step"] = per_item(double(steps) * 1e-6);
