@@ -145,17 +145,19 @@ void set_num_threads(int n) {
   pool().resize(n);
 }
 
+int parallel_threads() { return t_in_parallel ? 1 : get_num_threads(); }
+
 int64_t parallel_chunks(int64_t n, int64_t grain) {
   if (n <= 0) return 0;
   grain = std::max<int64_t>(grain, 1);
-  return std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain));
+  return std::max<int64_t>(1, std::min<int64_t>(parallel_threads(), (n + grain - 1) / grain));
 }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t n = end - begin;
   if (n <= 0) return;
-  const int64_t chunks = t_in_parallel ? 1 : parallel_chunks(n, grain);
+  const int64_t chunks = parallel_chunks(n, grain);
   if (chunks == 1) {
     fn(begin, end);
     return;

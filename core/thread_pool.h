@@ -19,6 +19,10 @@ void set_num_threads(int n);
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn);
 
+// The threads a parallel_for called here spreads over: get_num_threads(),
+// or 1 inside another parallel_for (which runs nested ones inline).
+int parallel_threads();
+
 // How parallel_for splits [0, n): the number of chunks it will use.
 int64_t parallel_chunks(int64_t n, int64_t grain);
 

@@ -136,7 +136,9 @@ int64_t gemm_tile_area(int64_t m, int64_t n, size_t element_size) {
   const Width& w = width();
   const bool f64 = element_size == sizeof(double);
   const int64_t mr = f64 ? w.mr_f64 : w.mr_f32, nr = f64 ? w.nr_f64 : w.nr_f32;
-  return (m + mr - 1) / mr * mr * ((n + nr - 1) / nr * nr);
+  // a last column tile of at most nr / 2 columns computes half a tile (micro_kernel's kVectors = 1)
+  const int64_t rest = n % nr, last = rest == 0 ? 0 : rest <= nr / 2 ? nr / 2 : nr;
+  return (m + mr - 1) / mr * mr * (n / nr * nr + last);
 }
 
 void set_gemm_vector_bytes(int bytes) {

@@ -95,6 +95,23 @@ TEST(LinalgMatmul, AnOperandsLayoutChangesNoBit) {
   });
 }
 
+// A column of C gets the same bits whatever tile computes it: a last tile of
+// at most half the micro-kernel's width runs a kernel of one vector a row,
+// a wider one the kernel of two. Column j of A·B[:, :n] against column j of
+// A·B for n ending in half tiles, whole tiles and in between, for every
+// vector width (the tile is 2·lanes wide: 32 floats with AVX-512).
+TEST(LinalgMatmul, AColumnsBitsDoNotDependOnItsTile) {
+  for_each_gemm_width([] {
+    const int64_t lanes = cpu::gemm_vector_bytes() / int64_t(sizeof(float)), nr = 2 * lanes;
+    const Tensor a = testing::random({13, 300}, kFloat32, 31), b = testing::random({300, 3 * nr}, kFloat32, 32);
+    const Tensor whole = matmul(a, b);
+    for (int64_t n : {int64_t(1), lanes / 2, lanes, lanes + 1, nr - 1, nr, nr + 1, nr + lanes, 2 * nr + lanes + 1}) {
+      SCOPED_TRACE(::testing::Message() << "n = " << n << " of " << 3 * nr);
+      EXPECT_EQ(values(matmul(a, b.slice(1, 0, n).contiguous())), values(whole.slice(1, 0, n).contiguous()));
+    }
+  });
+}
+
 TEST(LinalgMatmul, LargeProductIsCorrectAndDeterministic) {
   for_each_gemm_width([] {
     const Tensor a = testing::random({257, 700}, kFloat32, 11), b = testing::random({700, 263}, kFloat32, 12);
