@@ -1,6 +1,8 @@
 // Gradients of the convolutions (core/ops/conv.cpp) and of the pooling and
 // resampling ops (core/ops/pool.cpp) against finite differences; the weight
 // gradient's blocked GEMM against a naive sum over images.
+#include <utility>
+
 #include "reference.h"
 
 namespace nnvm {
@@ -65,37 +67,43 @@ TEST(ConvGrad, ConvTranspose2dAndConv1d) {
             {leaf({2, 4, 4}, 10), leaf({3, 2, 3, 3}, 11)});
 }
 
+// Enough images that the weight gradient's column buffer takes several
+// blocks; 16 input channels against 8 output channels (dW = grad · colᵀ),
+// and 2 against 24 (more output channels than the 18 columns: dWᵀ).
 TEST(ConvGrad, WeightGradientOverManyImagesMatchesNaiveSum) {
-  // Enough images that the weight gradient's column buffer takes several blocks.
-  const int64_t n = 40, c = 16, o = 8, h = 30, w = 30, k = 3;
-  const Tensor x = testing::random({n, c, h, w}, kFloat64, 12);
-  const Tensor weight = testing::random({o, c, k, k}, kFloat64, 13).requires_grad_();
-  const Tensor y = conv2d(x, weight);
-  const Tensor g = testing::random(y.sizes(), kFloat64, 14);
-  const Tensor dw = autograd::grad({y}, {weight}, {g})[0];
-  const std::vector<double> xv = values(x), gv = values(g);
-  const int64_t oh = h - k + 1, ow = w - k + 1;
-  std::vector<double> expect(size_t(o * c * k * k), 0.0);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t q = 0; q < o; ++q)
-      for (int64_t ch = 0; ch < c; ++ch)
-        for (int64_t i = 0; i < k; ++i)
-          for (int64_t j = 0; j < k; ++j) {
-            double sum = 0;
-            for (int64_t r = 0; r < oh; ++r)
-              for (int64_t s = 0; s < ow; ++s)
-                sum += gv[size_t(((b * o + q) * oh + r) * ow + s)] * xv[size_t(((b * c + ch) * h + r + i) * w + s + j)];
-            expect[size_t(((q * c + ch) * k + i) * k + j)] += sum;
-          }
-  expect_values(dw, expect, 1e-10, 1e-9);
-  // float32 and float16 compute in float and agree with float64
-  for (DType dt : {kFloat32, kFloat16}) {
-    const Tensor w32 = weight.detach().to(dt).requires_grad_();
-    const Tensor y32 = conv2d(x.slice(0, 0, 3).to(dt), w32);
-    const Tensor dw32 = autograd::grad({y32}, {w32}, {g.slice(0, 0, 3).to(dt)})[0];
-    const Tensor y64 = conv2d(x.slice(0, 0, 3), weight);
-    const Tensor dw64 = autograd::grad({y64}, {weight}, {g.slice(0, 0, 3)})[0];
-    expect_tensors_close(dw32.to(kFloat64), dw64, dt == kFloat16 ? 2e-2 : 1e-4, dt == kFloat16 ? 0.5 : 1e-3);
+  for (const auto& [c, o] : {std::pair<int64_t, int64_t>{16, 8}, {2, 24}}) {
+    SCOPED_TRACE(::testing::Message() << c << " input channels, " << o << " output channels");
+    const int64_t n = 40, h = 30, w = 30, k = 3;
+    const Tensor x = testing::random({n, c, h, w}, kFloat64, 12);
+    const Tensor weight = testing::random({o, c, k, k}, kFloat64, 13).requires_grad_();
+    const Tensor y = conv2d(x, weight);
+    const Tensor g = testing::random(y.sizes(), kFloat64, 14);
+    const Tensor dw = autograd::grad({y}, {weight}, {g})[0];
+    const std::vector<double> xv = values(x), gv = values(g);
+    const int64_t oh = h - k + 1, ow = w - k + 1;
+    std::vector<double> expect(size_t(o * c * k * k), 0.0);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t q = 0; q < o; ++q)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t i = 0; i < k; ++i)
+            for (int64_t j = 0; j < k; ++j) {
+              double sum = 0;
+              for (int64_t r = 0; r < oh; ++r)
+                for (int64_t s = 0; s < ow; ++s)
+                  sum += gv[size_t(((b * o + q) * oh + r) * ow + s)] *
+                         xv[size_t(((b * c + ch) * h + r + i) * w + s + j)];
+              expect[size_t(((q * c + ch) * k + i) * k + j)] += sum;
+            }
+    expect_values(dw, expect, 1e-10, 1e-9);
+    // float32 and float16 compute in float and agree with float64
+    for (DType dt : {kFloat32, kFloat16}) {
+      const Tensor w32 = weight.detach().to(dt).requires_grad_();
+      const Tensor y32 = conv2d(x.slice(0, 0, 3).to(dt), w32);
+      const Tensor dw32 = autograd::grad({y32}, {w32}, {g.slice(0, 0, 3).to(dt)})[0];
+      const Tensor y64 = conv2d(x.slice(0, 0, 3), weight);
+      const Tensor dw64 = autograd::grad({y64}, {weight}, {g.slice(0, 0, 3)})[0];
+      expect_tensors_close(dw32.to(kFloat64), dw64, dt == kFloat16 ? 2e-2 : 1e-4, dt == kFloat16 ? 0.5 : 1e-3);
+    }
   }
 }
 
