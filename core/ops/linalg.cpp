@@ -42,10 +42,11 @@ OutputSpecs infer_matmul(absl::Span<const Tensor> in, const Attrs&) {
   return {{std::move(shape), a.dtype()}};
 }
 
-// A matrix stored column by column: the transposed view of a row-major one
-// (a linear layer's weight.t()).
+// Matrices stored column by column: the transposed view of row-major ones
+// (a linear layer's weight.t(), a batch of keys' k.mT()).
 bool is_transposed_matrix(const Tensor& t) {
-  return t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+  const int64_t d = t.dim();
+  return d >= 2 && t.size(d - 2) > 1 && t.size(d - 1) > 1 && t.stride(d - 2) == 1 && t.stride(d - 1) == t.size(d - 2);
 }
 
 const OpDef& matmul_op() {
@@ -61,7 +62,12 @@ const OpDef& matmul_op() {
 // backward (weight.t() of a linear layer) the gradient then reaches the
 // weight row-major, as the weight is. Computed as aᵀ g, it would reach it
 // transposed, and every later reader (an optimizer step, a gradient
-// accumulation) would walk a large matrix down its columns.
+// accumulation) would walk a large matrix down its columns. Where the other
+// operand has more batch dims the engine's sum over them would lay the
+// gradient out afresh, so the rule needs at least as many; and a 2-D right
+// operand against a batched left one (a linear layer over a sequence) gets
+// its gradient from one product over all the rows, the batch folded into
+// them, instead of a product per batch entry summed after.
 std::vector<Tensor> matmul_grad(const GradContext& c) {
   static const OpDef& op = find_op("matmul");
   const Tensor& g = c.grad_outputs[0];
@@ -69,9 +75,15 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
   const Tensor &a = c.inputs[0], &b = c.inputs[1];
   Tensor ga, gb;
   if (c.needs_input_grad[0])
-    ga = is_transposed_matrix(a) && b.dim() == 2 ? call1(op, {b, g.mT()}).mT() : call1(op, {g, b.mT()});
-  if (c.needs_input_grad[1])
-    gb = is_transposed_matrix(b) && a.dim() == 2 ? call1(op, {g.mT(), a}).mT() : call1(op, {a.mT(), g});
+    ga = is_transposed_matrix(a) && a.dim() >= b.dim() ? call1(op, {b, g.mT()}).mT() : call1(op, {g, b.mT()});
+  if (c.needs_input_grad[1]) {
+    const bool fold = b.dim() == 2 && a.dim() > 2;
+    int64_t count = 1;  // the rows of a and g, counted: reshape's -1 is ambiguous with no elements
+    for (int64_t d = 0; d + 1 < a.dim(); ++d) count *= a.size(d);
+    const Tensor rows = fold ? a.reshape({count, a.size(-1)}) : a, grad = fold ? g.reshape({count, g.size(-1)}) : g;
+    gb = is_transposed_matrix(b) && b.dim() >= rows.dim() ? call1(op, {grad.mT(), rows}).mT()
+                                                          : call1(op, {rows.mT(), grad});
+  }
   return {ga, gb};
 }
 

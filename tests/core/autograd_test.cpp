@@ -335,5 +335,36 @@ TEST(AutogradLinalg, TransposedOperandsGetGradientsInTheirLayout) {
   set_mode(previous);
 }
 
+// The same for batches of matrices stored transposed (k.mT() of attention
+// keys), and for a linear layer over a sequence ([batch, time, features]
+// against a 2-D weight: one product over all rows gives the weight's
+// gradient, row-major).
+TEST(AutogradLinalg, BatchedAndSequenceOperandsGetGradientsInTheirLayout) {
+  const Mode previous = mode();
+  for (Mode m : {Mode::Eager, Mode::Traced}) {
+    set_mode(m);
+    const Tensor q = testing::leaf({2, 4, 3}, 85), k = testing::leaf({2, 5, 3}, 86);
+    const Tensor s = q.matmul(k.mT());  // q kᵀ per batch entry, [2, 4, 5]
+    (s * s * 0.5).sum().backward();
+    const Tensor a = testing::leaf({2, 3, 4}, 87), b = testing::leaf({2, 3, 2}, 88);
+    const Tensor z = a.mT().matmul(b);  // aᵀ b per batch entry, [2, 4, 2]
+    (z * z * 0.5).sum().backward();
+    const Tensor w = testing::leaf({5, 3}, 89), x = testing::leaf({2, 4, 3}, 90);
+    const Tensor y = linear(x, w);  // x wᵀ, [2, 4, 5]
+    (y * y * 0.5).sum().backward();
+    mark_step();
+    const EagerGuard eager;
+    const Tensor sd = s.detach(), zd = z.detach(), yd = y.detach();
+    for (const Tensor* t : {&k, &a, &w}) ASSERT_TRUE(t->grad().is_contiguous()) << "mode " << int(m);
+    testing::expect_tensors_close(k.grad(), sd.mT().matmul(q.detach()), 1e-12, 1e-12);  // sᵀ q
+    testing::expect_tensors_close(q.grad(), sd.matmul(k.detach()), 1e-12, 1e-12);       // s k
+    testing::expect_tensors_close(a.grad(), b.detach().matmul(zd.mT()), 1e-12, 1e-12);  // b zᵀ
+    testing::expect_tensors_close(b.grad(), a.detach().matmul(zd), 1e-12, 1e-12);       // a z
+    testing::expect_tensors_close(w.grad(), yd.mT().matmul(x.detach()).sum({0}), 1e-12, 1e-12);  // Σ yᵀ x
+    testing::expect_tensors_close(x.grad(), yd.matmul(w.detach()), 1e-12, 1e-12);                // y w
+  }
+  set_mode(previous);
+}
+
 }  // namespace
 }  // namespace nnvm
