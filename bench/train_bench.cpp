@@ -5,8 +5,9 @@
 // the CPU caching allocator's peak bytes in use (peak_MB), the part of it
 // above what the parameters and data hold (step_MB), and for traced the
 // step's plan: its arena and what its values would take each in a buffer of
-// its own (arena_MB, naive_MB). BM_CnnTrainStep: one Adam
-// step of the demo's CNN, traced and eager. Time is per step; items are samples.
+// its own (arena_MB, naive_MB). BM_SequenceLinearStep: one linear layer over
+// a batch of sequences. BM_CnnTrainStep: one Adam step of the demo's CNN,
+// traced and eager. Time is per step; items are samples.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -80,6 +81,44 @@ void BM_MlpTrainStepEager(benchmark::State& state) { mlp_train_step(state, Mode:
 void BM_MlpTrainStepTraced(benchmark::State& state) { mlp_train_step(state, Mode::Traced); }
 BENCHMARK(BM_MlpTrainStepEager)->Name("BM_MlpTrainStep/eager")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MlpTrainStepTraced)->Name("BM_MlpTrainStep/traced")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// An SGD step of one linear layer over a batch of sequences, [32, 64, 256]
+// against a [256, 256] weight (a transformer's projection): the weight's
+// gradient sums over all 2,048 rows, batch and time. 2 GEMMs a step (the
+// forward and the weight's gradient; the input needs none).
+void BM_SequenceLinearStep(benchmark::State& state, Mode mode) {
+  constexpr int64_t kSequences = 32, kTime = 64, kFeatures = 256;
+  const Mode previous = nnvm::mode();
+  set_mode(mode);
+  manual_seed(0);
+  Tensor w = parameter({kFeatures, kFeatures}, kFeatures), b = parameter({kFeatures}, kFeatures);
+  const Tensor x = randn({kSequences, kTime, kFeatures});
+  Tensor loss;
+  for (auto _ : state) {
+    const Tensor y = linear(x, w, b);
+    loss = (y * y).mean();
+    loss.backward();
+    NoGradGuard no_grad;
+    for (Tensor p : {w, b}) {
+      p.sub_(p.grad(), kLr);
+      p.mutable_grad() = Tensor();
+    }
+    mark_step();
+  }
+  const double flops = 2.0 * 2.0 * kSequences * kTime * kFeatures * kFeatures;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["loss"] = loss.item<double>();
+  set_mode(previous);
+}
+BENCHMARK_CAPTURE(BM_SequenceLinearStep, traced, Mode::Traced)
+    ->Name("BM_SequenceLinearStep/traced")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_SequenceLinearStep, eager, Mode::Eager)
+    ->Name("BM_SequenceLinearStep/eager")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // One Adam step of the Fashion-MNIST demo's CNN on a batch of 64 random
 // images, traced (the default mode) or eager.

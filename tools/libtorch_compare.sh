@@ -14,6 +14,7 @@
 #   Torch/ConvLayer/*    BM_ConvLayer/*
 #   Torch/RnnDynamic     BM_RnnDynamic/traced and /eager (compare us/step)
 #   Torch/MlpTrainStep   BM_MlpTrainStep/traced and /eager
+#   Torch/SequenceLinearStep  BM_SequenceLinearStep/traced and /eager
 #   Torch/CnnTrainStep   BM_CnnTrainStep/traced and /eager
 #
 #   tools/libtorch_compare.sh [extra Google Benchmark arguments...]
@@ -38,7 +39,7 @@ cmake --build build --target nnvm_bench -j "$(nproc)" >/dev/null
 nnvm_filter='^BM_EagerAddTiny$|BM_Matmul/eager(_transposed_b)?/'
 nnvm_filter+='|^BM_(Add|Exp|Tanh|Erf|Gelu|Log|Sin|Cos|Tan|SoftmaxOp)/eager|BM_Sum/eager/'
 nnvm_filter+='|BM_MaxPool2d/eager/|BM_ConvLayer/'
-nnvm_filter+='|BM_RnnDynamic/(traced|eager)|BM_MlpTrainStep/|BM_CnnTrainStep/'
+nnvm_filter+='|BM_RnnDynamic/(traced|eager)|BM_MlpTrainStep/|BM_SequenceLinearStep/|BM_CnnTrainStep/'
 for ((r = 1; r <= rounds; ++r)); do
   echo "== round $r: libtorch"
   ./build-libtorch/torch_bench --benchmark_min_time=0.5 "$@"

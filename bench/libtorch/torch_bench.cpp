@@ -190,6 +190,36 @@ void BM_TorchMlpTrainStep(benchmark::State& state) {
 }
 BENCHMARK(BM_TorchMlpTrainStep)->Name("Torch/MlpTrainStep")->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// bench/train_bench.cpp BM_SequenceLinearStep: an SGD step of one linear
+// layer over [32, 64, 256] against a [256, 256] weight.
+void BM_TorchSequenceLinearStep(benchmark::State& state) {
+  constexpr int64_t kSequences = 32, kTime = 64, kFeatures = 256;
+  constexpr double kLr = 1e-2;
+  torch::manual_seed(0);
+  torch::Tensor w = (torch::randn({kFeatures, kFeatures}) * (1.0 / std::sqrt(double(kFeatures)))).requires_grad_();
+  torch::Tensor b = (torch::randn({kFeatures}) * (1.0 / std::sqrt(double(kFeatures)))).requires_grad_();
+  const torch::Tensor x = torch::randn({kSequences, kTime, kFeatures});
+  torch::Tensor loss;
+  for (auto _ : state) {
+    const torch::Tensor y = torch::linear(x, w, b);
+    loss = (y * y).mean();
+    loss.backward();
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor p : {w, b}) {
+      p.sub_(p.grad(), kLr);
+      p.mutable_grad() = torch::Tensor();
+    }
+  }
+  const double flops = 2.0 * 2.0 * kSequences * kTime * kFeatures * kFeatures;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["loss"] = loss.item<double>();
+}
+BENCHMARK(BM_TorchSequenceLinearStep)
+    ->Name("Torch/SequenceLinearStep")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // bench/train_bench.cpp BM_CnnTrainStep: one Adam step of the demo's CNN
 // (tools/fashion_cnn.h) on a batch of 64 random 28x28 images.
 struct FashionCnnImpl : torch::nn::Module {

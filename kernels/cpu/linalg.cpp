@@ -31,6 +31,23 @@ std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
   return offsets;
 }
 
+// Whether the batch of a product c = a b (c of `rank` dims, contiguous) is
+// one matrix product with the batch's rows stacked: b the same matrix for
+// every entry (2-D, or broadcast over the batch), and a's batch dims
+// continuing its rows' stride, as a contiguous a's do (a linear layer over
+// [batch, time, features]).
+bool rows_fold(const Tensor& a, const Tensor& b, size_t rank) {
+  for (size_t d = 0; d + 2 < size_t(b.dim()); ++d)
+    if (b.size(int64_t(d)) != 1 && b.stride(int64_t(d)) != 0) return false;
+  if (size_t(a.dim()) != rank) return false;  // a broadcast over leading dims repeats its rows
+  int64_t stride = a.stride(-2) * a.size(-2);  // where the next batch entry's rows must start
+  for (int64_t d = a.dim() - 3; d >= 0; --d) {
+    if (a.size(d) != 1 && a.stride(d) != stride) return false;
+    stride *= a.size(d);
+  }
+  return true;
+}
+
 // c = a b + beta c, per batch entry of c.
 template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c, T beta = T(0)) {
   // off the arrays, not through checked size(d) calls: a small product (an RNN step's) feels them
@@ -43,10 +60,15 @@ template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Ten
     return;
   }
   const IntArrayRef batch = c.sizes().first(c.dim() - 2);
-  const std::vector<int64_t> off_a = batch_offsets(a, batch), off_b = batch_offsets(b, batch);
   const T* pa = a.data_ptr<T>();
   const T* pb = b.data_ptr<T>();
   T* pc = c.data_ptr<T>();
+  if (rows_fold(a, b, rank)) {  // one product of all the batch's rows: one call, whole tiles, the pool once
+    gemm(numel_of(batch) * m, n, k, MatrixRef<T>{pa, as[ra - 2], as[ra - 1]}, MatrixRef<T>{pb, bs[rb - 2], bs[rb - 1]},
+         beta, pc, n);
+    return;
+  }
+  const std::vector<int64_t> off_a = batch_offsets(a, batch), off_b = batch_offsets(b, batch);
   auto one = [&](int64_t i) {
     gemm(m, n, k, MatrixRef<T>{pa + off_a[i], a.stride(-2), a.stride(-1)},
          MatrixRef<T>{pb + off_b[i], b.stride(-2), b.stride(-1)}, beta, pc + i * m * n, n);

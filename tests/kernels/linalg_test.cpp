@@ -163,6 +163,27 @@ TEST(LinalgMatmul, BroadcastsBatchDims) {
   testing::expect_values(bmm(a, b), naive_matmul(a, b), 1e-5, atol_for(kFloat32, 4));
 }
 
+// A batch whose entries' rows continue one another, against one matrix (a
+// linear layer over [batch, time, features]), runs as one product of all the
+// rows; a batch laid out otherwise runs an entry at a time. Either way each
+// entry gets the bits of its own 2-D product (7 rows: the packed path, as
+// the whole batch's).
+TEST(LinalgMatmul, ABatchAgainstOneMatrixGivesEachEntrysBits) {
+  const Tensor b = testing::random({33, 20}, kFloat32, 62);
+  const Tensor stacked = testing::random({4, 7, 33}, kFloat32, 63);
+  const Tensor permuted = testing::random({7, 4, 33}, kFloat32, 64).transpose(0, 1);  // rows 132 apart
+  for (const Tensor& a : {stacked, permuted, stacked.unsqueeze(0).expand({2, 4, 7, 33})}) {
+    SCOPED_TRACE(shape_str(a.sizes()) + " strides " + shape_str(a.strides()));
+    const Tensor c = matmul(a, b), b3 = b.unsqueeze(0);
+    const Tensor rows = a.reshape({-1, 7, 33});
+    const Tensor flat = c.reshape({-1, 7, 20});
+    for (int64_t i = 0; i < rows.size(0); ++i) {
+      EXPECT_EQ(values(flat[i]), values(matmul(rows[i], b))) << "entry " << i;
+      EXPECT_EQ(values(matmul(rows[i].unsqueeze(0), b3)), values(matmul(rows[i], b))) << "entry " << i;
+    }
+  }
+}
+
 TEST(LinalgMatmul, EmptyDims) {
   EXPECT_EQ(shape_str(matmul(zeros({0, 3}), zeros({3, 4})).sizes()), "[0, 4]");
   EXPECT_EQ(shape_str(matmul(zeros({3, 4}), zeros({4, 0})).sizes()), "[3, 0]");
