@@ -36,13 +36,11 @@ template <class T> T* scratch(int slot, int64_t count) {
 template <class T>
 using GemmFn = void (*)(int64_t, int64_t, int64_t, MatrixRef<T>, MatrixRef<T>, T, T*, int64_t);
 
-// One width's kernels (gemm_kernels.inc's kWidth) and its micro-kernel's tile
-// (Blocking's MR × NR) for each dtype.
+// One width's kernels (gemm_kernels.inc's kWidth).
 struct Width {
   int bytes;
   GemmFn<float> f32;
   GemmFn<double> f64;
-  int64_t mr_f32, nr_f32, mr_f64, nr_f64;
 };
 
 // Note [GEMM widths]
@@ -131,15 +129,6 @@ std::vector<int> gemm_vector_widths() {
 }
 
 int gemm_vector_bytes() { return width().bytes; }
-
-int64_t gemm_tile_area(int64_t m, int64_t n, size_t element_size) {
-  const Width& w = width();
-  const bool f64 = element_size == sizeof(double);
-  const int64_t mr = f64 ? w.mr_f64 : w.mr_f32, nr = f64 ? w.nr_f64 : w.nr_f32;
-  // a last column tile of at most nr / 2 columns computes half a tile (micro_kernel's kVectors = 1)
-  const int64_t rest = n % nr, last = rest == 0 ? 0 : rest <= nr / 2 ? nr / 2 : nr;
-  return (m + mr - 1) / mr * mr * (n / nr * nr + last);
-}
 
 void set_gemm_vector_bytes(int bytes) {
   for (const Width& w : kWidths) {

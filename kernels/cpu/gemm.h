@@ -41,14 +41,6 @@ int gemm_vector_bytes();
 // (tests, benchmarks); throws nnvm::Error when the CPU cannot run them.
 void set_gemm_vector_bytes(int bytes);
 
-// The elements of the micro-kernel's tiles a gemm with an m×n C computes
-// (m and n rounded up to whole tiles, or a last column tile to a half one
-// where that covers it, for elements of `element_size` bytes): a caller
-// free to compute C or Cᵀ = Bᵀ·Aᵀ picks the smaller. Both
-// sum each element's products in the same order, so give the same bits,
-// when neither takes the few-row path.
-int64_t gemm_tile_area(int64_t m, int64_t n, size_t element_size);
-
 // The few-row GEMM's domain: fewer rows than the packed micro-kernel's tile
 // (MR), B row-major, and too little work to wake the thread pool.
 inline constexpr int64_t kGemmFewRows = 6;
