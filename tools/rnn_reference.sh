@@ -22,8 +22,12 @@ mkdir -p build-libtorch
 ref=build-libtorch/rnn_reference-$torch_version
 if [[ ! $ref -nt bench/libtorch/rnn_reference.cpp || ! $ref -nt bench/libtorch/rnn_program.h ]]; then
   echo "building $ref"
-  abi=1  # the 1.x wheels were built with the pre-C++11 std::string
-  nm -D --defined-only "$dir/torch/lib/libc10.so" | grep -q __cxx11 || abi=0
+  # The 1.x wheels were built with the pre-C++11 std::string: c10::Error's constructor
+  # from a SourceLocation and a string says which (Ss, or NSt7__cxx1112basic_string...).
+  # grep -c reads all of nm's output (grep -q would stop early, and pipefail fail nm).
+  new_abi='_ZN3c105ErrorC1ENS_14SourceLocationENSt7__cxx11'
+  cxx11=$(nm -D --defined-only "$dir/torch/lib/libc10.so" | grep -c "$new_abi" || true)
+  abi=$((cxx11 > 0 ? 1 : 0))
   g++ -std=c++17 -O2 -D_GLIBCXX_USE_CXX11_ABI=$abi bench/libtorch/rnn_reference.cpp -o "$ref" \
     -isystem "$dir/torch/include" -isystem "$dir/torch/include/torch/csrc/api/include" \
     -L "$dir/torch/lib" -ltorch_cpu -lc10 -lpthread -Wl,-rpath,"$dir/torch/lib"
