@@ -35,7 +35,9 @@ std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
 // one matrix product with the batch's rows stacked: b the same matrix for
 // every entry (2-D, or broadcast over the batch), and a's batch dims
 // continuing its rows' stride, as a contiguous a's do (a linear layer over
-// [batch, time, features]).
+// [batch, time, features]). Each row's sums are then the packed path's, as
+// its entry's own product's are from 6 rows up (gemm_takes_few_rows); entries
+// of fewer rows alone would take the few-row path, whose last bits differ.
 bool rows_fold(const Tensor& a, const Tensor& b, size_t rank) {
   for (size_t d = 0; d + 2 < size_t(b.dim()); ++d)
     if (b.size(int64_t(d)) != 1 && b.stride(int64_t(d)) != 0) return false;
