@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 #include "fashion_cnn.h"
@@ -31,13 +32,21 @@ Tensor parameter(IntArrayRef shape, int64_t fan_in) {
   return p;
 }
 
+// p -= kLr · p.grad for each parameter, and its gradient dropped.
+void sgd_update(std::initializer_list<Tensor> params) {
+  NoGradGuard no_grad;
+  for (Tensor p : params) {
+    p.sub_(p.grad(), kLr);
+    p.mutable_grad() = Tensor();
+  }
+}
+
 void mlp_train_step(benchmark::State& state, Mode mode) {
   const Mode previous = nnvm::mode();
   set_mode(mode);
   manual_seed(0);
   Tensor w1 = parameter({kHidden, kIn}, kIn), b1 = parameter({kHidden}, kIn);
   Tensor w2 = parameter({kOut, kHidden}, kHidden), b2 = parameter({kOut}, kHidden);
-  const std::vector<Tensor> params = {w1, b1, w2, b2};
   const Tensor x = randn({kBatch, kIn}), target = randn({kBatch, kOut});
 
   Tensor loss;
@@ -45,11 +54,7 @@ void mlp_train_step(benchmark::State& state, Mode mode) {
     const Tensor y = linear(gelu(linear(x, w1, b1)), w2, b2);
     loss = mse_loss(y, target);
     loss.backward();
-    NoGradGuard no_grad;
-    for (Tensor p : params) {
-      p.sub_(p.grad(), kLr);
-      p.mutable_grad() = Tensor();
-    }
+    sgd_update({w1, b1, w2, b2});
     mark_step();
   };
   mark_step();
@@ -98,11 +103,7 @@ void BM_SequenceLinearStep(benchmark::State& state, Mode mode) {
     const Tensor y = linear(x, w, b);
     loss = (y * y).mean();
     loss.backward();
-    NoGradGuard no_grad;
-    for (Tensor p : {w, b}) {
-      p.sub_(p.grad(), kLr);
-      p.mutable_grad() = Tensor();
-    }
+    sgd_update({w, b});
     mark_step();
   }
   const double flops = 2.0 * 2.0 * kSequences * kTime * kFeatures * kFeatures;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/container/inlined_vector.h"
@@ -23,6 +24,9 @@ inline int64_t numel_of(IntArrayRef shape) {
 size_t checked_nbytes(IntArrayRef shape, size_t itemsize, std::string_view op);
 DimVector contiguous_strides(IntArrayRef shape);
 bool is_contiguous_layout(IntArrayRef shape, IntArrayRef strides);
+// Strides that let `shape` view memory laid out as (old_shape, old_strides),
+// or nullopt when no such strides exist (the data would have to move).
+std::optional<DimVector> view_strides(IntArrayRef old_shape, IntArrayRef old_strides, IntArrayRef shape);
 
 // "[2, 3]"
 std::string shape_str(IntArrayRef shape);

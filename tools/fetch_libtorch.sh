@@ -2,7 +2,8 @@
 # Fetches the C++ half of a PyPI torch wheel (its headers, libtorch_cpu, c10
 # and the libraries they load) into ${NNVM_TORCH_DIR:-~/.cache/nnvm-torch}/VERSION,
 # once, and prints that folder. For the measuring tools that run libtorch
-# beside nnvm (tools/libtorch_compare.sh, tools/rnn_reference.sh); nnvm's own
+# beside nnvm (tools/libtorch_compare.sh, tools/rnn_reference.sh, which build
+# against it with tools/build_against_libtorch.sh); nnvm's own
 # build never uses it.
 #
 #   tools/fetch_libtorch.sh VERSION [pip download arguments...]

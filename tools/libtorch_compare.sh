@@ -26,13 +26,7 @@ torch_version=2.15.0
 dir="$(bash tools/fetch_libtorch.sh "$torch_version")"
 rounds="${ROUNDS:-3}"
 
-mkdir -p build-libtorch
-if [[ ! build-libtorch/torch_bench -nt bench/libtorch/torch_bench.cpp || ! build-libtorch/torch_bench -nt bench/libtorch/rnn_program.h ]]; then
-  echo "building build-libtorch/torch_bench (libtorch $torch_version)"
-  g++ -std=c++20 -O2 bench/libtorch/torch_bench.cpp -o build-libtorch/torch_bench \
-    -isystem "$dir/torch/include" -isystem "$dir/torch/include/torch/csrc/api/include" \
-    -L "$dir/torch/lib" -ltorch_cpu -lc10 -lbenchmark -lpthread -Wl,-rpath,"$dir/torch/lib"
-fi
+bash tools/build_against_libtorch.sh "$dir" bench/libtorch/torch_bench.cpp build-libtorch/torch_bench -lbenchmark
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNNVM_BUILD_TESTS=ON -DNNVM_BUILD_BENCH=ON >/dev/null
 cmake --build build --target nnvm_bench -j "$(nproc)" >/dev/null
 

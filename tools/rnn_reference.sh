@@ -18,20 +18,8 @@ torch_version=1.13.1
 dir="$(bash tools/fetch_libtorch.sh "$torch_version" --python-version 3.10)"
 rounds="${ROUNDS:-3}"
 
-mkdir -p build-libtorch
 ref=build-libtorch/rnn_reference-$torch_version
-if [[ ! $ref -nt bench/libtorch/rnn_reference.cpp || ! $ref -nt bench/libtorch/rnn_program.h ]]; then
-  echo "building $ref"
-  # The 1.x wheels were built with the pre-C++11 std::string: c10::Error's constructor
-  # from a SourceLocation and a string says which (Ss, or NSt7__cxx1112basic_string...).
-  # grep -c reads all of nm's output (grep -q would stop early, and pipefail fail nm).
-  new_abi='_ZN3c105ErrorC1ENS_14SourceLocationENSt7__cxx11'
-  cxx11=$(nm -D --defined-only "$dir/torch/lib/libc10.so" | grep -c "$new_abi" || true)
-  abi=$((cxx11 > 0 ? 1 : 0))
-  g++ -std=c++17 -O2 -D_GLIBCXX_USE_CXX11_ABI=$abi bench/libtorch/rnn_reference.cpp -o "$ref" \
-    -isystem "$dir/torch/include" -isystem "$dir/torch/include/torch/csrc/api/include" \
-    -L "$dir/torch/lib" -ltorch_cpu -lc10 -lpthread -Wl,-rpath,"$dir/torch/lib"
-fi
+bash tools/build_against_libtorch.sh "$dir" bench/libtorch/rnn_reference.cpp "$ref"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNNVM_BUILD_TESTS=ON -DNNVM_BUILD_BENCH=ON >/dev/null
 cmake --build build --target nnvm_bench -j "$(nproc)" >/dev/null
 

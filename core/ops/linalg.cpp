@@ -77,10 +77,12 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
   if (c.needs_input_grad[0])
     ga = is_transposed_matrix(a) && a.dim() >= b.dim() ? call1(op, {b, g.mT()}).mT() : call1(op, {g, b.mT()});
   if (c.needs_input_grad[1]) {
-    const bool fold = b.dim() == 2 && a.dim() > 2;
-    int64_t count = 1;  // the rows of a and g, counted: reshape's -1 is ambiguous with no elements
-    for (int64_t d = 0; d + 1 < a.dim(); ++d) count *= a.size(d);
-    const Tensor rows = fold ? a.reshape({count, a.size(-1)}) : a, grad = fold ? g.reshape({count, g.size(-1)}) : g;
+    Tensor rows = a, grad = g;
+    if (b.dim() == 2 && a.dim() > 2) {  // the batch folded into the rows (reshape's -1 is ambiguous with none)
+      const int64_t count = numel_of(a.sizes().first(size_t(a.dim() - 1)));
+      rows = a.reshape({count, a.size(-1)});
+      grad = g.reshape({count, g.size(-1)});
+    }
     gb = is_transposed_matrix(b) && b.dim() >= rows.dim() ? call1(op, {grad.mT(), rows}).mT()
                                                           : call1(op, {rows.mT(), grad});
   }

@@ -12,40 +12,6 @@ namespace nnvm {
 
 namespace {
 
-// Strides that let `shape` view memory laid out as (old_shape, old_strides),
-// or nullopt when no such strides exist (the data would have to move).
-// Walks the input's dims in groups that are contiguous among themselves and
-// maps the new dims onto each group in turn.
-std::optional<DimVector> view_strides(IntArrayRef old_shape, IntArrayRef old_strides, IntArrayRef shape) {
-  DimVector strides(shape.size());
-  if (old_shape.empty()) {
-    std::fill(strides.begin(), strides.end(), 1);
-    return strides;
-  }
-  if (numel_of(old_shape) == 0) return contiguous_strides(shape);
-  int64_t view_d = int64_t(shape.size()) - 1;
-  int64_t chunk_stride = old_strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
-  for (int64_t d = int64_t(old_shape.size()) - 1; d >= 0; --d) {
-    tensor_numel *= old_shape[d];
-    const bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_stride);
-    if (!chunk_ends) continue;
-    while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
-      strides[view_d] = view_numel * chunk_stride;
-      view_numel *= shape[view_d];
-      --view_d;
-    }
-    if (view_numel != tensor_numel) return std::nullopt;
-    if (d > 0) {
-      chunk_stride = old_strides[d - 1];
-      tensor_numel = 1;
-      view_numel = 1;
-    }
-  }
-  if (view_d != -1) return std::nullopt;
-  return strides;
-}
-
 // Resolves one -1 in a requested shape and checks the element count.
 DimVector infer_size(IntArrayRef requested, int64_t numel, std::string_view op, IntArrayRef from) {
   DimVector shape(requested.begin(), requested.end());

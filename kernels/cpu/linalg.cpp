@@ -2,6 +2,8 @@
 // per batch entry, reading every operand through its strides (broadcast batch
 // dims have stride 0, transposed views are read as they are); matmul_sum's
 // second product is added into the first's (beta = 1).
+#include <optional>
+
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/gemm.h"
 #include "nnvm/kernels/cpu/staging.h"
@@ -31,23 +33,21 @@ std::vector<int64_t> batch_offsets(const Tensor& t, IntArrayRef batch) {
   return offsets;
 }
 
-// Whether the batch of a product c = a b (c of `rank` dims, contiguous) is
-// one matrix product with the batch's rows stacked: b the same matrix for
-// every entry (2-D, or broadcast over the batch), and a's batch dims
-// continuing its rows' stride, as a contiguous a's do (a linear layer over
-// [batch, time, features]). Each row's sums are then the packed path's, as
-// its entry's own product's are from 6 rows up (gemm_takes_few_rows); entries
-// of fewer rows alone would take the few-row path, whose last bits differ.
-bool rows_fold(const Tensor& a, const Tensor& b, size_t rank) {
-  for (size_t d = 0; d + 2 < size_t(b.dim()); ++d)
-    if (b.size(int64_t(d)) != 1 && b.stride(int64_t(d)) != 0) return false;
-  if (size_t(a.dim()) != rank) return false;  // a broadcast over leading dims repeats its rows
-  int64_t stride = a.stride(-2) * a.size(-2);  // where the next batch entry's rows must start
-  for (int64_t d = a.dim() - 3; d >= 0; --d) {
-    if (a.size(d) != 1 && a.stride(d) != stride) return false;
-    stride *= a.size(d);
-  }
-  return true;
+// a as one matrix of all its batch's rows, when the batch of c = a b (c of
+// `rank` dims, contiguous) is one matrix product with those rows stacked: b
+// the same matrix for every entry (2-D, or broadcast over the batch), and a
+// viewable as [rows, k] (a contiguous [batch, time, features] is: a linear
+// layer over sequences). Each row's sums are then the packed path's, as its
+// entry's own product's are from 6 rows up (gemm_takes_few_rows); entries of
+// fewer rows alone would take the few-row path, whose last bits differ.
+template <class T> std::optional<MatrixRef<T>> rows_fold(const Tensor& a, const Tensor& b, size_t rank) {
+  for (int64_t d = 0; d + 2 < b.dim(); ++d)
+    if (b.size(d) != 1 && b.stride(d) != 0) return std::nullopt;
+  if (size_t(a.dim()) != rank) return std::nullopt;  // a broadcast over leading dims repeats its rows
+  const int64_t k = a.size(-1), rows = numel_of(a.sizes().first(rank - 1));
+  const std::optional<DimVector> strides = view_strides(a.sizes(), a.strides(), {rows, k});
+  if (!strides) return std::nullopt;
+  return MatrixRef<T>{a.data_ptr<T>(), (*strides)[0], (*strides)[1]};
 }
 
 // c = a b + beta c, per batch entry of c.
@@ -65,9 +65,9 @@ template <class T> void batched_gemm(const Tensor& a, const Tensor& b, const Ten
   const T* pa = a.data_ptr<T>();
   const T* pb = b.data_ptr<T>();
   T* pc = c.data_ptr<T>();
-  if (rows_fold(a, b, rank)) {  // one product of all the batch's rows: one call, whole tiles, the pool once
-    gemm(numel_of(batch) * m, n, k, MatrixRef<T>{pa, as[ra - 2], as[ra - 1]}, MatrixRef<T>{pb, bs[rb - 2], bs[rb - 1]},
-         beta, pc, n);
+  if (const std::optional<MatrixRef<T>> rows = rows_fold<T>(a, b, rank)) {
+    // one product of all the batch's rows: one call, whole tiles, the pool once
+    gemm(numel_of(batch) * m, n, k, *rows, MatrixRef<T>{pb, bs[rb - 2], bs[rb - 1]}, beta, pc, n);
     return;
   }
   const std::vector<int64_t> off_a = batch_offsets(a, batch), off_b = batch_offsets(b, batch);
