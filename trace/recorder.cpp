@@ -131,6 +131,11 @@ class Recorder {
   }
 
   void record(const OpDef& op, TensorRefs inputs, const Attrs& attrs, detail::LazyOutputs& outs) {
+    if (reads_program_memory(inputs)) [[unlikely]] {
+      const std::vector<Tensor> read = read_program_memory(inputs);
+      record(op, read, attrs, outs);
+      return;
+    }
     NewInputs fresh;
     const Node* known = repeated_node(op, inputs, attrs, fresh);
     if (!known && flush_if_needed(op, inputs, nullptr)) known = repeated_node(op, inputs, attrs, fresh);
@@ -164,6 +169,11 @@ class Recorder {
 
   void record_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const OutputSpec& result,
                    const Tensor& out) {
+    if (reads_program_memory(inputs)) [[unlikely]] {
+      const std::vector<Tensor> read = read_program_memory(inputs);
+      record_into(op, read, attrs, result, out);
+      return;
+    }
     flush_if_needed(op, inputs, &out);
     build();
     const absl::InlinedVector<ValueId, 4> ins = values_of(op, inputs);
@@ -547,6 +557,25 @@ class Recorder {
       throw Error(detail::concat(op, ": the tensor's trace failed, so it has no value: ", *r.failure));
     throw Error(detail::concat(op, ": the tensor is being recorded by another thread's trace; each thread "
                                "records its own. Call nnvm::mark_step() on that thread before handing the tensor over"));
+  }
+
+  // Memory the program owns (from_blob) is read when the op is recorded, as
+  // eager mode reads it: the program may free or overwrite it before the
+  // trace runs. Each op that reads it reads a copy made then (a new trace
+  // input), so a write between two ops is seen by the second only
+  // (docs/TRACE.md, "Memory the program owns").
+  static bool reads_program_memory(TensorRefs inputs) {
+    for (const Tensor& t : inputs)
+      if (t.impl()->storage->is_external()) return true;
+    return false;
+  }
+  static std::vector<Tensor> read_program_memory(TensorRefs inputs) {
+    detail::RunEagerly eager;
+    NoGradGuard no_grad;
+    std::vector<Tensor> read;
+    read.reserve(inputs.size());
+    for (const Tensor& t : inputs) read.push_back(t.impl()->storage->is_external() ? t.clone() : t);
+    return read;
   }
 
   // The record this thread's trace keeps for s, or null when s is plain memory.
