@@ -1,5 +1,7 @@
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/custom_function.h"
 
+#include <cctype>
 #include <deque>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,13 +36,31 @@ Tensor alias(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
+// libtorch's name for the gradient of op `name` ("add" -> AddBackward0,
+// "log_softmax" -> LogSoftmaxBackward0); an overload taking a Scalar is
+// libtorch's second (mul.Scalar -> MulBackward1).
+std::string backward_name(std::string_view name) {
+  const size_t dot = name.find('.');
+  std::string out;
+  bool upper = true;
+  for (char c : name.substr(0, dot)) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out + (dot == std::string_view::npos ? "Backward0" : "Backward1");
+}
+
 struct OpNode : Node {
   const OpDef* op = nullptr;
   Attrs attrs;
   std::vector<SavedTensor> inputs, outputs;
   bool released = false;
 
-  std::string name() const override { return op->name; }
+  std::string name() const override { return backward_name(op->name); }
 
   std::vector<Tensor> apply(std::vector<Tensor> grads, bool retain) override {
     NNVM_CHECK(op->grad != nullptr, op->name,
@@ -150,6 +170,18 @@ bool any_needs_grad(TensorRefs tensors) {
 }
 
 }  // namespace
+
+// ---- custom functions (core/custom_function.h) ----
+namespace internal {
+Edge gradient_edge(const Tensor& t) { return edge_of(t); }
+void set_gradient_edge(const Tensor& t, const std::shared_ptr<Node>& node, int output_nr) {
+  AutogradMeta& m = ensure_meta(t);
+  m.requires_grad = true;
+  m.grad_fn = node;
+  m.output_nr = output_nr;
+  m.grad = Tensor();
+}
+}  // namespace internal
 
 // ---- grad mode ----
 bool grad_enabled() { return t_grad_enabled; }

@@ -3,6 +3,7 @@
 
 #include "nnvm/core/allocator.h"
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/custom_function.h"
 #include "nnvm/core/device.h"
 #include "nnvm/core/dtype.h"
 #include "nnvm/core/error.h"
