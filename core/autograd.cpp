@@ -419,7 +419,7 @@ Tensor sum_to(const Tensor& g, IntArrayRef shape) {
 
 bool Tensor::requires_grad() const { return impl_ && impl_->autograd && impl_->autograd->requires_grad; }
 
-Tensor& Tensor::requires_grad_(bool requires_grad) {
+Tensor& Tensor::requires_grad_(bool requires_grad) const {
   NNVM_CHECK(defined(), "requires_grad_", "the tensor is undefined");
   NNVM_CHECK(!requires_grad || is_floating_point(), "requires_grad_",
              "only floating-point tensors can require gradients, got ", dtype(), " (shape ", shape_str(sizes()), ")");
@@ -427,7 +427,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
              "requires_grad can only be turned off on a leaf; use detach() on a computed tensor");
   if (!impl_->autograd) impl_->autograd = std::make_shared<AutogradMeta>();
   impl_->autograd->requires_grad = requires_grad;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 const Tensor& Tensor::grad() const {
@@ -435,7 +435,7 @@ const Tensor& Tensor::grad() const {
   return impl_ && impl_->autograd ? impl_->autograd->grad : undefined;
 }
 
-Tensor& Tensor::mutable_grad() {
+Tensor& Tensor::mutable_grad() const {
   NNVM_CHECK(defined(), "grad", "the tensor is undefined");
   if (!impl_->autograd) impl_->autograd = std::make_shared<AutogradMeta>();
   return impl_->autograd->grad;
@@ -471,12 +471,12 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   if (impl_ && impl_->autograd) {
     impl_->autograd->grad_fn = nullptr;
     impl_->autograd->requires_grad = false;
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace nnvm

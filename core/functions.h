@@ -9,20 +9,9 @@
 
 #include "nnvm/core/generator.h"
 #include "nnvm/core/tensor.h"
+#include "nnvm/core/tensor_options.h"
 
 namespace nnvm {
-
-// ---- options for creation functions (torch::TensorOptions) ----
-struct TensorOptions {
-  DType dtype_ = kFloat32;
-  Device device_;
-  TensorOptions() = default;
-  TensorOptions(DType d) : dtype_(d) {}     // NOLINT: torch::zeros({2}, torch::kInt) style
-  TensorOptions(Device d) : device_(d) {}   // NOLINT
-  TensorOptions(DeviceType d) : device_(d) {}  // NOLINT
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-};
 
 // ---- creation ----
 Tensor empty(IntArrayRef shape, TensorOptions options = {});
@@ -51,15 +40,193 @@ Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptio
 Tensor rand_like(const Tensor& t, Generator* gen = nullptr);
 Tensor randn_like(const Tensor& t, Generator* gen = nullptr);
 
+// A bare size, as libtorch's IntArrayRef takes one: nnvm::zeros(n), nnvm::randn(3).
+template <Index I> Tensor empty(I n, TensorOptions o = {}) { return empty(IntArrayRef({int64_t(n)}), o); }
+template <Index I> Tensor zeros(I n, TensorOptions o = {}) { return zeros(IntArrayRef({int64_t(n)}), o); }
+template <Index I> Tensor ones(I n, TensorOptions o = {}) { return ones(IntArrayRef({int64_t(n)}), o); }
+template <Index I> Tensor rand(I n, TensorOptions o = {}, Generator* gen = nullptr) {
+  return rand(IntArrayRef({int64_t(n)}), o, gen);
+}
+template <Index I> Tensor randn(I n, TensorOptions o = {}, Generator* gen = nullptr) {
+  return randn(IntArrayRef({int64_t(n)}), o, gen);
+}
+template <Index I>
+Tensor full(I n, const Scalar& value, std::optional<TensorOptions> o = std::nullopt) {
+  return full(IntArrayRef({int64_t(n)}), value, o);
+}
+
 // Wraps memory the caller owns (no copy). `deleter` runs when the last view dies.
 Tensor from_blob(void* data, IntArrayRef shape, TensorOptions options = {});
 Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, TensorOptions options = {});
 Tensor from_blob(void* data, IntArrayRef shape, std::function<void(void*)> deleter, TensorOptions options = {});
 
-// Copies values into a new 1-d tensor (or with `shape`): nnvm::tensor({1.f, 2.f}).
+// Copies values into a new 1-d tensor (or with `shape`), of the vector's element type.
 template <class T> Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt);
 Tensor tensor(const std::vector<bool>& values, std::optional<IntArrayRef> shape = std::nullopt);
-template <class T> Tensor tensor(std::initializer_list<T> values) { return tensor(std::vector<T>(values)); }
+// A braced list, as libtorch's torch::tensor reads one: floating values make
+// a float32 tensor (the default dtype), integers int64, bools bool; `options`
+// sets another dtype or requires_grad. tensor<T>({...}) makes T's dtype.
+template <class T = void, class U> Tensor tensor(std::initializer_list<U> values) {
+  if constexpr (!std::is_void_v<T>) {
+    return tensor(std::vector<T>(values.begin(), values.end()));
+  } else if constexpr (std::is_same_v<U, bool>) {
+    return tensor(std::vector<bool>(values));
+  } else if constexpr (std::is_floating_point_v<U>) {
+    return tensor(std::vector<double>(values.begin(), values.end())).to(kFloat32);
+  } else {
+    return tensor(std::vector<int64_t>(values.begin(), values.end()));
+  }
+}
+template <class U> Tensor tensor(std::initializer_list<U> values, TensorOptions options) {
+  Tensor t = tensor(values).to(options.dtype_);
+  if (options.device_ != Device()) t = t.to(options.device_);
+  return options.requires_grad_ ? t.requires_grad_() : t;
+}
+
+// ---- libtorch's free functions for what nnvm has as methods ----
+// (nnvm::tanh(x) is x.tanh(); each has libtorch's argument order and defaults)
+#define NNVM_UNARY_FUNCTION(name) \
+  inline Tensor name(const Tensor& x) { return x.name(); }
+NNVM_TENSOR_UNARY_OPS(NNVM_UNARY_FUNCTION)
+NNVM_UNARY_FUNCTION(isnan) NNVM_UNARY_FUNCTION(isinf) NNVM_UNARY_FUNCTION(isfinite) NNVM_UNARY_FUNCTION(t)
+NNVM_UNARY_FUNCTION(clone)
+#undef NNVM_UNARY_FUNCTION
+inline Tensor relu_(const Tensor& x) { return x.relu_(); }
+inline Tensor negative(const Tensor& x) { return x.neg(); }
+inline Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) {
+  return x.clamp(min, max);
+}
+inline Tensor clamp_min(const Tensor& x, const Scalar& min) { return x.clamp_min(min); }
+inline Tensor clamp_max(const Tensor& x, const Scalar& max) { return x.clamp_max(max); }
+inline Tensor clip(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) {
+  return x.clamp(min, max);
+}
+inline Tensor nan_to_num(const Tensor& x, std::optional<double> nan = 0.0,
+                         std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt) {
+  return x.nan_to_num(nan, posinf, neginf);
+}
+
+inline Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1) { return a.add(b, alpha); }
+inline Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1) { return a.add(b, alpha); }
+inline Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1) { return a.sub(b, alpha); }
+inline Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1) { return a.sub(b, alpha); }
+inline Tensor subtract(const Tensor& a, const Tensor& b, const Scalar& alpha = 1) { return a.sub(b, alpha); }
+inline Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode = "") {
+  return a.div(b, rounding_mode);
+}
+inline Tensor div(const Tensor& a, const Scalar& b, std::string_view rounding_mode = "") {
+  return a.div(b, rounding_mode);
+}
+inline Tensor divide(const Tensor& a, const Tensor& b) { return a.div(b); }
+inline Tensor floor_divide(const Tensor& a, const Tensor& b) { return a.floor_divide(b); }
+inline Tensor floor_divide(const Tensor& a, const Scalar& b) { return a.floor_divide(b); }
+#define NNVM_BINARY_FUNCTION(name)                                                      \
+  inline Tensor name(const Tensor& a, const Tensor& b) { return a.name(b); }           \
+  inline Tensor name(const Tensor& a, const Scalar& b) { return a.name(b); }
+NNVM_BINARY_FUNCTION(mul) NNVM_BINARY_FUNCTION(remainder) NNVM_BINARY_FUNCTION(pow)
+NNVM_BINARY_FUNCTION(eq) NNVM_BINARY_FUNCTION(ne) NNVM_BINARY_FUNCTION(lt) NNVM_BINARY_FUNCTION(le)
+NNVM_BINARY_FUNCTION(gt) NNVM_BINARY_FUNCTION(ge) NNVM_BINARY_FUNCTION(logical_and)
+NNVM_BINARY_FUNCTION(logical_or) NNVM_BINARY_FUNCTION(logical_xor)
+#undef NNVM_BINARY_FUNCTION
+inline Tensor multiply(const Tensor& a, const Tensor& b) { return a.mul(b); }
+inline Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  return x.masked_fill(mask, value);
+}
+
+inline Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt) { return x.sum(dtype); }
+inline Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
+  return x.sum(dims, keepdim, dtype);
+}
+template <Index I> Tensor sum(const Tensor& x, I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
+  return x.sum(dim, keepdim, dtype);
+}
+inline Tensor mean(const Tensor& x, std::optional<DType> dtype = std::nullopt) { return x.mean(dtype); }
+inline Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
+  return x.mean(dims, keepdim, dtype);
+}
+template <Index I> Tensor mean(const Tensor& x, I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
+  return x.mean(dim, keepdim, dtype);
+}
+inline Tensor prod(const Tensor& x, std::optional<DType> dtype = std::nullopt) { return x.prod(dtype); }
+inline Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
+  return x.prod(dim, keepdim, dtype);
+}
+inline Tensor max(const Tensor& x) { return x.max(); }
+inline std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false) { return x.max(dim, keepdim); }
+inline Tensor min(const Tensor& x) { return x.min(); }
+inline std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false) { return x.min(dim, keepdim); }
+inline Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false) { return x.amax(dims, keepdim); }
+inline Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false) { return x.amin(dims, keepdim); }
+template <Index I> Tensor amax(const Tensor& x, I dim, bool keepdim = false) { return x.amax(dim, keepdim); }
+template <Index I> Tensor amin(const Tensor& x, I dim, bool keepdim = false) { return x.amin(dim, keepdim); }
+inline Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false) {
+  return x.argmax(dim, keepdim);
+}
+inline Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false) {
+  return x.argmin(dim, keepdim);
+}
+inline Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) {
+  return x.var(dims, correction, keepdim);
+}
+inline Tensor std(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) {
+  return x.std(dims, correction, keepdim);
+}
+inline Tensor norm(const Tensor& x, const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) {
+  return x.norm(p, dims, keepdim);
+}
+template <Index I> Tensor norm(const Tensor& x, const Scalar& p, I dim, bool keepdim = false) {
+  return x.norm(p, dim, keepdim);
+}
+inline Tensor all(const Tensor& x) { return x.all(); }
+inline Tensor all(const Tensor& x, int64_t dim, bool keepdim = false) { return x.all(dim, keepdim); }
+inline Tensor any(const Tensor& x) { return x.any(); }
+inline Tensor any(const Tensor& x, int64_t dim, bool keepdim = false) { return x.any(dim, keepdim); }
+inline Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt) {
+  return x.cumsum(dim, dtype);
+}
+
+inline Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape); }
+inline Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) { return x.transpose(dim0, dim1); }
+inline Tensor permute(const Tensor& x, IntArrayRef dims) { return x.permute(dims); }
+inline Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1) {
+  return x.flatten(start_dim, end_dim);
+}
+inline Tensor unflatten(const Tensor& x, int64_t dim, IntArrayRef sizes) { return x.unflatten(dim, sizes); }
+inline Tensor squeeze(const Tensor& x) { return x.squeeze(); }
+inline Tensor squeeze(const Tensor& x, int64_t dim) { return x.squeeze(dim); }
+inline Tensor unsqueeze(const Tensor& x, int64_t dim) { return x.unsqueeze(dim); }
+inline Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  return x.narrow(dim, start, length);
+}
+inline Tensor select(const Tensor& x, int64_t dim, int64_t index) { return x.select(dim, index); }
+inline Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) {
+  return x.diagonal(offset, dim1, dim2);
+}
+inline std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0) { return x.unbind(dim); }
+inline std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0) {
+  return x.split(split_size, dim);
+}
+inline std::vector<Tensor> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim = 0) {
+  return x.split(split_sizes, dim);
+}
+inline std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0) { return x.chunk(chunks, dim); }
+inline Tensor flip(const Tensor& x, IntArrayRef dims) { return x.flip(dims); }
+inline Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {}) { return x.roll(shifts, dims); }
+inline Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { return x.gather(dim, index); }
+inline Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return x.scatter(dim, index, src);
+}
+inline Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return x.scatter_add(dim, index, src);
+}
+inline Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return x.index_select(dim, index); }
+inline std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false) {
+  return x.sort(dim, descending);
+}
+inline std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                       bool sorted = true) {
+  return x.topk(k, dim, largest, sorted);
+}
 
 // ---- pointwise functions that are not methods ----
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
@@ -84,6 +251,7 @@ Tensor expand_reduced(const Tensor& g, const Tensor& x, IntArrayRef reduced, boo
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
+template <Index I> Tensor logsumexp(const Tensor& x, I dim, bool keepdim = false) { return x.logsumexp(dim, keepdim); }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1,
                                     bool keepdim = false);
 
@@ -133,7 +301,23 @@ Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride =
                   IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true);
+// A bare kernel size (and stride), as libtorch's IntArrayRef takes one: max_pool2d(x, 2).
+template <Index K> Tensor max_pool2d(const Tensor& x, K kernel_size, IntArrayRef stride = {}) {
+  return max_pool2d(x, IntArrayRef({int64_t(kernel_size)}), stride);
+}
+template <Index K, Index S> Tensor max_pool2d(const Tensor& x, K kernel_size, S stride) {
+  return max_pool2d(x, IntArrayRef({int64_t(kernel_size)}), IntArrayRef({int64_t(stride)}));
+}
+template <Index K> Tensor avg_pool2d(const Tensor& x, K kernel_size, IntArrayRef stride = {}) {
+  return avg_pool2d(x, IntArrayRef({int64_t(kernel_size)}), stride);
+}
+template <Index K, Index S> Tensor avg_pool2d(const Tensor& x, K kernel_size, S stride) {
+  return avg_pool2d(x, IntArrayRef({int64_t(kernel_size)}), IntArrayRef({int64_t(stride)}));
+}
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
+template <Index I> Tensor adaptive_avg_pool2d(const Tensor& x, I output_size) {
+  return adaptive_avg_pool2d(x, IntArrayRef({int64_t(output_size)}));
+}
 // mode: "nearest" or "bilinear"; give either size or scale_factor.
 Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
                    std::optional<std::vector<double>> scale_factor = std::nullopt,

@@ -2,6 +2,7 @@
 // Strides are in elements, like libtorch's.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,11 @@ namespace nnvm {
 
 using IntArrayRef = absl::Span<const int64_t>;
 using DimVector = absl::InlinedVector<int64_t, 6>;
+
+// A bare integer where libtorch's IntArrayRef takes one (nnvm::randn(3),
+// x.sum(1)). Overloads taking it are templates, so a braced list ({}, {2, 3})
+// is never read as one integer: it still picks the IntArrayRef overload.
+template <class I> concept Index = std::integral<I> && !std::same_as<I, bool>;
 
 inline int64_t numel_of(IntArrayRef shape) {
   int64_t n = 1;

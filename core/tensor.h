@@ -1,6 +1,11 @@
 // nnvm::Tensor: a handle to a view of a Storage (DESIGN §3.2). Copying a Tensor
 // copies the handle, not the data, as in libtorch. Methods follow libtorch's
-// names and argument order; each forwards to one op of the op table.
+// names and argument order; each forwards to one op of the op table. As in
+// libtorch, in-place methods (add_, zero_, ...) are const: they change the
+// data the handle points to, not the handle, so `w.grad().zero_()` works.
+// A bare integer is accepted where libtorch's IntArrayRef accepts one
+// (x.sum(1), x.view(-1)): those overloads are templates on `Index`, so a
+// braced list, `{}` included, still means a list of sizes.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +26,22 @@
 #include "nnvm/core/scalar.h"
 #include "nnvm/core/shape.h"
 #include "nnvm/core/storage.h"
+#include "nnvm/core/tensor_options.h"
 
 namespace nnvm {
+
+class Generator;
+
+// The unary ops that are Tensor methods with an in-place twin, and free
+// functions too (core/functions.h): X(name) for each.
+#define NNVM_TENSOR_UNARY_OPS(X)                                                                       \
+  X(neg) X(abs) X(exp) X(exp2) X(log) X(log2) X(log1p) X(expm1) X(sqrt) X(rsqrt) X(sin) X(cos) X(tan) \
+  X(tanh) X(sigmoid) X(relu) X(erf) X(floor) X(ceil) X(round) X(trunc) X(sign) X(reciprocal)         \
+  X(square) X(logical_not)
+
+namespace indexing {
+class TensorIndex;
+}  // namespace indexing
 
 namespace autograd {
 struct AutogradMeta;
@@ -106,6 +125,9 @@ class Tensor {
   DType dtype() const { return checked().dtype; }
   DType scalar_type() const { return checked().dtype; }
   Device device() const { return checked().device; }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().type == DeviceType::CUDA; }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   int64_t storage_offset() const { return checked().offset; }
   size_t element_size() const { return itemsize(checked().dtype); }
   size_t nbytes() const { return size_t(numel()) * element_size(); }
@@ -127,13 +149,13 @@ class Tensor {
   // ---- autograd (core/autograd.h) ----
   bool requires_grad() const;
   // Only floating tensors can require grad; throws nnvm::Error otherwise.
-  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& requires_grad_(bool requires_grad = true) const;
   const Tensor& grad() const;  // undefined until a backward pass reaches this leaf
-  Tensor& mutable_grad();      // assign or reset the accumulated gradient
+  Tensor& mutable_grad() const;      // assign or reset the accumulated gradient
   void set_grad(const Tensor& grad) { mutable_grad() = grad; }
   bool is_leaf() const;
   void retain_grad();
-  // The recorded op that made this tensor ("mul", "matmul"), empty for leaves.
+  // The name of the node that made this tensor (libtorch's: "MulBackward0"), empty for leaves.
   std::string grad_fn_name() const;
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   // A scalar output needs no gradient argument; others need one of their shape.
@@ -141,11 +163,13 @@ class Tensor {
                 bool create_graph = false) const;
   // The same data, cut from the graph.
   Tensor detach() const;
-  Tensor& detach_();
+  Tensor& detach_() const;
 
   // ---- views (no copies) ----
   Tensor view(IntArrayRef shape) const;
+  template <Index I> Tensor view(I size) const { return view(IntArrayRef({int64_t(size)})); }
   Tensor reshape(IntArrayRef shape) const;  // a view when the layout allows, else a copy
+  template <Index I> Tensor reshape(I size) const { return reshape(IntArrayRef({int64_t(size)})); }
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor permute(IntArrayRef dims) const;
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
@@ -177,24 +201,31 @@ class Tensor {
   Tensor contiguous() const;  // returns *this when already contiguous
   Tensor clone() const;
   Tensor to(DType dtype) const;  // returns *this when the dtype already matches
-  Tensor& copy_(const Tensor& src);
-  Tensor& fill_(const Scalar& value);
-  Tensor& zero_();
-
+  // The CPU is the one device today: another throws nnvm::Error naming it.
+  Tensor to(Device device) const;
+  Tensor to(Device device, DType dtype) const { return to(device).to(dtype); }
+  Tensor to(const Tensor& other) const { return to(other.device(), other.dtype()); }
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor cuda() const { return to(Device(kCUDA)); }
+  // libtorch's .data(): the same data, cut from the graph (as detach()).
+  Tensor data() const { return detach(); }
+  Tensor& copy_(const Tensor& src) const;
+  Tensor& fill_(const Scalar& value) const;
+  Tensor& zero_() const;
+  // Random fills in place, from the default generator unless one is given.
+  Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr) const;
+  Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr) const;
+  Tensor& bernoulli_(double p = 0.5, Generator* gen = nullptr) const;
+  // Integers drawn uniformly from [from, to) (libtorch's random_(from, to)).
+  Tensor& random_(int64_t from, int64_t to, Generator* gen = nullptr) const;
   // ---- pointwise unary (each has an in-place twin ending in _) ----
 #define NNVM_UNARY_METHOD(name) \
   Tensor name() const;          \
-  Tensor& name##_();
-  NNVM_UNARY_METHOD(neg) NNVM_UNARY_METHOD(abs) NNVM_UNARY_METHOD(exp) NNVM_UNARY_METHOD(exp2)
-  NNVM_UNARY_METHOD(log) NNVM_UNARY_METHOD(log2) NNVM_UNARY_METHOD(log1p) NNVM_UNARY_METHOD(expm1)
-  NNVM_UNARY_METHOD(sqrt) NNVM_UNARY_METHOD(rsqrt) NNVM_UNARY_METHOD(sin) NNVM_UNARY_METHOD(cos)
-  NNVM_UNARY_METHOD(tan) NNVM_UNARY_METHOD(tanh) NNVM_UNARY_METHOD(sigmoid) NNVM_UNARY_METHOD(relu)
-  NNVM_UNARY_METHOD(erf) NNVM_UNARY_METHOD(floor) NNVM_UNARY_METHOD(ceil) NNVM_UNARY_METHOD(round)
-  NNVM_UNARY_METHOD(trunc) NNVM_UNARY_METHOD(sign) NNVM_UNARY_METHOD(reciprocal) NNVM_UNARY_METHOD(square)
-  NNVM_UNARY_METHOD(logical_not)
+  Tensor& name##_() const;
+  NNVM_TENSOR_UNARY_OPS(NNVM_UNARY_METHOD)
 #undef NNVM_UNARY_METHOD
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
   Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
   Tensor isnan() const;
@@ -206,22 +237,22 @@ class Tensor {
   // ---- pointwise binary, with broadcasting and type promotion ----
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
   Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
   // rounding_mode: "" (true division), "floor" or "trunc"
   Tensor div(const Tensor& other, std::string_view rounding_mode = "") const;
   Tensor div(const Scalar& other, std::string_view rounding_mode = "") const;
-  Tensor& div_(const Tensor& other, std::string_view rounding_mode = "");
-  Tensor& div_(const Scalar& other, std::string_view rounding_mode = "");
+  Tensor& div_(const Tensor& other, std::string_view rounding_mode = "") const;
+  Tensor& div_(const Scalar& other, std::string_view rounding_mode = "") const;
 #define NNVM_BINARY_METHOD(name)                \
   Tensor name(const Tensor& other) const;       \
   Tensor name(const Scalar& other) const;       \
-  Tensor& name##_(const Tensor& other);         \
-  Tensor& name##_(const Scalar& other);
+  Tensor& name##_(const Tensor& other) const;         \
+  Tensor& name##_(const Scalar& other) const;
   NNVM_BINARY_METHOD(mul) NNVM_BINARY_METHOD(remainder) NNVM_BINARY_METHOD(pow)
   NNVM_BINARY_METHOD(maximum) NNVM_BINARY_METHOD(minimum) NNVM_BINARY_METHOD(atan2)
   NNVM_BINARY_METHOD(eq) NNVM_BINARY_METHOD(ne) NNVM_BINARY_METHOD(lt) NNVM_BINARY_METHOD(le)
@@ -231,13 +262,19 @@ class Tensor {
   Tensor floor_divide(const Tensor& other) const { return div(other, "floor"); }
   Tensor floor_divide(const Scalar& other) const { return div(other, "floor"); }
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
 
   // ---- reductions (empty dims = all dims) ----
   Tensor sum(std::optional<DType> dtype = std::nullopt) const;
   Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  template <Index I> Tensor sum(I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const {
+    return sum(IntArrayRef({int64_t(dim)}), keepdim, dtype);
+  }
   Tensor mean(std::optional<DType> dtype = std::nullopt) const;
   Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  template <Index I> Tensor mean(I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const {
+    return mean(IntArrayRef({int64_t(dim)}), keepdim, dtype);
+  }
   Tensor prod(std::optional<DType> dtype = std::nullopt) const;
   Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor max() const;
@@ -246,12 +283,20 @@ class Tensor {
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  template <Index I> Tensor amax(I dim, bool keepdim = false) const { return amax(IntArrayRef({int64_t(dim)}), keepdim); }
+  template <Index I> Tensor amin(I dim, bool keepdim = false) const { return amin(IntArrayRef({int64_t(dim)}), keepdim); }
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  template <Index I> Tensor logsumexp(I dim, bool keepdim = false) const {
+    return logsumexp(IntArrayRef({int64_t(dim)}), keepdim);
+  }
   Tensor norm(const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  template <Index I> Tensor norm(const Scalar& p, I dim, bool keepdim = false) const {
+    return norm(p, IntArrayRef({int64_t(dim)}), keepdim);
+  }
   Tensor all() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
   Tensor any() const;
@@ -271,16 +316,23 @@ class Tensor {
   Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
   // indices: one index tensor per leading dim (int64) or a single bool mask.
-  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
   Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
+  // libtorch's index lists (core/indexing.h): x.index({Slice(), 0}), x.index_put_({mask}, 0).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(absl::Span<const indexing::TensorIndex> indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) const;
+  Tensor& index_put_(absl::Span<const indexing::TensorIndex> indices, const Tensor& values) const;
   Tensor tril(int64_t diagonal = 0) const;
   Tensor triu(int64_t diagonal = 0) const;
   Tensor repeat(IntArrayRef repeats) const;
   Tensor flip(IntArrayRef dims) const;
+  template <Index I> Tensor flip(I dim) const { return flip(IntArrayRef({int64_t(dim)})); }
   Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;  // values, indices
   std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
@@ -288,14 +340,14 @@ class Tensor {
   // ---- operators ----
   Tensor operator-() const { return neg(); }
   Tensor operator!() const { return logical_not(); }
-  Tensor& operator+=(const Tensor& o) { return add_(o); }
-  Tensor& operator+=(const Scalar& o) { return add_(o); }
-  Tensor& operator-=(const Tensor& o) { return sub_(o); }
-  Tensor& operator-=(const Scalar& o) { return sub_(o); }
-  Tensor& operator*=(const Tensor& o) { return mul_(o); }
-  Tensor& operator*=(const Scalar& o) { return mul_(o); }
-  Tensor& operator/=(const Tensor& o) { return div_(o); }
-  Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor& operator+=(const Tensor& o) const { return add_(o); }
+  Tensor& operator+=(const Scalar& o) const { return add_(o); }
+  Tensor& operator-=(const Tensor& o) const { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) const { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) const { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) const { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) const { return div_(o); }
+  Tensor& operator/=(const Scalar& o) const { return div_(o); }
 
   // Throws nnvm::Error naming `op` unless the dtype is `expected`.
   void check_dtype(DType expected, std::string_view op) const;

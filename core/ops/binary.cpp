@@ -163,9 +163,9 @@ const OpDef& div_op(std::string_view mode, bool scalar) {
   return *ops[m][scalar];
 }
 
-Tensor& into(const OpDef& op, Tensor& self, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+Tensor& into(const OpDef& op, const Tensor& self, absl::Span<const Tensor> inputs, const Attrs& attrs) {
   call_into(op, inputs, attrs, self);
-  return self;
+  return const_cast<Tensor&>(self);  // a handle: in-place ops are const, as libtorch's
 }
 
 }  // namespace
@@ -178,23 +178,23 @@ Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const {
   static const OpDef& op = find_op("add.Scalar");
   return call1(op, {*this}, {o, alpha});
 }
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
   static const OpDef& op = find_op("add");
   return into(op, *this, {*this, o}, {alpha});
 }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
   static const OpDef& op = find_op("add.Scalar");
   return into(op, *this, {*this}, {o, alpha});
 }
 Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return add(o, -alpha); }
 Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return add(o, -alpha); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return add_(o, -alpha); }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return add_(o, -alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const { return add_(o, -alpha); }
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const { return add_(o, -alpha); }
 
 Tensor Tensor::div(const Tensor& o, std::string_view mode) const { return call1(div_op(mode, false), {*this, o}); }
 Tensor Tensor::div(const Scalar& o, std::string_view mode) const { return call1(div_op(mode, true), {*this}, {o}); }
-Tensor& Tensor::div_(const Tensor& o, std::string_view mode) { return into(div_op(mode, false), *this, {*this, o}, {}); }
-Tensor& Tensor::div_(const Scalar& o, std::string_view mode) { return into(div_op(mode, true), *this, {*this}, {o}); }
+Tensor& Tensor::div_(const Tensor& o, std::string_view mode) const { return into(div_op(mode, false), *this, {*this, o}, {}); }
+Tensor& Tensor::div_(const Scalar& o, std::string_view mode) const { return into(div_op(mode, true), *this, {*this}, {o}); }
 
 #define DEFINE_BINARY(name)                                              \
   Tensor Tensor::name(const Tensor& o) const {                          \
@@ -205,11 +205,11 @@ Tensor& Tensor::div_(const Scalar& o, std::string_view mode) { return into(div_o
     static const OpDef& op = find_op(#name ".Scalar");                  \
     return call1(op, {*this}, {o});                                     \
   }                                                                     \
-  Tensor& Tensor::name##_(const Tensor& o) {                            \
+  Tensor& Tensor::name##_(const Tensor& o) const {                      \
     static const OpDef& op = find_op(#name);                            \
     return into(op, *this, {*this, o}, {});                             \
   }                                                                     \
-  Tensor& Tensor::name##_(const Scalar& o) {                            \
+  Tensor& Tensor::name##_(const Scalar& o) const {                      \
     static const OpDef& op = find_op(#name ".Scalar");                  \
     return into(op, *this, {*this}, {o});                               \
   }
@@ -242,7 +242,7 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
   static const OpDef& op = find_op("masked_fill");
   return call1(op, {*this, mask}, {value});
 }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   static const OpDef& op = find_op("masked_fill");
   return into(op, *this, {*this, mask}, {value});
 }

@@ -31,6 +31,21 @@ template <class... Extra> Tensor creation(const OpDef& op, IntArrayRef shape, DT
 
 DType dtype_or(const std::optional<TensorOptions>& o, DType fallback) { return o ? o->dtype_ : fallback; }
 
+// The CPU is the one device tensors live on today.
+void check_device(Device d, std::string_view op) {
+  NNVM_CHECK(d.is_cpu(), op, "device ", d, " is not available: this build of nnvm keeps tensors on the CPU "
+             "(nnvm::kCPU)");
+}
+
+// What a creation's options ask beyond the dtype: its device, and requires_grad.
+Tensor made(Tensor t, const TensorOptions& o, std::string_view op) {
+  check_device(o.device_, op);
+  return o.requires_grad_ ? t.requires_grad_() : t;
+}
+Tensor made(Tensor t, const std::optional<TensorOptions>& o, std::string_view op) {
+  return o ? made(std::move(t), *o, op) : t;
+}
+
 Generator& gen_or_default(Generator* g) { return g ? *g : default_generator(); }
 
 // Two 32-bit random words per element.
@@ -69,18 +84,19 @@ NNVM_REGISTER(creation_ops) {
 // ---- creation ----
 Tensor empty(IntArrayRef shape, TensorOptions o) {
   check_shape(shape, "empty");
+  check_device(o.device_, "empty");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(checked_nbytes(shape, itemsize(o.dtype_), "empty"), o.device_);
   impl->shape = dims(shape);
   impl->strides = contiguous_strides(shape);
   impl->dtype = o.dtype_;
   impl->device = o.device_;
-  return Tensor(std::move(impl));
+  return made(Tensor(std::move(impl)), o, "empty");
 }
 
 Tensor full(IntArrayRef shape, const Scalar& value, std::optional<TensorOptions> o) {
   static const OpDef& op = find_op("full");
-  return creation(op, shape, dtype_or(o, value.default_dtype()), value);
+  return made(creation(op, shape, dtype_or(o, value.default_dtype()), value), o, "full");
 }
 Tensor zeros(IntArrayRef shape, TensorOptions o) { return full(shape, 0, o); }
 Tensor ones(IntArrayRef shape, TensorOptions o) { return full(shape, 1, o); }
@@ -97,36 +113,36 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::o
   const bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
   const int64_t n = int64_t(std::ceil((e - s) / st));
   static const OpDef& op = find_op("arange");
-  return creation(op, {n}, dtype_or(o, any_float ? kFloat32 : kInt64), start, step);
+  return made(creation(op, {n}, dtype_or(o, any_float ? kFloat32 : kInt64), start, step), o, "arange");
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   NNVM_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   static const OpDef& op = find_op("linspace");
-  return creation(op, {steps}, o.dtype_, Scalar(start), Scalar(end));
+  return made(creation(op, {steps}, o.dtype_, Scalar(start), Scalar(end)), o, "linspace");
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
   static const OpDef& op = find_op("eye");
-  return creation(op, {n, m.value_or(n)}, o.dtype_);
+  return made(creation(op, {n, m.value_or(n)}, o.dtype_), o, "eye");
 }
 
 Tensor rand(IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(is_floating(o.dtype_), "rand", "expected a floating dtype but got ", o.dtype_);
   static const OpDef& op = find_op("uniform");
-  return random_op(op, shape, o.dtype_, gen, Scalar(0.0), Scalar(1.0));
+  return made(random_op(op, shape, o.dtype_, gen, Scalar(0.0), Scalar(1.0)), o, "rand");
 }
 
 Tensor randn(IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(is_floating(o.dtype_), "randn", "expected a floating dtype but got ", o.dtype_);
   static const OpDef& op = find_op("normal");
-  return random_op(op, shape, o.dtype_, gen);
+  return made(random_op(op, shape, o.dtype_, gen), o, "randn");
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
   NNVM_CHECK(low < high, "randint", "expected low < high but got low=", low, ", high=", high);
   static const OpDef& op = find_op("randint");
-  return random_op(op, shape, o.dtype_, gen, Scalar(low), Scalar(high));
+  return made(random_op(op, shape, o.dtype_, gen, Scalar(low), Scalar(high)), o, "randint");
 }
 
 Tensor randint(int64_t high, IntArrayRef shape, TensorOptions o, Generator* gen) {
@@ -141,16 +157,20 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
 
 Tensor bernoulli(IntArrayRef shape, double p, TensorOptions o, Generator* gen) {
   NNVM_CHECK(p >= 0 && p <= 1, "bernoulli", "p must be in [0, 1], got ", p);
-  return bernoulli(full(shape, p, o), gen);
+  return made(bernoulli(full(shape, p, TensorOptions(o.dtype_)), gen), o, "bernoulli");
 }
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) {
   return empty(t.sizes(), TensorOptions(dtype_or(o, t.dtype())).device(t.device()));
 }
-Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) { return zeros(t.sizes(), dtype_or(o, t.dtype())); }
-Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return ones(t.sizes(), dtype_or(o, t.dtype())); }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) {
+  return made(zeros(t.sizes(), dtype_or(o, t.dtype())), o, "zeros_like");
+}
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) {
+  return made(ones(t.sizes(), dtype_or(o, t.dtype())), o, "ones_like");
+}
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> o) {
-  return full(t.sizes(), v, TensorOptions(dtype_or(o, t.dtype())));
+  return made(full(t.sizes(), v, TensorOptions(dtype_or(o, t.dtype()))), o, "full_like");
 }
 Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.sizes(), t.dtype(), gen); }
 Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.sizes(), t.dtype(), gen); }
@@ -171,7 +191,7 @@ Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, TensorOptio
   impl->strides = dims(strides);
   impl->dtype = o.dtype_;
   impl->device = o.device_;
-  return Tensor(std::move(impl));
+  return made(Tensor(std::move(impl)), o, "from_blob");
 }
 
 Tensor from_blob(void* data, IntArrayRef shape, TensorOptions o) {
@@ -222,22 +242,46 @@ Tensor Tensor::to(DType t) const {
   return t == dtype() ? *this : call1(o, {*this}, {t});
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src) const {
   static const OpDef& o = find_op("copy");
   NNVM_CHECK(src.defined(), "copy_", "the source tensor is undefined");
   broadcast_shapes(sizes(), src.sizes(), "copy_");  // throws when they do not broadcast
   const Tensor from = src.sizes() == sizes() ? src : src.expand(sizes());
   // copy_ casts freely, like libtorch's: the copy op's result already has self's dtype.
   call_into(o, {from}, {dtype()}, *this);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::fill_(const Scalar& value) {
+Tensor& Tensor::fill_(const Scalar& value) const {
   static const OpDef& o = find_op("full");
   call_into(o, {}, {dims(sizes()), dtype(), value}, *this);
+  return const_cast<Tensor&>(*this);
+}
+
+Tensor& Tensor::zero_() const { return fill_(0); }
+
+Tensor Tensor::to(Device d) const {
+  check_device(d, "to");
   return *this;
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+// The random fills draw a new tensor and copy it in: the same numbers as
+// the out-of-place functions for the same generator state.
+Tensor& Tensor::uniform_(double from, double to, Generator* gen) const {
+  NNVM_CHECK(is_floating_point(), "uniform_", "expected a floating tensor but got ", dtype());
+  NNVM_CHECK(from <= to, "uniform_", "expected from <= to but got from=", from, ", to=", to);
+  return copy_(rand(sizes(), dtype(), gen) * (to - from) + from);
+}
+Tensor& Tensor::normal_(double mean, double std, Generator* gen) const {
+  NNVM_CHECK(is_floating_point(), "normal_", "expected a floating tensor but got ", dtype());
+  NNVM_CHECK(std >= 0, "normal_", "expected std >= 0 but got ", std);
+  return copy_(randn(sizes(), dtype(), gen) * std + mean);
+}
+Tensor& Tensor::bernoulli_(double p, Generator* gen) const {
+  return copy_(bernoulli(sizes(), p, is_floating_point() ? dtype() : kFloat32, gen));
+}
+Tensor& Tensor::random_(int64_t from, int64_t to, Generator* gen) const {
+  return copy_(randint(from, to, sizes(), kInt64, gen));
+}
 
 }  // namespace nnvm

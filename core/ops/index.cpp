@@ -267,16 +267,16 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) 
   return call1(op, {*this, index, src}, {wrap_dim(dim, this->dim(), "scatter_add")});
 }
 
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
   static const OpDef& op = find_op("scatter");
   call_into(op, {*this, index, src}, {wrap_dim(dim, this->dim(), "scatter")}, *this);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   static const OpDef& op = find_op("scatter_add");
   call_into(op, {*this, index, src}, {wrap_dim(dim, this->dim(), "scatter_add")}, *this);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
@@ -292,10 +292,10 @@ std::vector<Tensor> index_put_inputs(const Tensor& self, const std::vector<Tenso
 }
 }  // namespace
 
-Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) const {
   static const OpDef& op = find_op("index_put");
   call_into(op, index_put_inputs(*this, indices, values), {accumulate}, *this);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) const {

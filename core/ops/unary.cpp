@@ -122,9 +122,9 @@ NNVM_REGISTER(unary_ops) {
 
 namespace {
 Tensor unary(const OpDef& op, const Tensor& x, const Attrs& attrs = {}) { return call1(op, {x}, attrs); }
-Tensor& unary_(const OpDef& op, Tensor& x, const Attrs& attrs = {}) {
+Tensor& unary_(const OpDef& op, const Tensor& x, const Attrs& attrs = {}) {
   call_into(op, {x}, attrs, x);
-  return x;
+  return const_cast<Tensor&>(x);  // a handle: in-place ops are const, as libtorch's
 }
 }  // namespace
 
@@ -133,7 +133,7 @@ Tensor& unary_(const OpDef& op, Tensor& x, const Attrs& attrs = {}) {
     static const OpDef& op = find_op(#name);                  \
     return unary(op, *this);                                  \
   }                                                           \
-  Tensor& Tensor::name##_() {                                 \
+  Tensor& Tensor::name##_() const {                           \
     static const OpDef& op = find_op(#name);                  \
     return unary_(op, *this);                                 \
   }
@@ -147,7 +147,7 @@ Tensor Tensor::neg() const {
   NNVM_CHECK(dtype() != kBool, "neg", "negation of a bool tensor is not supported; use logical_not()");
   return unary(op, *this);
 }
-Tensor& Tensor::neg_() {
+Tensor& Tensor::neg_() const {
   static const OpDef& op = find_op("neg");
   NNVM_CHECK(dtype() != kBool, "neg_", "negation of a bool tensor is not supported; use logical_not_()");
   return unary_(op, *this);
@@ -168,7 +168,7 @@ Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const
   static const OpDef& op = find_op("clamp");
   return unary(op, *this, clamp_attrs(min, max));
 }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   static const OpDef& op = find_op("clamp");
   return unary_(op, *this, clamp_attrs(min, max));
 }

@@ -9,6 +9,7 @@
 #include "nnvm/core/error.h"
 #include "nnvm/core/functions.h"
 #include "nnvm/core/generator.h"
+#include "nnvm/core/indexing.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/op.h"
 #include "nnvm/core/scalar.h"

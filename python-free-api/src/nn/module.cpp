@@ -98,6 +98,14 @@ void Module::to(DType dtype) {
     if (b.is_floating_point() && b.dtype() != dtype) b.set_data(b.to(dtype));
 }
 
+void Module::to(Device device) {
+  NoGradGuard no_grad;
+  for (Tensor& p : parameters())
+    if (p.device() != device) p.set_data(p.to(device));
+  for (const Tensor& b : buffers())
+    if (b.device() != device) b.set_data(b.to(device));
+}
+
 void Module::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (Tensor& p : parameters()) {

@@ -57,6 +57,13 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // Converts floating parameters and buffers to `dtype` in place: every handle to them sees the new dtype.
   virtual void to(DType dtype);
+  // Moves parameters and buffers to `device` (the CPU is the one device
+  // today: another throws nnvm::Error naming it), then to `dtype`.
+  virtual void to(Device device);
+  void to(Device device, DType dtype) {
+    to(device);
+    to(dtype);
+  }
   // Resets every parameter's gradient (to undefined, as libtorch does by default; to zeros otherwise).
   void zero_grad(bool set_to_none = true);
 

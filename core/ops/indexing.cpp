@@ -1,0 +1,230 @@
+// Tensor::index and index_put_ with libtorch's index lists (core/indexing.h):
+// the basic indices become views (select, slice, unsqueeze); the tensor
+// indices, one group of adjacent dims, become one index_select (reading) or
+// one index_put (writing) over those dims.
+#include "nnvm/core/indexing.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "nnvm/core/functions.h"
+
+namespace nnvm {
+
+using indexing::Slice;
+using indexing::TensorIndex;
+
+namespace indexing {
+
+TensorIndex::TensorIndex(const char* s) : v_(EllipsisIndex{}) {
+  NNVM_CHECK(s != nullptr && std::strcmp(s, "...") == 0, "index", "the one string index is \"...\" (Ellipsis), got \"",
+             s ? s : "null", "\"");
+}
+
+std::string TensorIndex::str() const {
+  if (is_none()) return "None";
+  if (is_ellipsis()) return "...";
+  if (is_integer()) return std::to_string(integer());
+  if (is_boolean()) return boolean() ? "True" : "False";
+  if (is_tensor()) return detail::concat("tensor", shape_str(tensor().sizes()));
+  auto part = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
+  const Slice& s = slice();
+  return part(s.start) + ":" + part(s.stop) + (s.step ? ":" + part(s.step) : "");
+}
+
+}  // namespace indexing
+
+namespace {
+
+// A tensor index and the dim of the (basic-indexed) tensor it starts at.
+struct Advanced {
+  int64_t dim;
+  Tensor index;
+};
+
+// Dims of the indexed tensor an index names.
+int64_t consumed(const TensorIndex& i) {
+  if (i.is_integer() || i.is_slice()) return 1;
+  if (i.is_tensor()) return i.tensor().dtype() == kBool ? std::max<int64_t>(i.tensor().dim(), 1) : 1;
+  return 0;
+}
+
+std::string list_str(absl::Span<const TensorIndex> indices) {
+  std::string s = "[";
+  for (size_t k = 0; k < indices.size(); ++k) s += (k ? ", " : "") + indices[k].str();
+  return s + "]";
+}
+
+// The integers, Slices, None, Ellipsis and bools applied as views; the tensor
+// indices left in `advanced`, with the dims of the result they index.
+Tensor apply_basic(const Tensor& x, absl::Span<const TensorIndex> indices, std::vector<Advanced>& advanced,
+                   std::string_view op) {
+  int64_t named = 0;
+  int ellipses = 0;
+  for (const TensorIndex& i : indices) {
+    named += consumed(i);
+    ellipses += i.is_ellipsis();
+  }
+  NNVM_CHECK(ellipses <= 1, op, "an index list holds at most one Ellipsis (\"...\"), got ", list_str(indices));
+  NNVM_CHECK(named <= x.dim(), op, "too many indices for a tensor of shape ", shape_str(x.sizes()), ": ",
+             list_str(indices), " names ", named, " dims");
+  Tensor t = x;
+  int64_t d = 0;  // the dim of t the next index applies to
+  for (const TensorIndex& i : indices) {
+    if (i.is_integer()) {
+      const int64_t size = t.size(d), k = i.integer();
+      NNVM_CHECK(k >= -size && k < size, op, "index ", k, " is out of bounds for dim ", d, " of size ", size,
+                 " (shape ", shape_str(x.sizes()), ", indices ", list_str(indices), ")");
+      t = t.select(d, k);
+    } else if (i.is_slice()) {
+      const Slice& s = i.slice();
+      const int64_t step = s.step.value_or(1);
+      NNVM_CHECK(step > 0, op, "slice steps must be positive, got ", step, " in ", list_str(indices));
+      t = t.slice(d, s.start, s.stop, step);
+      ++d;
+    } else if (i.is_none()) {
+      t = t.unsqueeze(d++);
+    } else if (i.is_ellipsis()) {
+      d += x.dim() - named;
+    } else if (i.is_boolean()) {
+      t = t.unsqueeze(d);
+      if (!i.boolean()) t = t.slice(d, 0, 0);
+      ++d;
+    } else {
+      const Tensor& index = i.tensor();
+      NNVM_CHECK(index.dtype() == kBool || index.dtype() == kInt64 || index.dtype() == kInt32, op,
+                 "tensor indices must be int64, int32 or bool, got ", index.dtype(), " in ", list_str(indices));
+      advanced.push_back({d, index});
+      d += consumed(i);
+    }
+  }
+  return t;
+}
+
+// A bool mask over dims [dim, dim + mask.dim()) of t as one int64 index per
+// dim (its true positions). The result's size depends on the mask's values,
+// so they are read here, as libtorch reads them.
+void mask_to_indices(const Tensor& t, const Advanced& a, std::vector<Advanced>& out, std::string_view op) {
+  const Tensor& mask = a.index;
+  const IntArrayRef covered = t.sizes().subspan(size_t(a.dim), size_t(mask.dim()));
+  NNVM_CHECK(mask.sizes() == covered, op, "a bool mask of shape ", shape_str(mask.sizes()),
+             " does not match the shape ", shape_str(covered), " of the dims it indexes (tensor shape ",
+             shape_str(t.sizes()), ", from dim ", a.dim, ")");
+  const std::vector<uint8_t> on = mask.to_vector<uint8_t>();
+  std::vector<std::vector<int64_t>> coords(size_t(mask.dim()));
+  for (int64_t p = 0; p < int64_t(on.size()); ++p) {
+    if (!on[size_t(p)]) continue;
+    int64_t rest = p;
+    for (int64_t j = mask.dim() - 1; j >= 0; --j) {
+      coords[size_t(j)].push_back(rest % covered[size_t(j)]);
+      rest /= covered[size_t(j)];
+    }
+  }
+  for (int64_t j = 0; j < mask.dim(); ++j) {
+    out.push_back({a.dim + j, tensor(coords[size_t(j)])});
+  }
+}
+
+// The tensor indices as int64 indices of adjacent dims, negatives wrapped and
+// every index checked against its dim's size.
+std::vector<Advanced> integer_indices(const Tensor& t, const std::vector<Advanced>& advanced,
+                                      absl::Span<const TensorIndex> indices, std::string_view op) {
+  std::vector<Advanced> ints;
+  for (const Advanced& a : advanced) {
+    if (a.index.dtype() == kBool) mask_to_indices(t, a, ints, op);
+    else ints.push_back({a.dim, a.index.to(kInt64)});
+  }
+  for (size_t j = 1; j < ints.size(); ++j)
+    NNVM_CHECK(ints[j].dim == ints[j - 1].dim + 1, op, "tensor indices must index adjacent dims; ",
+               list_str(indices), " separates them by other indices");
+  for (Advanced& a : ints) {
+    const int64_t size = t.size(a.dim);
+    a.index = where(a.index < 0, a.index + size, a.index);
+    NNVM_CHECK(a.index.numel() == 0 || ((a.index >= 0).logical_and(a.index < size)).all().item<bool>(), op,
+               "an index is out of bounds for dim ", a.dim, " of size ", size, " (shape ", shape_str(t.sizes()),
+               ", indices ", list_str(indices), ")");
+  }
+  return ints;
+}
+
+// The shape the integer indices broadcast to.
+DimVector broadcast_index_shape(const std::vector<Advanced>& ints, std::string_view op) {
+  DimVector shape;
+  for (const Advanced& a : ints) shape = broadcast_shapes(shape, a.index.sizes(), op);
+  return shape;
+}
+
+// t's shape with dims [first, first + k) replaced by `with`.
+DimVector replace_dims(IntArrayRef shape, int64_t first, int64_t k, IntArrayRef with) {
+  DimVector out(shape.begin(), shape.begin() + first);
+  out.insert(out.end(), with.begin(), with.end());
+  out.insert(out.end(), shape.begin() + first + k, shape.end());
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  return index(absl::MakeConstSpan(indices.begin(), indices.size()));
+}
+
+Tensor Tensor::index(absl::Span<const TensorIndex> indices) const {
+  std::vector<Advanced> advanced;
+  const Tensor t = apply_basic(*this, indices, advanced, "index");
+  if (advanced.empty()) return t;
+  const std::vector<Advanced> ints = integer_indices(t, advanced, indices, "index");
+  const int64_t first = ints[0].dim, k = int64_t(ints.size());
+  const DimVector shape = broadcast_index_shape(ints, "index");
+  // One linear index into the k dims flattened: a single index_select.
+  Tensor linear = zeros({}, kInt64);
+  for (const Advanced& a : ints) linear = linear * t.size(a.dim) + a.index;
+  const Tensor picked = t.flatten(first, first + k - 1).index_select(first, linear.expand(shape).reshape({-1}));
+  return picked.reshape(replace_dims(picked.sizes(), first, 1, shape));
+}
+
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& values) const {
+  return index_put_(absl::MakeConstSpan(indices.begin(), indices.size()), values);
+}
+
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) const {
+  return index_put_(absl::MakeConstSpan(indices.begin(), indices.size()), scalar_tensor(value, dtype()));
+}
+
+Tensor& Tensor::index_put_(absl::Span<const TensorIndex> indices, const Tensor& values) const {
+  NNVM_CHECK(values.defined(), "index_put_", "the values tensor is undefined");
+  std::vector<Advanced> advanced;
+  const Tensor t = apply_basic(*this, indices, advanced, "index_put_");
+  if (advanced.empty()) {
+    t.copy_(values);
+    return const_cast<Tensor&>(*this);
+  }
+  // Tensor indices of this tensor's leading dims, nothing else: the op as it is.
+  bool leading = t.is_same(*this);
+  for (size_t j = 0; j < advanced.size(); ++j)
+    leading = leading && advanced[j].dim == int64_t(j) && (advanced[j].index.dtype() != kBool || advanced.size() == 1);
+  if (leading) {
+    std::vector<Tensor> raw;
+    for (const Advanced& a : advanced) raw.push_back(a.index.dtype() == kBool ? a.index : a.index.to(kInt64));
+    return index_put_(raw, values.to(dtype()), false);
+  }
+  // Otherwise the indexed dims are moved to the front of a view, where the
+  // op writes them, and the values with them.
+  const std::vector<Advanced> ints = integer_indices(t, advanced, indices, "index_put_");
+  const int64_t first = ints[0].dim, k = int64_t(ints.size());
+  const DimVector shape = broadcast_index_shape(ints, "index_put_");
+  const DimVector result = replace_dims(t.sizes(), first, k, shape);
+  DimVector order, value_order;
+  for (int64_t j = 0; j < k; ++j) order.push_back(first + j);
+  for (int64_t j = 0; j < t.dim(); ++j)
+    if (j < first || j >= first + k) order.push_back(j);
+  const int64_t b = int64_t(shape.size());
+  for (int64_t j = 0; j < b; ++j) value_order.push_back(first + j);
+  for (int64_t j = 0; j < int64_t(result.size()); ++j)
+    if (j < first || j >= first + b) value_order.push_back(j);
+  std::vector<Tensor> raw;
+  for (const Advanced& a : ints) raw.push_back(a.index);
+  t.permute(order).index_put_(raw, values.to(dtype()).expand(result).permute(value_order), false);
+  return const_cast<Tensor&>(*this);
+}
+
+}  // namespace nnvm
