@@ -27,6 +27,7 @@
 #include "nnvm/nn/linear.h"
 #include "nnvm/nn/module.h"
 #include "nnvm/nn/normalization.h"
+#include "nnvm/nn/ops.h"
 #include "nnvm/nn/pooling.h"
 #include "nnvm/nn/rnn.h"
 #include "nnvm/nn/serialize.h"
