@@ -124,6 +124,44 @@ TEST(ApiLayers, Activations) {
   testing::expect_tensors_close(nn::Tanh()(x), x.tanh());
 }
 
+// Each module's forward is the functional form with the module's options.
+TEST(ApiLayers, ActivationModulesWithOptions) {
+  namespace F = nn::functional;
+  const Tensor x = testing::random({3, 5}, kFloat32, 12, -8, 8);
+  testing::expect_tensors_close(nn::ReLU6()(x), x.clamp(0, 6));
+  testing::expect_tensors_close(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.3))(x), leaky_relu(x, 0.3));
+  testing::expect_tensors_close(nn::ELU(nn::ELUOptions().alpha(0.7))(x), elu(x, 0.7));
+  testing::expect_tensors_close(nn::SELU()(x), F::selu(x));
+  testing::expect_tensors_close(nn::Hardtanh(nn::HardtanhOptions().min_val(-2).max_val(4))(x), x.clamp(-2, 4));
+  testing::expect_tensors_close(nn::Softplus(nn::SoftplusOptions().beta(2).threshold(5))(x), softplus(x, 2, 5));
+  testing::expect_tensors_close(nn::Sigmoid()(x), x.sigmoid());
+  testing::expect_tensors_close(nn::Softmax(0)(x), softmax(x, 0));
+  testing::expect_tensors_close(nn::LogSoftmax(nn::LogSoftmaxOptions(1))(x), log_softmax(x, 1));
+  Tensor y = x.clone();
+  const Tensor out = nn::ReLU(nn::ReLUOptions(true))(y);
+  testing::expect_tensors_close(y, x.relu());
+  testing::expect_tensors_close(out, x.relu());
+  testing::expect_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(1).max_val(1)); },
+                        {"Hardtanh", "min_val 1", "max_val 1"});
+}
+
+TEST(ApiLayers, Dropout2dTrainAndEval) {
+  manual_seed(1);
+  nn::Dropout2d drop(0.5);
+  const Tensor x = ones({4, 8, 3, 3});
+  const std::vector<double> y = testing::values(drop(x));
+  int64_t dropped = 0;
+  for (size_t channel = 0; channel < 32; ++channel) {
+    dropped += y[channel * 9] == 0;
+    for (size_t i = channel * 9; i < channel * 9 + 9; ++i) EXPECT_EQ(y[i], y[channel * 9]) << i;
+  }
+  EXPECT_GT(dropped, 4);
+  EXPECT_LT(dropped, 28);
+  drop->eval();
+  testing::expect_tensors_close(drop(x), x, 0, 0);
+  testing::expect_error([] { nn::Dropout2d(nn::Dropout2dOptions(-0.5)); }, {"Dropout2d", "-0.5"});
+}
+
 TEST(ApiLayers, DropoutTrainAndEval) {
   nn::Dropout drop(0.25);
   const Tensor x = testing::random({4000}, kFloat32, 10, 0.5, 1.5);
