@@ -162,6 +162,34 @@ TEST(ApiLayers, Dropout2dTrainAndEval) {
   testing::expect_error([] { nn::Dropout2d(nn::Dropout2dOptions(-0.5)); }, {"Dropout2d", "-0.5"});
 }
 
+TEST(ApiLayers, ConvTranspose2d) {
+  nn::ConvTranspose2d deconv(nn::ConvTranspose2dOptions(4, 6, {3, 2}).stride(2).padding({1, 0}).groups(2));
+  EXPECT_EQ(deconv->weight.sizes(), IntArrayRef({4, 3, 3, 2}));
+  EXPECT_EQ(deconv->named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
+  const Tensor x = testing::random({2, 4, 5, 5}, kFloat32, 13);
+  const Tensor y = deconv(x);
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 6, 9, 10}));
+  testing::expect_tensors_close(y, conv_transpose2d(x, deconv->weight, deconv->bias, {2, 2}, {1, 0}, {0, 0}, 2));
+  // output_size picks output_padding: 10 x 11 is one more row and column
+  const std::vector<int64_t> size{10, 11};
+  testing::expect_tensors_close(deconv->forward(x, size),
+                                conv_transpose2d(x, deconv->weight, deconv->bias, {2, 2}, {1, 0}, {1, 1}, 2));
+  const std::vector<int64_t> too_big{12, 11};
+  testing::expect_error([&] { deconv->forward(x, too_big); }, {"ConvTranspose2d", "[12, 11]", "[9, 10]"});
+  testing::expect_error([] { nn::ConvTranspose2d(0, 4, 3); }, {"ConvTranspose2d", "in_channels 0"});
+  testing::expect_error([] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(2, 4, 3).groups(4)); },
+                        {"ConvTranspose2d", "groups 4"});
+}
+
+TEST(ApiLayers, ShapeLayersInSequential) {
+  nn::Sequential seq(nn::Identity(), nn::Flatten(), nn::Linear(12, 6), nn::Unflatten(nn::UnflattenOptions(1, {2, 3})),
+                     nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({1, 1})));
+  const Tensor x = testing::random({5, 3, 4}, kFloat32, 14);
+  const Tensor flat = seq->at<nn::Linear>(2)->forward(x.flatten(1));
+  testing::expect_tensors_close(seq->forward(x.unsqueeze(1)), flat.view({5, 2, 3}).mean({1, 2}, true));
+  EXPECT_EQ(seq->named_parameters().keys(), (std::vector<std::string>{"2.weight", "2.bias"}));
+}
+
 TEST(ApiLayers, DropoutTrainAndEval) {
   nn::Dropout drop(0.25);
   const Tensor x = testing::random({4000}, kFloat32, 10, 0.5, 1.5);
