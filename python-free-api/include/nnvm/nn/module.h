@@ -57,6 +57,9 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // Converts floating parameters and buffers to `dtype` in place: every handle to them sees the new dtype.
   virtual void to(DType dtype);
+  // Removes the child registered under `name`; throws nnvm::Error when there is none.
+  void unregister_module(const std::string& name);
+
   // Resets every parameter's gradient (to undefined, as libtorch does by default; to zeros otherwise).
   void zero_grad(bool set_to_none = true);
 
