@@ -143,6 +143,13 @@ TEST(ApiLayers, ActivationModulesWithOptions) {
   testing::expect_tensors_close(out, x.relu());
   testing::expect_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(1).max_val(1)); },
                         {"Hardtanh", "min_val 1", "max_val 1"});
+
+  nn::Sequential seq(nn::Linear(5, 4), nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.1)), nn::ELU(),
+                     nn::Linear(4, 3), nn::LogSoftmax(1));
+  EXPECT_EQ(seq->named_parameters().keys(),
+            (std::vector<std::string>{"0.weight", "0.bias", "3.weight", "3.bias"}));
+  const Tensor hidden = elu(leaky_relu(seq->at<nn::Linear>(0)->forward(x), 0.1));
+  testing::expect_tensors_close(seq(x), log_softmax(seq->at<nn::Linear>(3)->forward(hidden), 1));
 }
 
 TEST(ApiLayers, Dropout2dTrainAndEval) {
