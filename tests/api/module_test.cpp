@@ -232,7 +232,7 @@ TEST(ApiModule, FunctionalWrapsAFunction) {
   testing::expect_tensors_close(seq(x), softmax(leaky_relu(x.relu(), 0.5) * 3, 1));
   testing::expect_tensors_close(nn::Functional(nnvm::tanh)(x), x.tanh());
   EXPECT_TRUE(seq->parameters().empty());
-  testing::expect_error([] { nn::Functional(nn::FunctionalImpl::Function()); }, {"Functional", "empty"});
+  testing::expect_error([] { (void)nn::Functional(nn::FunctionalImpl::Function()); }, {"Functional", "empty"});
 }
 
 }  // namespace
