@@ -98,6 +98,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
   return smooth_l1_loss(input, target, reduction, delta) * delta;
 }
 
+// Unlike PyTorch, inputs outside [0, 1] are not caught: the check would read
+// the data and so end the trace.
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
   constexpr std::string_view op = "binary_cross_entropy";
   check_loss_operands(input, target, op);
