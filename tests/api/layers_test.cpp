@@ -124,6 +124,79 @@ TEST(ApiLayers, Activations) {
   testing::expect_tensors_close(nn::Tanh()(x), x.tanh());
 }
 
+// Each module's forward is the functional form with the module's options.
+TEST(ApiLayers, ActivationModulesWithOptions) {
+  namespace F = nn::functional;
+  const Tensor x = testing::random({3, 5}, kFloat32, 12, -8, 8);
+  testing::expect_tensors_close(nn::ReLU6()(x), x.clamp(0, 6));
+  testing::expect_tensors_close(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.3))(x), leaky_relu(x, 0.3));
+  testing::expect_tensors_close(nn::ELU(nn::ELUOptions().alpha(0.7))(x), elu(x, 0.7));
+  testing::expect_tensors_close(nn::SELU()(x), F::selu(x));
+  testing::expect_tensors_close(nn::Hardtanh(nn::HardtanhOptions().min_val(-2).max_val(4))(x), x.clamp(-2, 4));
+  testing::expect_tensors_close(nn::Softplus(nn::SoftplusOptions().beta(2).threshold(5))(x), softplus(x, 2, 5));
+  testing::expect_tensors_close(nn::Sigmoid()(x), x.sigmoid());
+  testing::expect_tensors_close(nn::Softmax(0)(x), softmax(x, 0));
+  testing::expect_tensors_close(nn::LogSoftmax(nn::LogSoftmaxOptions(1))(x), log_softmax(x, 1));
+  Tensor y = x.clone();
+  const Tensor out = nn::ReLU(nn::ReLUOptions(true))(y);
+  testing::expect_tensors_close(y, x.relu());
+  testing::expect_tensors_close(out, x.relu());
+  testing::expect_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(1).max_val(1)); },
+                        {"Hardtanh", "min_val 1", "max_val 1"});
+
+  nn::Sequential seq(nn::Linear(5, 4), nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.1)), nn::ELU(),
+                     nn::Linear(4, 3), nn::LogSoftmax(1));
+  EXPECT_EQ(seq->named_parameters().keys(),
+            (std::vector<std::string>{"0.weight", "0.bias", "3.weight", "3.bias"}));
+  const Tensor hidden = elu(leaky_relu(seq->at<nn::Linear>(0)->forward(x), 0.1));
+  testing::expect_tensors_close(seq(x), log_softmax(seq->at<nn::Linear>(3)->forward(hidden), 1));
+}
+
+TEST(ApiLayers, Dropout2dTrainAndEval) {
+  manual_seed(1);
+  nn::Dropout2d drop(0.5);
+  const Tensor x = ones({4, 8, 3, 3});
+  const std::vector<double> y = testing::values(drop(x));
+  int64_t dropped = 0;
+  for (size_t channel = 0; channel < 32; ++channel) {
+    dropped += y[channel * 9] == 0;
+    for (size_t i = channel * 9; i < channel * 9 + 9; ++i) EXPECT_EQ(y[i], y[channel * 9]) << i;
+  }
+  EXPECT_GT(dropped, 4);
+  EXPECT_LT(dropped, 28);
+  drop->eval();
+  testing::expect_tensors_close(drop(x), x, 0, 0);
+  testing::expect_error([] { nn::Dropout2d(nn::Dropout2dOptions(-0.5)); }, {"Dropout2d", "-0.5"});
+}
+
+TEST(ApiLayers, ConvTranspose2d) {
+  nn::ConvTranspose2d deconv(nn::ConvTranspose2dOptions(4, 6, {3, 2}).stride(2).padding({1, 0}).groups(2));
+  EXPECT_EQ(deconv->weight.sizes(), IntArrayRef({4, 3, 3, 2}));
+  EXPECT_EQ(deconv->named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
+  const Tensor x = testing::random({2, 4, 5, 5}, kFloat32, 13);
+  const Tensor y = deconv(x);
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 6, 9, 10}));
+  testing::expect_tensors_close(y, conv_transpose2d(x, deconv->weight, deconv->bias, {2, 2}, {1, 0}, {0, 0}, 2));
+  // output_size picks output_padding: 10 x 11 is one more row and column
+  const std::vector<int64_t> size{10, 11};
+  testing::expect_tensors_close(deconv->forward(x, size),
+                                conv_transpose2d(x, deconv->weight, deconv->bias, {2, 2}, {1, 0}, {1, 1}, 2));
+  const std::vector<int64_t> too_big{12, 11};
+  testing::expect_error([&] { deconv->forward(x, too_big); }, {"ConvTranspose2d", "[12, 11]", "[9, 10]"});
+  testing::expect_error([] { nn::ConvTranspose2d(0, 4, 3); }, {"ConvTranspose2d", "in_channels 0"});
+  testing::expect_error([] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(2, 4, 3).groups(4)); },
+                        {"ConvTranspose2d", "groups 4"});
+}
+
+TEST(ApiLayers, ShapeLayersInSequential) {
+  nn::Sequential seq(nn::Identity(), nn::Flatten(), nn::Linear(12, 6), nn::Unflatten(nn::UnflattenOptions(1, {2, 3})),
+                     nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({1, 1})));
+  const Tensor x = testing::random({5, 3, 4}, kFloat32, 14);
+  const Tensor flat = seq->at<nn::Linear>(2)->forward(x.flatten(1));
+  testing::expect_tensors_close(seq->forward(x.unsqueeze(1)), flat.view({5, 2, 3}).mean({1, 2}, true));
+  EXPECT_EQ(seq->named_parameters().keys(), (std::vector<std::string>{"2.weight", "2.bias"}));
+}
+
 TEST(ApiLayers, DropoutTrainAndEval) {
   nn::Dropout drop(0.25);
   const Tensor x = testing::random({4000}, kFloat32, 10, 0.5, 1.5);

@@ -181,5 +181,59 @@ TEST(ApiModule, ModuleListHoldsByIndex) {
   testing::expect_error([&] { list->at<nn::Linear>(1); }, {"ModuleList", "ReLU"});
 }
 
+TEST(ApiModule, ModuleDictHoldsByKey) {
+  const std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> modules{{"encoder", nn::Linear(3, 4).ptr()},
+                                                                                {"act", nn::ReLU().ptr()}};
+  nn::ModuleDict dict(modules);
+  dict->insert("decoder", nn::Linear(4, 2));
+  EXPECT_EQ(dict->keys(), (std::vector<std::string>{"encoder", "act", "decoder"}));
+  EXPECT_EQ(dict->named_parameters().keys(),
+            (std::vector<std::string>{"encoder.weight", "encoder.bias", "decoder.weight", "decoder.bias"}));
+  EXPECT_TRUE(dict->contains("act"));
+  const Tensor x = randn({2, 3});
+  const Tensor y = dict->at<nn::Linear>("decoder")->forward(dict->at<nn::Linear>("encoder")->forward(x));
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 2}));
+  // inserting under a held key replaces the module, keeping its place
+  dict->insert("encoder", nn::Linear(3, 5));
+  EXPECT_EQ(dict->at<nn::Linear>("encoder")->options.out_features(), 5);
+  EXPECT_EQ(dict->keys().front(), "encoder");
+  EXPECT_EQ(dict->named_parameters().size(), 4u);
+  dict->pop("decoder");
+  EXPECT_EQ(dict->named_parameters().keys(), (std::vector<std::string>{"encoder.weight", "encoder.bias"}));
+  testing::expect_error([&] { dict->pop("decoder"); }, {"ModuleDict", "decoder"});
+  testing::expect_error([&] { (*dict)["missing"]; }, {"ModuleDict", "missing"});
+  testing::expect_error([&] { dict->at<nn::Linear>("act"); }, {"ModuleDict", "ReLU"});
+  dict->clear();
+  EXPECT_TRUE(dict->empty());
+  EXPECT_TRUE(dict->children().empty());
+}
+
+TEST(ApiModule, ParameterListNamesByIndex) {
+  struct HeadImpl : nn::Module {
+    HeadImpl() : Module("Head") { scales = register_module("scales", nn::ParameterList(ones({2}), zeros({3}))); }
+    nn::ParameterList scales = nullptr;
+  };
+  auto head = std::make_shared<HeadImpl>();
+  head->scales->append(full({1}, 2.0));
+  EXPECT_EQ(head->named_parameters().keys(), (std::vector<std::string>{"scales.0", "scales.1", "scales.2"}));
+  EXPECT_EQ(head->scales->size(), 3u);
+  EXPECT_TRUE(head->scales[2].requires_grad());
+  EXPECT_EQ(head->scales->at(1).sizes(), IntArrayRef({3}));
+  int64_t count = 0;
+  for (const Tensor& p : *head->scales) count += p.numel();
+  EXPECT_EQ(count, 6);
+  testing::expect_error([&] { head->scales->at(3); }, {"ParameterList", "index 3", "3 parameters"});
+}
+
+TEST(ApiModule, FunctionalWrapsAFunction) {
+  const Tensor x = testing::random({3, 4}, kFloat32, 7);
+  nn::Sequential seq(nn::Functional(nnvm::relu), nn::Functional(nnvm::leaky_relu, 0.5),
+                     nn::Functional([](Tensor t) { return t * 3; }), nn::Functional(nnvm::softmax, 1, std::nullopt));
+  testing::expect_tensors_close(seq(x), softmax(leaky_relu(x.relu(), 0.5) * 3, 1));
+  testing::expect_tensors_close(nn::Functional(nnvm::tanh)(x), x.tanh());
+  EXPECT_TRUE(seq->parameters().empty());
+  testing::expect_error([] { (void)nn::Functional(nn::FunctionalImpl::Function()); }, {"Functional", "empty"});
+}
+
 }  // namespace
 }  // namespace nnvm

@@ -1,6 +1,7 @@
-// Linear and Conv2d: the two layers libtorch initialises with kaiming-uniform (a = √5).
+// Linear, Conv2d and ConvTranspose2d: the layers libtorch initialises with kaiming-uniform (a = √5).
 #include "nnvm/nn/linear.h"
 
+#include <array>
 #include <cmath>
 
 #include "nnvm/core/functions.h"
@@ -20,6 +21,14 @@ void reset_kaiming(Tensor& weight, Tensor& bias) {
   init::uniform_(bias, -bound, bound);
 }
 
+// The channel counts and kernel of a convolution layer (Conv2d or ConvTranspose2d).
+void check_conv_options(std::string_view module, int64_t in, int64_t out, int64_t groups,
+                        const ExpandingArray<2>& k) {
+  NNVM_CHECK(in > 0 && out > 0 && groups > 0 && in % groups == 0 && out % groups == 0, module, "in_channels ", in,
+             " and out_channels ", out, " must be positive multiples of groups ", groups);
+  NNVM_CHECK(k[0] > 0 && k[1] > 0, module, "kernel_size must be positive, got [", k[0], ", ", k[1], "]");
+}
+
 }  // namespace
 
 LinearImpl::LinearImpl(const LinearOptions& options) : Module("Linear"), options(options) {
@@ -37,10 +46,8 @@ Tensor LinearImpl::forward(const Tensor& x) { return linear(x, weight, bias); }
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : Module("Conv2d"), options(options) {
   const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();
-  NNVM_CHECK(in > 0 && out > 0 && groups > 0 && in % groups == 0 && out % groups == 0, "Conv2d",
-             "in_channels ", in, " and out_channels ", out, " must be positive multiples of groups ", groups);
   const ExpandingArray<2>& k = options.kernel_size();
-  NNVM_CHECK(k[0] > 0 && k[1] > 0, "Conv2d", "kernel_size must be positive, got [", k[0], ", ", k[1], "]");
+  check_conv_options("Conv2d", in, out, groups, k);
   weight = register_parameter("weight", empty({out, in / groups, k[0], k[1]}));
   bias = register_parameter("bias", options.bias() ? empty({out}) : Tensor());
   reset_parameters();
@@ -50,6 +57,43 @@ void Conv2dImpl::reset_parameters() { reset_kaiming(weight, bias); }
 
 Tensor Conv2dImpl::forward(const Tensor& x) {
   return conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+}
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options)
+    : Module("ConvTranspose2d"), options(options) {
+  const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();
+  const ExpandingArray<2>& k = options.kernel_size();
+  check_conv_options("ConvTranspose2d", in, out, groups, k);
+  weight = register_parameter("weight", empty({in, out / groups, k[0], k[1]}));
+  bias = register_parameter("bias", options.bias() ? empty({out}) : Tensor());
+  reset_parameters();
+}
+
+void ConvTranspose2dImpl::reset_parameters() { reset_kaiming(weight, bias); }
+
+// Without output_padding the output is (in - 1) stride - 2 padding +
+// dilation (k - 1) + 1 per spatial dim; the stride - 1 larger sizes map to the
+// same input too, and output_size picks one of them.
+Tensor ConvTranspose2dImpl::forward(const Tensor& x, const std::optional<IntArrayRef>& output_size) {
+  std::array<int64_t, 2> output_padding = *options.output_padding();
+  if (output_size) {
+    const IntArrayRef size = *output_size;
+    NNVM_CHECK(x.dim() >= 2 && (size.size() == 2 || int64_t(size.size()) == x.dim()), "ConvTranspose2d",
+               "output_size ", shape_str(size), " does not fit input of shape ", shape_str(x.sizes()),
+               " (expected [H, W] or the input's rank)");
+    for (size_t d = 0; d < 2; ++d) {
+      const int64_t stride = options.stride()[d];
+      const int64_t smallest = (x.size(x.dim() - 2 + int64_t(d)) - 1) * stride - 2 * options.padding()[d] +
+                               options.dilation()[d] * (options.kernel_size()[d] - 1) + 1;
+      const int64_t wanted = size[size.size() - 2 + d];
+      NNVM_CHECK(wanted >= smallest && wanted < smallest + stride, "ConvTranspose2d", "output_size ",
+                 shape_str(size), " is not reachable from input of shape ", shape_str(x.sizes()), " (expected dim ",
+                 d, " in [", smallest, ", ", smallest + stride - 1, "])");
+      output_padding[d] = wanted - smallest;
+    }
+  }
+  return conv_transpose2d(x, weight, bias, options.stride(), options.padding(), output_padding, options.groups(),
+                          options.dilation());
 }
 
 }  // namespace nnvm::nn

@@ -162,6 +162,11 @@ void Module::add_child(std::string name, std::shared_ptr<Module> module) {
   children_.insert(std::move(name), std::move(module));
 }
 
+void Module::unregister_module(const std::string& name) {
+  NNVM_CHECK(children_.contains(name), "unregister_module", "no submodule named '", name, "'");
+  children_.pop(name);
+}
+
 void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
   NNVM_CHECK(module != nullptr, "replace_module", "submodule '", name, "' is empty");
   children_[name] = std::move(module);

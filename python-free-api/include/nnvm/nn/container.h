@@ -1,10 +1,14 @@
-// Sequential (modules applied in order) and ModuleList (modules held by index).
-// Children are named "0", "1", ... so parameters read "features.0.weight".
+// The containers: Sequential (modules applied in order), ModuleList and
+// ParameterList (held by index: children and parameters named "0", "1", ...,
+// so names read "features.0.weight"), ModuleDict (held by key, the child's
+// name), and Functional (a function as a module, for Sequential).
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nnvm/nn/module.h"
@@ -93,5 +97,91 @@ class ModuleListImpl : public Module {
   std::vector<std::shared_ptr<Module>> modules_;
 };
 NNVM_MODULE(ModuleList);
+
+class ModuleDictImpl : public Module {
+ public:
+  ModuleDictImpl() : Module("ModuleDict") {}
+  explicit ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+  explicit ModuleDictImpl(const OrderedDict<std::string, std::shared_ptr<Module>>& modules);
+
+  // Adds `module` under `key`, or replaces the module held there.
+  void insert(const std::string& key, std::shared_ptr<Module> module);
+  template <class Holder> void insert(const std::string& key, Holder holder)
+    requires requires { typename Holder::ContainedType; }
+  {
+    insert(key, std::shared_ptr<Module>(holder.ptr()));
+  }
+  void update(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+  // Removes and returns the module under key; throws nnvm::Error when there is none.
+  std::shared_ptr<Module> pop(const std::string& key);
+  void clear();
+
+  size_t size() const { return modules_.size(); }
+  bool empty() const { return modules_.is_empty(); }
+  bool contains(const std::string& key) const { return modules_.contains(key); }
+  std::vector<std::string> keys() const { return modules_.keys(); }
+  std::vector<std::shared_ptr<Module>> values() const { return modules_.values(); }
+  const auto& items() const { return modules_.items(); }
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
+  // Throws nnvm::Error when key is absent.
+  const std::shared_ptr<Module>& operator[](const std::string& key) const;
+  template <class T> auto* at(const std::string& key) const {
+    auto* m = (*this)[key]->template as<T>();
+    NNVM_CHECK(m != nullptr, "ModuleDict", "module '", key, "' is a ", (*this)[key]->name(),
+               ", not the requested type");
+    return m;
+  }
+
+ private:
+  OrderedDict<std::string, std::shared_ptr<Module>> modules_{"Module"};
+};
+NNVM_MODULE(ModuleDict);
+
+// Parameters held by index, registered as "0", "1", ... (each a leaf that requires grad).
+class ParameterListImpl : public Module {
+ public:
+  ParameterListImpl() : Module("ParameterList") {}
+  template <class... Tensors>
+    requires(std::is_convertible_v<Tensors, Tensor> && ...)
+  explicit ParameterListImpl(Tensors&&... params) : Module("ParameterList") {
+    (append(std::forward<Tensors>(params)), ...);
+  }
+
+  void append(const Tensor& param);
+  void extend(const std::vector<Tensor>& params);
+  size_t size() const { return params_.size(); }
+  bool is_empty() const { return params_.empty(); }
+  // Throws nnvm::Error when i is out of range.
+  const Tensor& at(size_t i) const;
+  const Tensor& operator[](size_t i) const { return at(i); }
+  auto begin() const { return params_.begin(); }
+  auto end() const { return params_.end(); }
+
+ private:
+  std::vector<Tensor> params_;
+};
+NNVM_MODULE(ParameterList);
+
+// A function as a module: nn::Functional(nnvm::relu), or with arguments bound
+// after the input, nn::Functional(nnvm::leaky_relu, 0.2) (libtorch's std::bind).
+class FunctionalImpl : public Module {
+ public:
+  using Function = std::function<Tensor(Tensor)>;
+
+  explicit FunctionalImpl(Function function);
+  template <class Fn, class... Args>
+    requires std::is_invocable_r_v<Tensor, Fn, Tensor, Args...>
+  explicit FunctionalImpl(Fn function, Args&&... args)
+      : FunctionalImpl(Function([function, ... bound = std::forward<Args>(args)](Tensor x) {
+          return Tensor(function(std::move(x), bound...));
+        })) {}
+
+  Tensor forward(Tensor input) { return function_(std::move(input)); }
+
+ private:
+  Function function_;
+};
+NNVM_MODULE(Functional);
 
 }  // namespace nnvm::nn

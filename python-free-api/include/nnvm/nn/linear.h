@@ -1,5 +1,7 @@
-// Linear (y = x Wᵀ + b) and Flatten.
+// Linear (y = x Wᵀ + b), and the shape-only layers Identity, Flatten and Unflatten.
 #pragma once
+
+#include <vector>
 
 #include "nnvm/nn/module.h"
 
@@ -38,5 +40,30 @@ class FlattenImpl : public Module {
   FlattenOptions options;
 };
 NNVM_MODULE(Flatten);
+
+struct UnflattenOptions {
+  UnflattenOptions(int64_t dim, std::vector<int64_t> sizes) : dim_(dim), sizes_(std::move(sizes)) {}
+  NNVM_ARG(int64_t, dim);
+  NNVM_ARG(std::vector<int64_t>, sizes);
+};
+
+// Splits dim into sizes (one may be -1): Flatten's inverse.
+class UnflattenImpl : public Module {
+ public:
+  UnflattenImpl(int64_t dim, std::vector<int64_t> sizes) : UnflattenImpl(UnflattenOptions(dim, std::move(sizes))) {}
+  explicit UnflattenImpl(const UnflattenOptions& options) : Module("Unflatten"), options(options) {}
+  Tensor forward(const Tensor& x) { return x.unflatten(options.dim(), options.sizes()); }
+
+  UnflattenOptions options;
+};
+NNVM_MODULE(Unflatten);
+
+// Returns its input: a placeholder where a model takes a layer or none.
+class IdentityImpl : public Module {
+ public:
+  IdentityImpl() : Module("Identity") {}
+  Tensor forward(const Tensor& x) { return x; }
+};
+NNVM_MODULE(Identity);
 
 }  // namespace nnvm::nn

@@ -64,6 +64,9 @@ class Module : public std::enable_shared_from_this<Module> {
     to(device);
     to(dtype);
   }
+  // Removes the child registered under `name`; throws nnvm::Error when there is none.
+  void unregister_module(const std::string& name);
+
   // Resets every parameter's gradient (to undefined, as libtorch does by default; to zeros otherwise).
   void zero_grad(bool set_to_none = true);
 

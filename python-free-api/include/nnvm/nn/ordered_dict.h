@@ -49,6 +49,18 @@ template <class Key, class Value> class OrderedDict {
     return *v;
   }
   const Value& operator[](const Key& key) const { return const_cast<OrderedDict&>(*this)[key]; }
+  // Removes `key` and returns its value; throws nnvm::Error when `key` is absent.
+  Value pop(const Key& key) {
+    for (auto it = items_.begin(); it != items_.end(); ++it)
+      if (it->key() == key) {
+        Value value = std::move(it->value());
+        items_.erase(it);
+        return value;
+      }
+    NNVM_CHECK(false, "OrderedDict", key_description_, " '", key, "' is not defined");
+    return {};
+  }
+  void clear() { items_.clear(); }
 
   std::vector<Key> keys() const {
     std::vector<Key> out;

@@ -1,4 +1,4 @@
-// MaxPool2d and AvgPool2d over [N, C, H, W] (or [C, H, W]) inputs.
+// MaxPool2d, AvgPool2d and AdaptiveAvgPool2d over [N, C, H, W] (or [C, H, W]) inputs.
 #pragma once
 
 #include <optional>
@@ -43,5 +43,20 @@ class AvgPool2dImpl : public Module {
   AvgPool2dOptions options;
 };
 NNVM_MODULE(AvgPool2d);
+
+struct AdaptiveAvgPool2dOptions {
+  AdaptiveAvgPool2dOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}  // NOLINT
+  NNVM_ARG(ExpandingArray<2>, output_size);
+};
+
+class AdaptiveAvgPool2dImpl : public Module {
+ public:
+  explicit AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& options)
+      : Module("AdaptiveAvgPool2d"), options(options) {}
+  Tensor forward(const Tensor& x);
+
+  AdaptiveAvgPool2dOptions options;
+};
+NNVM_MODULE(AdaptiveAvgPool2d);
 
 }  // namespace nnvm::nn
