@@ -42,3 +42,5 @@
 #include "nnvm/optim/rmsprop.h"
 #include "nnvm/optim/schedulers.h"
 #include "nnvm/optim/sgd.h"
+#include "nnvm/serialize.h"
+#include "nnvm/str.h"

@@ -1,4 +1,5 @@
-// safetensors reading and writing, and nn::save / nn::load on top.
+// safetensors reading and writing, and nnvm's checkpoints on top: nn::save / nn::load
+// and the kind each checkpoint names in its metadata.
 //
 // Reading trusts nothing in the file: the header length is checked against
 // the file size, every offset against the data size, and the tensors must tile
@@ -19,6 +20,7 @@
 #include "json.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/functions.h"
+#include "nnvm/core/mode.h"
 
 namespace nnvm::nn {
 
@@ -28,6 +30,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 namespace {
 
 constexpr std::string_view kMetadataKey = "__metadata__";
+constexpr std::string_view kKindKey = "nnvm";
 // The reference implementation's limit: a larger header is a corrupt (or hostile) file.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
@@ -94,6 +97,15 @@ Entry parse_entry(const std::string& path, const std::string& name, const json::
     bad(path, detail::concat("entry \"", name, "\": data_offsets [", e.begin, ", ", e.end, "] do not span the ",
                              nbytes, " bytes of a ", e.dtype, " tensor of shape ", shape_str(e.shape)));
   return e;
+}
+
+// What each kind of checkpoint holds, for messages about the wrong one.
+std::string describe(std::string_view kind) {
+  if (kind == "module") return "a module's state dict (nnvm::save(module))";
+  if (kind == "optimizer") return "an optimizer's state (nnvm::save(optimizer))";
+  if (kind == "tensor") return "one tensor (nnvm::save(Tensor))";
+  if (kind == "tensors") return "a vector of tensors (nnvm::save(std::vector<Tensor>))";
+  return detail::concat("an unknown kind \"", kind, "\"");
 }
 
 std::string read_file(const std::string& path) {
@@ -223,20 +235,42 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
 std::map<std::string, Tensor> load_safetensors(const std::string& path) { return read_safetensors(path).tensors; }
 
+void save_checkpoint(const std::map<std::string, Tensor>& tensors, const std::string& path, std::string_view kind,
+                     std::map<std::string, std::string> metadata) {
+  metadata["format"] = "pt";  // the tensors are laid out as PyTorch's (the convention of safetensors' writers)
+  metadata[std::string(kKindKey)] = kind;
+  save_safetensors(tensors, path, metadata);
+}
+
+SafetensorsFile read_checkpoint(const std::string& path, std::string_view kind, std::string_view op) {
+  SafetensorsFile file = read_safetensors(path);
+  const auto held = file.metadata.find(std::string(kKindKey));
+  if (held == file.metadata.end()) {
+    NNVM_CHECK(kind == "module", op, path, " has no \"nnvm\" metadata entry (not written by nnvm::save); expected ",
+               describe(kind));
+  } else {
+    NNVM_CHECK(held->second == kind, op, path, " holds ", describe(held->second), "; expected ", describe(kind));
+  }
+  return file;
+}
+
 void save(const Module& module, const std::string& path) {
   std::map<std::string, Tensor> tensors;
   for (const auto& item : module.state_dict()) tensors.emplace(item.key(), item.value());
-  save_safetensors(tensors, path, {{"format", "pt"}});
+  save_checkpoint(tensors, path, "module");
 }
 
 void load(Module& module, const std::string& path) {
   OrderedDict<std::string, Tensor> state;
-  for (auto& [name, t] : load_safetensors(path)) state.insert(name, t);
+  for (auto& [name, t] : read_checkpoint(path, "module", "nn::load").tensors) state.insert(name, t);
   try {
     module.load_state_dict(state);
   } catch (const Error& e) {
     throw Error(detail::concat("nn::load: ", path, ": ", e.what()));
   }
+  // The copies run now rather than in the next step's trace, which then has
+  // the signature the saving run's had: a resumed run replays its plans.
+  mark_step();
 }
 
 }  // namespace nnvm::nn

@@ -12,6 +12,12 @@ namespace {
 struct AdamState : OptimizerParamState {
   int64_t step = 0;
   Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+  void visit(StateVisitor& v) override {
+    v.field("step", step);
+    v.field("exp_avg", exp_avg);
+    v.field("exp_avg_sq", exp_avg_sq);
+    v.field("max_exp_avg_sq", max_exp_avg_sq);
+  }
 };
 
 void check(std::string_view name, double lr, const Betas& betas, double eps, double weight_decay) {
@@ -52,6 +58,8 @@ Adam::Adam(std::vector<OptimizerParamGroup> param_groups, const AdamOptions& def
   check("Adam", defaults.lr(), defaults.betas(), defaults.eps(), defaults.weight_decay());
 }
 
+std::unique_ptr<OptimizerParamState> Adam::make_state() const { return std::make_unique<AdamState>(); }
+
 void Adam::update(OptimizerParamGroup& group) {
   const auto& o = static_cast<const AdamOptions&>(group.options());
   check("Adam", o.lr(), o.betas(), o.eps(), o.weight_decay());
@@ -66,6 +74,8 @@ AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, const AdamWOptions& 
     : Optimizer(std::move(param_groups), defaults.clone()) {
   check("AdamW", defaults.lr(), defaults.betas(), defaults.eps(), defaults.weight_decay());
 }
+
+std::unique_ptr<OptimizerParamState> AdamW::make_state() const { return std::make_unique<AdamState>(); }
 
 void AdamW::update(OptimizerParamGroup& group) {
   const auto& o = static_cast<const AdamWOptions&>(group.options());

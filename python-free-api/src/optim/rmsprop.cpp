@@ -9,6 +9,11 @@ namespace {
 
 struct RMSpropState : OptimizerParamState {
   Tensor square_avg, grad_avg, momentum_buffer;
+  void visit(StateVisitor& v) override {
+    v.field("square_avg", square_avg);
+    v.field("grad_avg", grad_avg);
+    v.field("momentum_buffer", momentum_buffer);
+  }
 };
 
 void check(const RMSpropOptions& o) {
@@ -23,6 +28,8 @@ RMSprop::RMSprop(std::vector<OptimizerParamGroup> param_groups, const RMSpropOpt
     : Optimizer(std::move(param_groups), defaults.clone()) {
   check(defaults);
 }
+
+std::unique_ptr<OptimizerParamState> RMSprop::make_state() const { return std::make_unique<RMSpropState>(); }
 
 void RMSprop::update(OptimizerParamGroup& group) {
   const auto& o = static_cast<const RMSpropOptions&>(group.options());

@@ -7,6 +7,7 @@ namespace {
 
 struct SGDState : OptimizerParamState {
   Tensor momentum_buffer;
+  void visit(StateVisitor& v) override { v.field("momentum_buffer", momentum_buffer); }
 };
 
 void check(const SGDOptions& o) {
@@ -24,6 +25,8 @@ SGD::SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaul
     : Optimizer(std::move(param_groups), defaults.clone()) {
   check(defaults);
 }
+
+std::unique_ptr<OptimizerParamState> SGD::make_state() const { return std::make_unique<SGDState>(); }
 
 void SGD::update(OptimizerParamGroup& group) {
   const auto& o = static_cast<const SGDOptions&>(group.options());

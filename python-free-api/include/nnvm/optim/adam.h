@@ -10,10 +10,24 @@ namespace nnvm::optim {
 
 using Betas = std::tuple<double, double>;
 
+namespace detail {
+// The fields of Adam's and AdamW's options, in checkpoints.
+inline void visit_adam_options(OptionsVisitor& v, double& lr, Betas& betas, double& eps, double& weight_decay,
+                               bool& amsgrad) {
+  v.field("lr", lr);
+  v.field("beta1", std::get<0>(betas));
+  v.field("beta2", std::get<1>(betas));
+  v.field("eps", eps);
+  v.field("weight_decay", weight_decay);
+  v.field("amsgrad", amsgrad);
+}
+}  // namespace detail
+
 struct AdamOptions : OptimizerCloneableOptions<AdamOptions> {
   AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit, like libtorch
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
+  void visit(OptionsVisitor& v) override { detail::visit_adam_options(v, lr_, betas_, eps_, weight_decay_, amsgrad_); }
   NNVM_ARG(double, lr);
   NNVM_ARG(Betas, betas) = std::make_tuple(0.9, 0.999);
   NNVM_ARG(double, eps) = 1e-8;
@@ -25,6 +39,7 @@ struct AdamWOptions : OptimizerCloneableOptions<AdamWOptions> {
   AdamWOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
+  void visit(OptionsVisitor& v) override { detail::visit_adam_options(v, lr_, betas_, eps_, weight_decay_, amsgrad_); }
   NNVM_ARG(double, lr);
   NNVM_ARG(Betas, betas) = std::make_tuple(0.9, 0.999);
   NNVM_ARG(double, eps) = 1e-8;
@@ -39,9 +54,11 @@ class Adam : public Optimizer {
   Adam(std::vector<OptimizerParamGroup> param_groups, const AdamOptions& defaults);
   Adam(std::vector<Tensor> params, const AdamOptions& defaults = {})
       : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
+  std::string_view name() const override { return "Adam"; }
 
  protected:
   void update(OptimizerParamGroup& group) override;
+  std::unique_ptr<OptimizerParamState> make_state() const override;
 };
 
 // p *= 1 - lr·wd, then Adam's step without the L2 term.
@@ -50,9 +67,11 @@ class AdamW : public Optimizer {
   AdamW(std::vector<OptimizerParamGroup> param_groups, const AdamWOptions& defaults);
   AdamW(std::vector<Tensor> params, const AdamWOptions& defaults = {})
       : AdamW(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
+  std::string_view name() const override { return "AdamW"; }
 
  protected:
   void update(OptimizerParamGroup& group) override;
+  std::unique_ptr<OptimizerParamState> make_state() const override;
 };
 
 }  // namespace nnvm::optim

@@ -9,10 +9,15 @@
 // rate, which is what the LR schedulers do. step() updates the parameters in
 // place under NoGradGuard; per-parameter state (momentum buffers, moments) is
 // keyed by the parameter's identity, so every handle to it sees the update.
+// save() and load() write and read the state and the groups' options as a
+// checkpoint (src/optim/serialize.cpp; the format is in docs/NN.md).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,12 +26,30 @@
 
 namespace nnvm::optim {
 
+// Checkpoints see options and state through visitors: each type lists its
+// fields by name in one function, which serves both saving and loading.
+class OptionsVisitor {
+ public:
+  virtual ~OptionsVisitor() = default;
+  virtual void field(std::string_view name, double& value) = 0;
+  virtual void field(std::string_view name, bool& value) = 0;
+};
+
+class StateVisitor {
+ public:
+  virtual ~StateVisitor() = default;
+  virtual void field(std::string_view name, int64_t& count) = 0;
+  // A tensor of the parameter's shape and dtype, or undefined (not made yet).
+  virtual void field(std::string_view name, Tensor& tensor) = 0;
+};
+
 class OptimizerOptions {
  public:
   virtual ~OptimizerOptions() = default;
   virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
   virtual double get_lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  virtual void visit(OptionsVisitor& visitor) = 0;
 };
 
 // Implements clone() for an options type (libtorch's OptimizerCloneableOptions).
@@ -62,6 +85,7 @@ class OptimizerParamGroup {
 // Per-parameter state of one optimizer (a momentum buffer, Adam's moments).
 struct OptimizerParamState {
   virtual ~OptimizerParamState() = default;
+  virtual void visit(StateVisitor& visitor) = 0;
 };
 
 class Optimizer {
@@ -89,6 +113,15 @@ class Optimizer {
   size_t size() const;  // number of parameters
   OptimizerOptions& defaults() { return *defaults_; }
 
+  // The optimizer's kind as checkpoints name it ("Adam").
+  virtual std::string_view name() const = 0;
+  // Writes the per-parameter state and every group's options to `path`.
+  void save(const std::string& path) const;
+  // Reads a checkpoint of save(). Throws nnvm::Error, before changing anything,
+  // when it is of another kind, has other group or parameter counts, or holds
+  // state that does not fit a parameter.
+  void load(const std::string& path);
+
  protected:
   // Updates the parameters of one group; runs with grad mode off.
   virtual void update(OptimizerParamGroup& group) = 0;
@@ -98,6 +131,8 @@ class Optimizer {
     if (!slot) slot = std::make_unique<State>();
     return static_cast<State&>(*slot);
   }
+  // A fresh state of the kind state_of makes, for load() to fill.
+  virtual std::unique_ptr<OptimizerParamState> make_state() const = 0;
 
  private:
   std::unique_ptr<OptimizerOptions> defaults_;
