@@ -8,43 +8,28 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <vector>
 
+#include "nnvm/data/dataloader_options.h"
 #include "nnvm/data/example.h"
 #include "nnvm/data/fashion_mnist.h"
 
 namespace nnvm::data {
 
-// libtorch's torch::data::DataLoaderOptions style: chained setters.
-struct DataLoaderOptions {
-  DataLoaderOptions() = default;
-  explicit DataLoaderOptions(int64_t batch_size) : batch_size_(batch_size) {}
-  DataLoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
-  DataLoaderOptions& shuffle(bool on) { shuffle_ = on; return *this; }
-  // Without a seed, one is drawn from the default generator (nnvm::manual_seed governs it).
-  DataLoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
-  // Drop the last batch when it would be smaller than batch_size.
-  DataLoaderOptions& drop_last(bool on) { drop_last_ = on; return *this; }
-
-  int64_t batch_size_ = 1;
-  bool shuffle_ = false;
-  std::optional<uint64_t> seed_;
-  bool drop_last_ = false;
-};
-
 class DataLoader {
  public:
-  // Throws nnvm::Error when batch_size < 1, a tensor is 0-d, or the first dims differ.
+  // Throws nnvm::Error when batch_size < 1, workers are asked for (make_data_loader
+  // runs them), a tensor is 0-d, or the first dims differ.
   DataLoader(Tensor data, Tensor targets, DataLoaderOptions options = {});
   DataLoader(const FashionMNIST& dataset, DataLoaderOptions options = {})
       : DataLoader(dataset.images(), dataset.targets(), options) {}
 
   class Iterator {
    public:
-    using value_type = Example;
+    using value_type = Example<>;
     using difference_type = std::ptrdiff_t;
-    Example operator*() const { return loader_->batch(order_, index_); }
+    Example<> operator*() const { return loader_->batch(order_, index_); }
     Iterator& operator++() { ++index_; return *this; }
     bool operator==(const Iterator& o) const { return index_ == o.index_; }
 
@@ -70,7 +55,7 @@ class DataLoader {
   std::vector<int64_t> permutation(int64_t epoch) const;
 
  private:
-  Example batch(const std::shared_ptr<const std::vector<int64_t>>& order, int64_t index) const;
+  Example<> batch(const std::shared_ptr<const std::vector<int64_t>>& order, int64_t index) const;
 
   Tensor data_, targets_;
   DataLoaderOptions options_;

@@ -30,7 +30,7 @@ class FashionMNIST {
   FashionMNIST& normalize(double mean = kMean, double std = kStd);
 
   // Image `index` as float32 [1, 28, 28] and its label as an int64 scalar.
-  Example get(int64_t index) const;
+  Example<> get(int64_t index) const;
   int64_t size() const { return images_.size(0); }
   bool is_train() const { return mode_ == Mode::kTrain; }
   const Tensor& images() const { return images_; }    // float32 [N, 1, 28, 28], in [0, 1] unless normalized
