@@ -9,11 +9,13 @@
 //   libtorch_custom_autograd --quick   the checks, then 200 steps
 #include <nnvm/nnvm.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <utility>
 
 using namespace nnvm::autograd;
 namespace F = nnvm::nn::functional;

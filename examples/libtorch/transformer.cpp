@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
             << reverse(model, example.unsqueeze(1)).view({1, -1}) << std::endl;
 
   // The full run must reverse most sequences whole; the quick one must beat chance clearly.
-  const bool learned = quick ? token_accuracy > 0.5 : sequence_accuracy > 0.9;
+  const bool learned = quick ? token_accuracy > 0.5 : sequence_accuracy > 0.8;
   if (!learned) std::cerr << "the model did not learn to reverse (first loss " << first_loss << ")" << std::endl;
   return learned ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -119,8 +119,10 @@ Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol
   NNVM_CHECK(self.defined() && other.defined(), "isclose", "self and other must be defined tensors");
   NNVM_CHECK(rtol >= 0 && atol >= 0, "isclose", "rtol and atol must be non-negative, got rtol ", rtol,
              " and atol ", atol);
-  // The equality test makes equal infinities close (their difference is NaN).
-  Tensor close = self.eq(other) || (self - other).abs() <= (other.abs() * rtol + atol);
+  // As libtorch: equal values (infinities too) are close; otherwise the error
+  // must be finite, so an infinity is never within an infinite tolerance.
+  const Tensor error = (self - other).abs();
+  Tensor close = self.eq(other) || (error.isfinite() && error <= other.abs() * rtol + atol);
   return equal_nan ? close || (self.isnan() && other.isnan()) : close;
 }
 
