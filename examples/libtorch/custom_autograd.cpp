@@ -104,6 +104,8 @@ bool check_gradients() {
     ok &= report("LinearFunction d/dinput", x.grad(), x_ref.grad());
     ok &= report("LinearFunction d/dweight", w.grad(), w_ref.grad());
     ok &= report("LinearFunction d/dbias", b.grad(), b_ref.grad());
+    // port: libtorch prints torch::autograd::CppNode<LinearFunction> here (its Node::name()
+    // demangles the node's type); nnvm names a custom function's node after the function.
     std::cout << "  y.grad_fn()->name() = " << y.grad_fn()->name() << std::endl;
   }
   {
