@@ -1,7 +1,7 @@
 // A small transformer learns to reverse sequences of digits. It reads
 // "d1 d2 ... dn SEP" and writes "dn ... d2 d1" one token at a time, as a
 // decoder-only language model: token embeddings plus sinusoidal positional
-// encodings, TransformerEncoderLayers under a causal mask (nnvm::triu), a
+// encodings, a TransformerEncoder under a causal mask (nnvm::triu), a
 // linear read-out, Adam on the cross-entropy of the answer tokens. At the end
 // it reverses unseen sequences by greedy decoding.
 //
@@ -47,27 +47,26 @@ struct TransformerModelImpl : nnvm::nn::Module {
   TransformerModelImpl(int64_t d_model, int64_t nhead, int64_t num_layers, int64_t dim_feedforward, int64_t max_len)
       : embedding(register_module("embedding", nnvm::nn::Embedding(kVocab, d_model))),
         pos_encoder(register_module("pos_encoder", PositionalEncoding(d_model, max_len))),
-        layers(register_module("layers", nnvm::nn::ModuleList())),
+        encoder(register_module(
+            "encoder", nnvm::nn::TransformerEncoder(nnvm::nn::TransformerEncoderOptions(
+                           nnvm::nn::TransformerEncoderLayerOptions(d_model, nhead)
+                               .dim_feedforward(dim_feedforward)
+                               .dropout(0.0),
+                           num_layers)))),
         decoder(register_module("decoder", nnvm::nn::Linear(d_model, kVocab))),
-        d_model(d_model) {
-    for (int64_t i = 0; i < num_layers; ++i)
-      layers->push_back(nnvm::nn::TransformerEncoderLayer(
-          nnvm::nn::TransformerEncoderLayerOptions(d_model, nhead).dim_feedforward(dim_feedforward).dropout(0.0)));
-  }
+        d_model(d_model) {}
 
   // tokens [S, N] -> logits [S, N, kVocab]; position s sees positions 0..s only.
   nnvm::Tensor forward(const nnvm::Tensor& tokens) {
     const int64_t size = tokens.size(0);
     auto mask = nnvm::triu(nnvm::full({size, size}, -std::numeric_limits<float>::infinity()), /*diagonal=*/1);
     auto x = pos_encoder(embedding(tokens) * std::sqrt(static_cast<double>(d_model)));
-    for (const auto& layer : *layers)
-      x = layer->as<nnvm::nn::TransformerEncoderLayer>()->forward(x, mask);
-    return decoder(x);
+    return decoder(encoder(x, mask));
   }
 
   nnvm::nn::Embedding embedding;
   PositionalEncoding pos_encoder;
-  nnvm::nn::ModuleList layers;
+  nnvm::nn::TransformerEncoder encoder;
   nnvm::nn::Linear decoder;
   int64_t d_model;
 };
