@@ -46,6 +46,19 @@ TEST(ApiFunctional, SmoothL1AndHuberMatchLoops) {
   testing::expect_values(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(kNone).beta(0.0)), l1);
 }
 
+TEST(ApiFunctional, IsCloseAndAllClose) {
+  const double inf = INFINITY, nan = NAN;
+  const Tensor a = tensor({1.0, 1.0, inf, -inf, nan, 100.0}, kFloat64);
+  const Tensor b = tensor({1.0 + 1e-9, 1.1, inf, inf, nan, 100.0005}, kFloat64);
+  // |a - b| <= atol + rtol |b|: 1e-9 passes, 0.1 does not, 5e-4 passes rtol 1e-5 (1e-3 allowed)
+  EXPECT_EQ(testing::values(isclose(a, b).to(kFloat64)), (std::vector<double>{1, 0, 1, 0, 0, 1}));
+  EXPECT_EQ(testing::values(isclose(a, b, 1e-5, 1e-8, /*equal_nan=*/true).to(kFloat64)),
+            (std::vector<double>{1, 0, 1, 0, 1, 1}));
+  EXPECT_TRUE(allclose(a.narrow(0, 0, 1), b.narrow(0, 0, 1)));
+  EXPECT_FALSE(allclose(a, b, 1e-5, 1e-8, true));
+  EXPECT_TRUE(allclose(a.narrow(0, 1, 1), b.narrow(0, 1, 1), /*rtol=*/0.0, /*atol=*/0.2));
+}
+
 TEST(ApiFunctional, BinaryCrossEntropyMatchesLoops) {
   const Tensor x = testing::random({2, 3}, kFloat64, 3, 0.05, 0.95), y = testing::random({2, 3}, kFloat64, 4, 0, 1);
   const Tensor w = tensor<double>({0.5, 2.0, 1.0});

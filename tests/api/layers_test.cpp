@@ -326,6 +326,25 @@ TEST(ApiLayers, TransformerEncoderLayer) {
                         {"TransformerEncoderLayer", "tanh"});
 }
 
+TEST(ApiLayers, TransformerEncoderStacksCopiesOfTheLayer) {
+  nn::TransformerEncoderLayer prototype(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0));
+  nn::TransformerEncoder encoder(nn::TransformerEncoderOptions(prototype, 3));
+  EXPECT_EQ(encoder->named_parameters().size(), 3 * 12u);
+  EXPECT_TRUE(encoder->named_parameters().contains("layers.2.self_attn.in_proj_weight"));
+  // each layer starts as a copy of the prototype, in storage of its own
+  auto first = encoder->layers[0]->as<nn::TransformerEncoderLayer>();
+  testing::expect_tensors_close(first->linear1->weight, prototype->linear1->weight, 0, 0);
+  EXPECT_FALSE(first->linear1->weight.is_same(prototype->linear1->weight));
+
+  const Tensor x = testing::random({5, 2, 8}, kFloat32, 19);
+  const Tensor mask = triu(full({5, 5}, -INFINITY), 1);
+  Tensor expected = x;
+  for (const auto& layer : *encoder->layers) expected = layer->as<nn::TransformerEncoderLayer>()->forward(expected, mask);
+  testing::expect_tensors_close(encoder(x, mask), expected, 0, 0);
+  EXPECT_EQ(nn::TransformerEncoder(prototype, 2)->layers->size(), 2u);
+  testing::expect_error([&] { nn::TransformerEncoder(prototype, 0); }, {"TransformerEncoder", "num_layers", "0"});
+}
+
 TEST(ApiLayers, GRUCellAndLSTMCell) {
   const int64_t in = 3, hidden = 4;
   const Tensor x = testing::random({2, in}, kFloat32, 19), h = testing::random({2, hidden}, kFloat32, 20),

@@ -148,6 +148,10 @@ TEST(LibtorchSpelling, Devices) {
   layer->to(cpu, nnvm::kFloat64);
   EXPECT_EQ(layer->weight.dtype(), kFloat64);
   testing::expect_error([&] { layer->to(nnvm::Device(nnvm::kCUDA)); }, {"to", "cuda:0", "not available"});
+  // the tutorials' device choice picks the CPU
+  EXPECT_FALSE(nnvm::cuda::is_available());
+  EXPECT_EQ(nnvm::cuda::device_count(), 0u);
+  EXPECT_EQ(nnvm::Device(nnvm::cuda::is_available() ? nnvm::kCUDA : nnvm::kCPU), cpu);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// TransformerEncoderLayer, block for block as PyTorch's.
+// TransformerEncoderLayer, block for block as PyTorch's, and TransformerEncoder.
 #include "nnvm/nn/transformer.h"
 
 namespace nnvm::nn {
@@ -40,6 +40,28 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
   }
   const Tensor x = norm1->forward(src + self_attention_block(src, src_mask, src_key_padding_mask));
   return norm2->forward(x + feed_forward_block(x));
+}
+
+TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderOptions& options)
+    : Module("TransformerEncoder"), options(options) {
+  NNVM_CHECK(!options.encoder_layer().is_empty(), "TransformerEncoder", "encoder_layer is an empty holder");
+  NNVM_CHECK(options.num_layers() > 0, "TransformerEncoder", "num_layers must be positive, got ",
+             options.num_layers());
+  const TransformerEncoderLayer& prototype = options.encoder_layer();
+  const auto state = prototype->state_dict();
+  layers = register_module("layers", ModuleList());
+  for (int64_t i = 0; i < options.num_layers(); ++i) {
+    TransformerEncoderLayer layer(prototype->options);
+    layer->load_state_dict(state);
+    layer->train(prototype->is_training());
+    layers->push_back(layer);
+  }
+}
+
+Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask) {
+  Tensor x = src;
+  for (const auto& layer : *layers) x = layer->as<TransformerEncoderLayer>()->forward(x, src_mask, src_key_padding_mask);
+  return x;
 }
 
 }  // namespace nnvm::nn

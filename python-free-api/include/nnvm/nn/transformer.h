@@ -1,12 +1,15 @@
 // TransformerEncoderLayer: self-attention then a feed-forward block, each
 // with a residual connection and layer norm (after it by default, before it
-// with norm_first), as PyTorch's nn.TransformerEncoderLayer.
+// with norm_first), as PyTorch's nn.TransformerEncoderLayer; and
+// TransformerEncoder, a stack of such layers.
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "nnvm/nn/activation.h"
 #include "nnvm/nn/attention.h"
+#include "nnvm/nn/container.h"
 #include "nnvm/nn/linear.h"
 #include "nnvm/nn/normalization.h"
 
@@ -43,5 +46,30 @@ class TransformerEncoderLayerImpl : public Module {
   Tensor feed_forward_block(const Tensor& x);
 };
 NNVM_MODULE(TransformerEncoderLayer);
+
+struct TransformerEncoderOptions {
+  TransformerEncoderOptions(TransformerEncoderLayer encoder_layer, int64_t num_layers)
+      : encoder_layer_(std::move(encoder_layer)), num_layers_(num_layers) {}
+  TransformerEncoderOptions(const TransformerEncoderLayerOptions& encoder_layer_options, int64_t num_layers)
+      : encoder_layer_(encoder_layer_options), num_layers_(num_layers) {}
+  NNVM_ARG(TransformerEncoderLayer, encoder_layer);
+  NNVM_ARG(int64_t, num_layers);
+};
+
+// num_layers copies of encoder_layer, applied in turn with the same masks.
+// Each copy starts with encoder_layer's parameters, as libtorch's clone does
+// (the layer given is a template, not one of the stack). libtorch's final
+// `norm` (an AnyModule) is not there: apply a LayerNorm after forward.
+class TransformerEncoderImpl : public Module {
+ public:
+  TransformerEncoderImpl(TransformerEncoderLayer encoder_layer, int64_t num_layers)
+      : TransformerEncoderImpl(TransformerEncoderOptions(std::move(encoder_layer), num_layers)) {}
+  explicit TransformerEncoderImpl(const TransformerEncoderOptions& options);
+  Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {});
+
+  TransformerEncoderOptions options;
+  ModuleList layers = nullptr;  // layers.0 ... layers.<num_layers - 1>, PyTorch's names
+};
+NNVM_MODULE(TransformerEncoder);
 
 }  // namespace nnvm::nn
