@@ -61,10 +61,10 @@ bool sums_to(IntArrayRef g, IntArrayRef shape) {
 
 }  // namespace
 
-std::string demangled(const char* mangled) {
+std::string node_name(const char* mangled) {
   int status = 0;
   char* name = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string out = status == 0 && name ? name : mangled;
+  std::string out = "nnvm::autograd::CppNode<" + std::string(status == 0 && name ? name : mangled) + ">";
   std::free(name);
   return out;
 }

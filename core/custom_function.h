@@ -145,7 +145,9 @@ struct FunctionNode : Node {
   std::vector<bool> output_defined_;
 };
 
-std::string demangled(const char* mangled);
+// libtorch's name for the node of custom function `mangled`:
+// "nnvm::autograd::CppNode<LinearFunction>".
+std::string node_name(const char* mangled);
 // The engine's side (core/autograd.cpp): where t's gradient flows, and
 // making t output `output_nr` of `node`.
 Edge gradient_edge(const Tensor& t);
@@ -169,7 +171,7 @@ template <class Other> void collect(std::vector<bool>& is_tensor, variable_list&
 // backward(AutogradContext*, variable_list) returning a variable_list.
 template <class T> struct Function {
   template <class... Args> static auto apply(Args&&... args) {
-    auto node = std::make_shared<internal::FunctionNode>(internal::demangled(typeid(T).name()),
+    auto node = std::make_shared<internal::FunctionNode>(internal::node_name(typeid(T).name()),
                                                        [](AutogradContext* ctx, variable_list grads) {
                                                          return variable_list(T::backward(ctx, std::move(grads)));
                                                        });

@@ -26,11 +26,28 @@ template <class... Pieces> std::string concat(const Pieces&... pieces) {
 }  // namespace detail
 
 // Throws nnvm::Error("<op>: <message pieces...>") when `cond` is false.
-#define NNVM_CHECK(cond, op, ...)                                          \
-  do {                                                                     \
-    if (!(cond)) [[unlikely]]                                              \
-      throw ::nnvm::Error(::nnvm::detail::concat(op, ": ", __VA_ARGS__));  \
+// NNVM_CHECK(cond, op, pieces...) throws "op: pieces..."; as libtorch's
+// TORCH_CHECK, NNVM_CHECK(cond, message) throws the message alone and
+// NNVM_CHECK(cond) says which condition failed.
+#define NNVM_CHECK(cond, ...)                                                                   \
+  do {                                                                                          \
+    if (!(cond)) [[unlikely]]                                                                   \
+      throw ::nnvm::Error(::nnvm::detail::check_message(#cond __VA_OPT__(, ) __VA_ARGS__));     \
   } while (0)
+// libtorch's AT_ASSERT / TORCH_INTERNAL_ASSERT, ported by rote: checks that hold in every build.
+#define NNVM_ASSERT(cond, ...) NNVM_CHECK(cond __VA_OPT__(, ) __VA_ARGS__)
+#define NNVM_INTERNAL_ASSERT(cond, ...) NNVM_CHECK(cond __VA_OPT__(, ) __VA_ARGS__)
+
+namespace detail {
+inline std::string check_message(const char* cond) {
+  return concat("Expected ", cond, " to be true, but got false");
+}
+template <class Message> std::string check_message(const char*, const Message& message) { return concat(message); }
+template <class Op, class... Pieces>
+std::string check_message(const char*, const Op& op, const Pieces&... pieces) {
+  return concat(op, ": ", pieces...);
+}
+}  // namespace detail
 
 #ifdef NDEBUG
 #define NNVM_DCHECK(cond) ((void)0)

@@ -33,6 +33,12 @@ class Scalar {
     return static_cast<T>(i_);
   }
   double to_double() const { return to<double>(); }
+  // libtorch's spellings (loss.item().toFloat()).
+  float toFloat() const { return to<float>(); }
+  double toDouble() const { return to<double>(); }
+  int toInt() const { return to<int>(); }
+  int64_t toLong() const { return to<int64_t>(); }
+  bool toBool() const { return to<bool>(); }
   Scalar operator-() const { return kind_ == Kind::Float ? Scalar(-d_) : Scalar(-i_); }
   int64_t to_int() const { return to<int64_t>(); }
 

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "absl/container/inlined_vector.h"
@@ -56,3 +57,9 @@ DimVector reduction_dims(IntArrayRef dims, int64_t rank, std::string_view op);
 DimVector reduced_shape(IntArrayRef shape, IntArrayRef dims, bool keepdim);
 
 }  // namespace nnvm
+
+namespace absl {
+// Sizes print as libtorch's do: std::cout << x.sizes() writes "[2, 3]". In
+// absl's namespace, where argument-dependent lookup looks for a Span's.
+inline std::ostream& operator<<(std::ostream& os, Span<const int64_t> shape) { return os << nnvm::shape_str(shape); }
+}  // namespace absl

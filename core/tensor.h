@@ -107,6 +107,15 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  // Assigning to a named tensor re-points the handle; assigning to a
+  // temporary writes into the data it views, as libtorch's does:
+  // x[i][j] = v copies v in, x[0] = 1.5 fills.
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  Tensor& operator=(const Tensor& src) && { return copy_(src); }
+  Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }

@@ -9,6 +9,8 @@
 namespace nnvm {
 namespace {
 
+using indexing::Slice;
+
 TEST(LibtorchSpelling, UnaryAndBinaryFreeFunctionsAreTheMethods) {
   const Tensor x = testing::random({3, 4}, kFloat32, 1, 0.1, 2.0);
   const Tensor y = testing::random({3, 4}, kFloat32, 2, 0.1, 2.0);
@@ -130,6 +132,21 @@ TEST(LibtorchSpelling, InPlaceInitialisersAndConstInPlaceMethods) {
   testing::expect_values(w, {0.5, 0.5, 0.5});
   testing::expect_error([&] { w.uniform_(); }, {"leaf", "requires grad"});
   testing::expect_error([] { nnvm::empty({2}, kInt64).normal_(); }, {"normal_", "floating"});
+}
+
+// Assigning to a temporary (an element, a view) writes into its data; to a
+// named tensor, re-points the handle.
+TEST(LibtorchSpelling, AssignmentToAViewWritesIntoIt) {
+  Tensor x = nnvm::zeros({2, 3});
+  x[1][2] = nnvm::full({}, 4.0);
+  x[0] = 1.5;
+  x.index({Slice(), 0}) = nnvm::tensor({7.0, 8.0});
+  testing::expect_values(x, {7, 1.5, 1.5, 8, 0, 4});
+  Tensor y = x;
+  y = nnvm::ones({1});  // re-points y; x keeps its values
+  EXPECT_EQ(y.sizes(), IntArrayRef({1}));
+  testing::expect_values(x, {7, 1.5, 1.5, 8, 0, 4});
+  testing::expect_error([&] { x[0] = nnvm::ones({4}); }, {"copy_", "[3]", "[4]"});
 }
 
 TEST(LibtorchSpelling, Devices) {
