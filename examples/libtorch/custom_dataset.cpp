@@ -19,6 +19,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <string>
 #include <vector>
 
 // The side of the square images, in pixels.
@@ -132,6 +133,13 @@ struct NetworkImpl : nnvm::nn::SequentialImpl {
 };
 NNVM_MODULE(Network);
 
+// port: a stand-in for libtorch's operator<< on sizes(): "[32, 3, 32, 32]".
+std::string str_sizes(const nnvm::Tensor& x) {
+  std::string text = "[";
+  for (int64_t d = 0; d < x.dim(); ++d) text += (d ? ", " : "") + std::to_string(x.size(d));
+  return text + "]";
+}
+
 template <typename DataLoader>
 void train(Network& network, DataLoader& loader, nnvm::optim::Optimizer& optimizer, size_t epoch,
            size_t data_size) {
@@ -143,8 +151,15 @@ void train(Network& network, DataLoader& loader, nnvm::optim::Optimizer& optimiz
     auto data = batch.data.to(options.device);
     auto targets = batch.target.to(options.device).view({-1});
 
+    if (epoch == 1 && index == 0)
+      // port: libtorch prints sizes() as [32, 3, 32, 32]; nnvm's IntArrayRef (an absl::Span) has
+      // no operator<<, so `std::cout << data.sizes()` does not compile; the sizes go through str_sizes.
+      std::cout << "Batches of " << str_sizes(data) << ", targets " << str_sizes(targets) << std::endl;
+
     auto output = network->forward(data);
     auto loss = nnvm::nll_loss(output, targets);
+    // port: libtorch's AT_ASSERT(cond) has no NNVM_ASSERT; NNVM_CHECK takes (cond, op, message...).
+    NNVM_CHECK(!std::isnan(loss.template item<float>()), "train", "the loss is NaN");
     auto acc = output.argmax(1).eq(targets).sum();
 
     optimizer.zero_grad();

@@ -21,6 +21,8 @@
 
 // Where to find the MNIST-format IDX files (Fashion-MNIST here: ten classes of
 // clothing, harder than the digits).
+// port: Debian ships the files gzipped; nnvm's MNIST reads them as they are, libtorch's
+// reads un-gzipped files only (run gunzip there first).
 const char* kDataRoot = "/usr/share/datasets/fashion-mnist";
 
 // The batch size for training.
@@ -144,7 +146,8 @@ int main(int argc, const char* argv[]) {
   }
   nnvm::Device device(device_type);
 
-  if (!std::filesystem::exists(std::filesystem::path(kDataRoot) / "train-images-idx3-ubyte.gz")) {
+  const std::filesystem::path images = std::filesystem::path(kDataRoot) / "train-images-idx3-ubyte";
+  if (!std::filesystem::exists(images) && !std::filesystem::exists(images.string() + ".gz")) {
     std::cerr << "no MNIST-format data in " << kDataRoot
               << " (install Debian's dataset-fashion-mnist); skipping" << std::endl;
     return 77;
