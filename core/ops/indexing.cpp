@@ -27,9 +27,17 @@ std::string TensorIndex::str() const {
   if (is_integer()) return std::to_string(integer());
   if (is_boolean()) return boolean() ? "True" : "False";
   if (is_tensor()) return detail::concat("tensor", shape_str(tensor().sizes()));
-  auto part = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on a chain of + here.
   const Slice& s = slice();
-  return part(s.start) + ":" + part(s.stop) + (s.step ? ":" + part(s.step) : "");
+  std::string out;
+  if (s.start) out += std::to_string(*s.start);
+  out += ':';
+  if (s.stop) out += std::to_string(*s.stop);
+  if (s.step) {
+    out += ':';
+    out += std::to_string(*s.step);
+  }
+  return out;
 }
 
 }  // namespace indexing

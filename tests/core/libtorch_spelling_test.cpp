@@ -3,6 +3,7 @@
 // initialisers, const in-place methods and devices. Each is written as a
 // libtorch program writes it and checked against the method or a plain value.
 #include <cmath>
+#include <sstream>
 
 #include "reference.h"
 
@@ -147,6 +148,24 @@ TEST(LibtorchSpelling, AssignmentToAViewWritesIntoIt) {
   EXPECT_EQ(y.sizes(), IntArrayRef({1}));
   testing::expect_values(x, {7, 1.5, 1.5, 8, 0, 4});
   testing::expect_error([&] { x[0] = nnvm::ones({4}); }, {"copy_", "[3]", "[4]"});
+}
+
+// TORCH_CHECK / AT_ASSERT ported by rote, printed sizes, Scalar's accessors.
+TEST(LibtorchSpelling, ChecksPrintedSizesAndScalars) {
+  testing::expect_error([] { NNVM_CHECK(1 + 1 == 3); }, {"Expected 1 + 1 == 3 to be true, but got false"});
+  testing::expect_error([] { NNVM_CHECK(false, "the loss is NaN"); }, {"the loss is NaN"});
+  testing::expect_error([] { NNVM_CHECK(false, "train", "step ", 3, " failed"); }, {"train: step 3 failed"});
+  testing::expect_error([] { NNVM_ASSERT(2 < 1); }, {"2 < 1"});
+  testing::expect_error([] { NNVM_INTERNAL_ASSERT(false, "broken"); }, {"broken"});
+  std::ostringstream os;
+  os << nnvm::zeros({32, 3, 5}).sizes() << " " << nnvm::zeros({}).sizes();
+  EXPECT_EQ(os.str(), "[32, 3, 5] []");
+  const Tensor loss = nnvm::full({}, 2.5);
+  EXPECT_EQ(loss.item().toFloat(), 2.5f);
+  EXPECT_EQ(loss.item().toDouble(), 2.5);
+  EXPECT_EQ(nnvm::full({}, 7, kInt64).item().toLong(), 7);
+  EXPECT_EQ(nnvm::full({}, 7, kInt64).item().toInt(), 7);
+  EXPECT_TRUE(nnvm::full({}, true).item().toBool());
 }
 
 TEST(LibtorchSpelling, Devices) {
