@@ -39,7 +39,8 @@ std::string temp_path(const std::string& name) {
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
   const Tensor ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+  // An empty tensor may have no memory at all: memcmp must not see its null pointer.
+  return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
