@@ -22,13 +22,20 @@ void IValue::throw_wrong_kind(const char* want) const {
 
 // ---- the context ----
 
+namespace {
+// Backward ran without retain_graph and freed what the function saved.
+void check_not_released(bool released, const std::string& function) {
+  NNVM_CHECK(!released, function,
+             "trying to backward through the graph a second time (its saved tensors were freed); pass "
+             "retain_graph=true to the first backward");
+}
+}  // namespace
+
 void AutogradContext::save_for_backward(variable_list to_save) { to_save_ = std::move(to_save); }
 
 variable_list AutogradContext::get_saved_variables() const {
   const std::string& function = node_->name();
-  NNVM_CHECK(!released_, function,
-             "trying to backward through the graph a second time (its saved tensors were freed); pass "
-             "retain_graph=true to the first backward");
+  check_not_released(released_, function);
   variable_list out;
   out.reserve(saved_.size());
   const std::shared_ptr<Node> owner = node_->shared_from_this();
@@ -120,9 +127,7 @@ variable_list FunctionNode::finish(variable_list outputs) {
 }
 
 std::vector<Tensor> FunctionNode::apply(std::vector<Tensor> grads, bool retain) {
-  NNVM_CHECK(!ctx.released_, function_,
-             "trying to backward through the graph a second time (its saved tensors were freed); pass "
-             "retain_graph=true to the first backward");
+  check_not_released(ctx.released_, function_);
   if (ctx.materialize_grads_)
     for (size_t i = 0; i < grads.size(); ++i)
       if (!grads[i].defined() && output_defined_[i]) grads[i] = zeros(output_shapes_[i], output_dtypes_[i]);
