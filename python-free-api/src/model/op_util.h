@@ -1,0 +1,37 @@
+// Helpers the model op kernels share (model/ops_*.cpp).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nnvm/core/error.h"
+#include "nnvm/core/functions.h"
+#include "nnvm/core/tensor.h"
+#include "nnvm/model.h"
+#include "program.h"
+
+namespace nnvm::model_detail {
+
+// ONNX's TensorProto.DataType codes and nnvm's dtypes; nullopt where nnvm has
+// no such dtype (strings, uint16/32/64, int16, complex).
+std::optional<DType> dtype_from_onnx(int64_t code);
+int64_t dtype_to_onnx(DType dtype);
+std::string onnx_dtype_name(int64_t code);  // "FLOAT", "STRING", ...
+
+// A small integer tensor's values (a shape, axes, pads), read on the host.
+std::vector<int64_t> to_ints(const Tensor& t);
+std::vector<double> to_doubles(const Tensor& t);
+// An axis in [-rank, rank) made non-negative; an Error naming the node otherwise.
+int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
+// A 1-d int64 tensor.
+Tensor int_tensor(const std::vector<int64_t>& values);
+
+// The axes a node names, from its attribute `axes` (older opsets) or from input
+// `input` (newer ones); nullopt when it names none.
+std::optional<std::vector<int64_t>> axes_of(const OpContext& ctx, int64_t input, int64_t rank);
+
+// Registers one kernel.
+inline void add(OpTable& table, const std::string& op_type, OpKernel kernel) { table[op_type] = std::move(kernel); }
+
+}  // namespace nnvm::model_detail
