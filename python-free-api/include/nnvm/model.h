@@ -178,6 +178,12 @@ Graph read_onnx(const std::string& bytes, const std::string& what, const std::st
 Tensor load_onnx_tensor(const std::string& path);
 void save_onnx_tensor(const Tensor& value, const std::string& path, const std::string& name = "");
 
+// Writes a model as an ONNX file, checked with ONNX's model checker; its
+// parameters are written with their current values (after fine-tuning, the
+// tuned ones). Outputs whose types the graph does not declare get them from
+// a run on the example inputs.
+void save_onnx(const Model& model, const std::vector<Tensor>& example_inputs, const std::string& path);
+
 // Builds a static graph in C++.
 //
 //   nnvm::GraphBuilder b;
