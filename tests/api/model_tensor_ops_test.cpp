@@ -544,6 +544,68 @@ TEST(ModelTensorOps, LoopTripCountConditionAndScanOutputs) {
   expect_error([&] { run_loop(Tensor(), Tensor(), x, 0.0); }, {"Loop", "never end"});
 }
 
+// Each op on every dtype ONNX allows it (and nnvm has) gives its float32 values.
+TEST(ModelTensorOps, OpsRunOnEveryDtype) {
+  struct Case {
+    std::string op;
+    std::vector<In> rest;  // inputs after the data
+    std::map<std::string, AttrValue> attrs;
+    bool numeric = false;  // not for bool
+    int64_t outputs = 1;
+  };
+  Tensor index = ints({1, 0, 2, 2, 1, 0}).reshape({2, 3});
+  const std::vector<Case> cases = {
+      {"Gather", {konst(ints({1, -1}))}, {}},
+      {"GatherElements", {index}, {{"axis", int64_t(1)}}},
+      {"GatherND", {ints({1, 2}).reshape({1, 2})}, {}},
+      {"Slice", {konst(ints({2})), konst(ints({0})), konst(ints({1})), konst(ints({-1}))}, {}},
+      {"Pad", {konst(ints({1, 0, 0, 2}))}, {}},
+      {"Pad", {konst(ints({1, 0, 0, 2}))}, {{"mode", std::string("reflect")}}},
+      {"Pad", {konst(ints({1, 0, 0, 2}))}, {{"mode", std::string("edge")}}},
+      {"Tile", {konst(ints({2, 1}))}, {}},
+      {"Expand", {konst(ints({2, 2, 3}))}, {}},
+      {"Transpose", {}, {}},
+      {"Trilu", {}, {}},
+      {"Compress", {tensor(std::vector<bool>{true, false, true})}, {{"axis", int64_t(1)}}},
+      {"NonZero", {}, {}},
+      {"Split", {}, {{"axis", int64_t(0)}}, false, 2},
+      {"ScatterElements", {index, konst(iota({2, 3}))}, {{"axis", int64_t(1)}}},
+      {"ScatterND", {ints({1}).reshape({1, 1}), konst(iota({1, 3}))}, {}},
+      {"CumSum", {konst(i64(1))}, {}, true},
+      {"TopK", {konst(ints({2}))}, {}, true, 2},
+      {"ArgMax", {}, {}, true},
+      {"ArgMin", {}, {{"select_last_index", int64_t(1)}}, true},
+      {"ReduceSum", {}, {}, true},
+      {"ReduceMax", {}, {}, true},
+      {"ReduceMin", {}, {}, true},
+      {"ReduceProd", {}, {}, true},
+      {"ReduceMean", {}, {}, true},
+      {"ReduceSumSquare", {}, {}, true},
+      {"ReduceL1", {}, {}, true},
+      {"ScatterElements", {index, konst(iota({2, 3}) + 1)}, {{"axis", int64_t(1)}, {"reduction", std::string("mul")}},
+       true},
+      {"ScatterND", {ints({1, 1}).reshape({2, 1}), konst(iota({2, 3}))}, {{"reduction", std::string("add")}}, true},
+  };
+  Tensor x = floats({3, 0, 1, 4, 1, 5}, {2, 3});
+  for (const Case& c : cases) {
+    std::vector<In> inputs{x};
+    inputs.insert(inputs.end(), c.rest.begin(), c.rest.end());
+    std::vector<Tensor> want = run(c.op, inputs, c.attrs, c.outputs);
+    for (DType dtype : {kFloat16, kFloat64, kInt8, kUInt8, kInt32, kInt64, kBool}) {
+      if (dtype == kBool && c.numeric) continue;
+      SCOPED_TRACE(c.op + " on " + std::string(dtype_name(dtype)));
+      std::vector<In> typed = inputs;
+      for (In& in : typed)
+        if (in.value.dtype() == kFloat32) in.value = in.value.to(dtype);
+      std::vector<Tensor> got = run(c.op, typed, c.attrs, c.outputs);
+      for (size_t o = 0; o < got.size(); ++o) {
+        Tensor expected = want[o].dtype() == kFloat32 ? want[o].to(dtype) : want[o];
+        expect_tensor(got[o], expected.dtype(), {got[o].sizes().begin(), got[o].sizes().end()}, values(expected));
+      }
+    }
+  }
+}
+
 TEST(ModelTensorOps, RegisteredOpTypes) {
   for (const char* op : {"Flatten", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "GatherElements", "GatherND",
                          "ScatterElements", "Scatter", "ScatterND", "Expand", "Tile", "ConstantOfShape", "Range",
