@@ -229,6 +229,7 @@ TEST(ModelTensorOps, ExpandBroadcastsBothWays) {
   expect_tensor(run1("Expand", {x, konst(ints({1}))}), kFloat32, {3, 1}, {1, 2, 3});  // shape smaller than input
   expect_tensor(run1("Expand", {x, konst(ints({0}))}), kFloat32, {3, 0}, {});
   expect_node_error("Expand", {x, konst(ints({2, 2}))}, {}, "cannot broadcast");
+  expect_node_error("Expand", {x, konst(ints({-1}))}, {}, "cannot broadcast");
 }
 
 TEST(ModelTensorOps, TileRepeatsEachAxis) {
@@ -253,6 +254,9 @@ TEST(ModelTensorOps, ConstantOfShapeAndRange) {
                                konst(scalar_tensor(1, kInt32))}),
                 kInt32, {0}, {});
   expect_node_error("Range", {konst(i64(0)), konst(i64(4)), konst(i64(0))}, {}, "delta is 0");
+  expect_node_error("Range", {scalar_tensor(0.0), scalar_tensor(INFINITY), scalar_tensor(1.0)}, {}, "cannot count");
+  expect_node_error("Range", {konst(i64(std::numeric_limits<int64_t>::min())), konst(i64(1)), konst(i64(1))}, {},
+                    "overflows");
 }
 
 TEST(ModelTensorOps, PadConstantReflectEdgeAndCropping) {
@@ -325,6 +329,8 @@ TEST(ModelTensorOps, GatherElementsAndGatherND) {
   // batch_dims 1: each batch row indexes its own slice
   expect_tensor(run1("GatherND", {d, ints({1, 2, 0, -1}).reshape({2, 1, 2})}, {{"batch_dims", int64_t(1)}}), kInt32,
                 {2, 1}, {5, 8});
+  expect_tensor(run1("GatherND", {zeros({0, 2}), zeros({0, 3, 1}, kInt64)}, {{"batch_dims", int64_t(1)}}), kFloat32,
+                {0, 3}, {});
   expect_node_error("GatherND", {d, ints({2, 0}).reshape({1, 2})}, {}, "out of bounds");
   expect_node_error("GatherND", {d, ints({0, 0, 0, 0}).reshape({1, 4})}, {}, "index 4 dims");
 }

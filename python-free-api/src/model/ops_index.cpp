@@ -67,7 +67,8 @@ Tensor gather_nd(const OpContext& ctx) {
   Shape rows{batch};
   rows.insert(rows.end(), x.sizes().begin() + b, x.sizes().end());
   std::vector<Tensor> columns{arange(batch, kInt64).reshape({batch, 1})};
-  for (const Tensor& c : index_columns(indices.reshape({batch, -1, k}))) columns.push_back(c);
+  int64_t per_batch = numel_of(indices.sizes().subspan(size_t(b), size_t(q - b - 1)));
+  for (const Tensor& c : index_columns(indices.reshape({batch, per_batch, k}))) columns.push_back(c);
   Shape out(indices.sizes().begin(), indices.sizes().end() - 1);
   out.insert(out.end(), x.sizes().begin() + b + k, x.sizes().end());
   return advanced_index(x.reshape(rows), columns).reshape(out);
@@ -121,7 +122,7 @@ Tensor scatter_nd(const OpContext& ctx) {
              "needs indices [..., k] with 1 <= k <= rank of data and updates of shape indices.shape[:-1] + ",
              "data.shape[k:]; got data ", shape_str(x.sizes()), ", indices ", shape_str(indices.sizes()),
              ", updates ", shape_str(updates.sizes()));
-  NNVM_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32, ctx.where(), "indices must be int64, got ",
+  NNVM_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32, ctx.where(), "indices must be int32 or int64, got ",
              indices.dtype());
   NNVM_CHECK(updates.dtype() == x.dtype(), ctx.where(), "updates are ", updates.dtype(), ", data ", x.dtype());
   std::vector<Tensor> columns = index_columns(indices);

@@ -108,6 +108,7 @@ std::vector<Tensor> split(const OpContext& ctx) {
   if (ctx.opset() >= 13 && ctx.has_input(1)) parts = ints_input(ctx, 1, "split");
   else if (ctx.opset() < 13 && ctx.has_attr("split")) parts = ctx.attr_ints("split");
   int64_t n = ctx.num_outputs();
+  NNVM_CHECK(n >= 1, ctx.where(), "has no outputs");
   if (parts.empty()) {
     NNVM_CHECK(size % n == 0, ctx.where(), "cannot split axis ", axis, " of size ", size, " into ", n,
                " equal parts");
@@ -192,7 +193,7 @@ Tensor expand(const OpContext& ctx) {
   for (size_t i = 0; i < rank; ++i) {
     int64_t a = i + size_t(x.dim()) >= rank ? x.size(int64_t(i + size_t(x.dim()) - rank)) : 1;
     int64_t b = i + target.size() >= rank ? target[i + target.size() - rank] : 1;
-    NNVM_CHECK(a == b || a == 1 || b == 1, ctx.where(), "cannot broadcast the input ", shape_str(x.sizes()),
+    NNVM_CHECK(b >= 0 && (a == b || a == 1 || b == 1), ctx.where(), "cannot broadcast the input ", shape_str(x.sizes()),
                " to the shape ", shape_str(target));
     out[i] = a == 1 ? b : a;
   }
@@ -231,12 +232,16 @@ Tensor range(const OpContext& ctx) {
   if (is_floating(start.dtype())) {
     double s = start.item<double>(), l = limit.item<double>(), d = delta.item<double>();
     NNVM_CHECK(d != 0, ctx.where(), "delta is 0");
-    int64_t n = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+    double count = std::ceil((l - s) / d);
+    NNVM_CHECK(std::isfinite(count), ctx.where(), "cannot count the elements from ", s, " to ", l, " by ", d);
+    int64_t n = std::max<int64_t>(int64_t(count), 0);
     return (arange(n, kFloat64) * d + s).to(start.dtype());
   }
   int64_t s = start.item<int64_t>(), l = limit.item<int64_t>(), d = delta.item<int64_t>();
   NNVM_CHECK(d != 0, ctx.where(), "delta is 0");
-  int64_t span = d > 0 ? l - s : s - l, step = d > 0 ? d : -d;
+  int64_t span = 0, step = d > 0 ? d : -d;
+  NNVM_CHECK(!__builtin_sub_overflow(d > 0 ? l : s, d > 0 ? s : l, &span), ctx.where(), "the range from ", s, " to ",
+             l, " overflows int64");
   int64_t n = span > 0 ? (span + step - 1) / step : 0;
   return (arange(n, kInt64) * d + s).to(start.dtype());
 }
