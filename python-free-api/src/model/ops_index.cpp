@@ -103,6 +103,7 @@ Tensor scatter_elements(const OpContext& ctx) {
   std::string reduction = reduction_of(ctx);
   if (reduction == "none") return x.scatter(axis, index, updates);
   if (reduction == "add") return x.scatter_add(axis, index, updates);
+  if (index.numel() == 0) return x;
   // mul: lines along `axis`, moved last.
   Tensor keys = index.transpose(axis, -1), u = updates.transpose(axis, -1);
   Shape line_shape(keys.sizes().begin(), keys.sizes().end());

@@ -5,6 +5,8 @@
 // floating-point only (mean, logsumexp) an integer input is reduced in float64
 // and truncated back, as ONNX's reference (numpy's astype) does.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "op_util.h"
 
@@ -48,6 +50,27 @@ Tensor prod_over(const Tensor& x, IntArrayRef dims, bool keep) {
   for (int64_t d = 0; d < x.dim(); ++d)
     if (!std::count(dims.begin(), dims.end(), d)) out.push_back(x.size(d));
   return y.reshape(out);
+}
+
+// ReduceMax and ReduceMin: over an empty set of values, ONNX gives the
+// identity, -inf or +inf (the dtype's lowest or highest value if it has no infinity).
+Tensor extreme(const Tensor& x, IntArrayRef dims, bool keep, bool max) {
+  Shape out;
+  int64_t count = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    bool reduced = std::count(dims.begin(), dims.end(), d) != 0;
+    if (reduced) count *= x.size(d);
+    if (!reduced || keep) out.push_back(reduced ? 1 : x.size(d));
+  }
+  if (count > 0) return max ? x.amax(dims, keep) : x.amin(dims, keep);
+  if (is_floating(x.dtype())) return full(out, max ? -INFINITY : INFINITY, x.dtype());
+  auto limit = [max]<class T>(T) { return Scalar(max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max()); };
+  Scalar identity = x.dtype() == kInt64   ? limit(int64_t{})
+                    : x.dtype() == kInt32 ? limit(int32_t{})
+                    : x.dtype() == kInt8  ? limit(int8_t{})
+                    : x.dtype() == kUInt8 ? limit(uint8_t{})
+                                          : limit(bool{});
+  return full(out, identity, x.dtype());
 }
 
 void add_reduction(OpTable& table, const std::string& op_type, Reduction r) {
@@ -118,10 +141,10 @@ void add_reduce_ops(OpTable& table) {
     return x.mean(d, keep);
   }});
   add_reduction(table, "ReduceMax", {18, false, [](const Tensor& x, IntArrayRef d, bool keep) {
-    return x.amax(d, keep);
+    return extreme(x, d, keep, true);
   }});
   add_reduction(table, "ReduceMin", {18, false, [](const Tensor& x, IntArrayRef d, bool keep) {
-    return x.amin(d, keep);
+    return extreme(x, d, keep, false);
   }});
   add_reduction(table, "ReduceProd", {18, false, prod_over});
   add_single(table, "ArgMax", [](const OpContext& ctx) { return arg_extreme(ctx, true); });
