@@ -10,11 +10,8 @@
 
 #include <gtest/gtest.h>
 
-// Not nnvm/nnvm.h (nor reference.h, which includes it): its core/op.h
-// declares another nnvm::AttrValue.
-#include "nnvm/core/functions.h"
-#include "nnvm/core/mode.h"
-#include "nnvm/model.h"
+#include "nnvm/nnvm.h"
+#include "reference.h"
 
 namespace nnvm {
 namespace {
@@ -42,7 +39,7 @@ Tensor iota(std::vector<int64_t> shape, DType dtype = kFloat32) {
 
 // Builds a graph of one `op` node over `inputs` and runs it.
 std::vector<Tensor> run(const std::string& op, const std::vector<In>& inputs,
-                        std::map<std::string, AttrValue> attrs = {}, int64_t num_outputs = 1,
+                        std::map<std::string, Attribute> attrs = {}, int64_t num_outputs = 1,
                         int64_t opset = kNewestOpset) {
   GraphBuilder b;
   std::vector<std::string> names;
@@ -64,39 +61,23 @@ std::vector<Tensor> run(const std::string& op, const std::vector<In>& inputs,
   g.opset = opset;
   return Model(g)(args);
 }
-Tensor run1(const std::string& op, const std::vector<In>& inputs, std::map<std::string, AttrValue> attrs = {},
+Tensor run1(const std::string& op, const std::vector<In>& inputs, std::map<std::string, Attribute> attrs = {},
             int64_t opset = kNewestOpset) {
   return run(op, inputs, std::move(attrs), 1, opset)[0];
 }
 
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+std::vector<double> values(const Tensor& t) { return testing::values(t); }
 
 void expect_tensor(const Tensor& t, DType dtype, std::vector<int64_t> shape, const std::vector<double>& expected) {
   EXPECT_EQ(t.dtype(), dtype);
   ASSERT_EQ(shape_str(t.sizes()), shape_str(shape));
-  std::vector<double> got = values(t);
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] == expected[i]) continue;  // infinities
-    EXPECT_NEAR(got[i], expected[i], 1e-5 * (1 + std::abs(expected[i]))) << "at element " << i;
-  }
-}
-
-// Expects `fn` (and the trace it leaves) to throw an nnvm::Error whose message holds every piece.
-void expect_error(const std::function<void()>& fn, std::initializer_list<std::string_view> pieces) {
-  try {
-    fn();
-    mark_step();
-    ADD_FAILURE() << "no error; expected one mentioning " << *pieces.begin();
-  } catch (const Error& e) {
-    for (std::string_view piece : pieces) EXPECT_NE(std::string(e.what()).find(piece), std::string::npos) << e.what();
-  }
+  testing::expect_values(t, expected);
 }
 
 // Runs `op` and expects an nnvm::Error naming the node whose message holds `piece`.
-void expect_node_error(const std::string& op, const std::vector<In>& inputs, std::map<std::string, AttrValue> attrs,
+void expect_node_error(const std::string& op, const std::vector<In>& inputs, std::map<std::string, Attribute> attrs,
                        std::string_view piece, int64_t num_outputs = 1, int64_t opset = kNewestOpset) {
-  expect_error(
+  testing::expect_error(
       [&] {
         for (const Tensor& t : run(op, inputs, attrs, num_outputs, opset)) values(t);
       },
@@ -106,8 +87,8 @@ void expect_node_error(const std::string& op, const std::vector<In>& inputs, std
 // An index out of range: in traced mode the kernel finds it when the trace
 // runs, after the node returned, so the message names the nnvm op, not the node.
 void expect_bad_index(const std::string& op, const std::vector<In>& inputs,
-                      std::map<std::string, AttrValue> attrs = {}) {
-  expect_error(
+                      std::map<std::string, Attribute> attrs = {}) {
+  testing::expect_error(
       [&] {
         for (const Tensor& t : run(op, inputs, attrs)) values(t);
       },
@@ -403,7 +384,7 @@ TEST(ModelTensorOps, NonZeroAndCompress) {
 
 TEST(ModelTensorOps, ReductionsOverAxesWithKeepdims) {
   Tensor x = floats({1, -2, 3, -4, 5, -6}, {2, 3});
-  auto axes = [](std::vector<int64_t> a) { return std::map<std::string, AttrValue>{{"axes", a}}; };
+  auto axes = [](std::vector<int64_t> a) { return std::map<std::string, Attribute>{{"axes", a}}; };
   expect_tensor(run1("ReduceSum", {x, konst(ints({1}))}), kFloat32, {2, 1}, {2, -5});
   expect_tensor(run1("ReduceSum", {x, konst(ints({0, -1}))}, {{"keepdims", int64_t(0)}}), kFloat32, {}, {-3});
   expect_tensor(run1("ReduceSum", {x}, axes({1}), 11), kFloat32, {2, 1}, {2, -5});
@@ -506,7 +487,7 @@ TEST(ModelTensorOps, IfRunsOneBranchReadingOuterValues) {
   Tensor x = floats({1, 2, 3}, {3});
   expect_tensor(run_if(scalar_tensor(true), x), kFloat32, {3}, {11, 12, 13});
   expect_tensor(run_if(scalar_tensor(false), x), kFloat32, {3}, {-1, -2, -3});
-  expect_error([&] { run_if(tensor(std::vector<bool>{true, false}), x); }, {"If", "one value"});
+  testing::expect_error([&] { run_if(tensor(std::vector<bool>{true, false}), x); }, {"If", "one value"});
 }
 
 // Loop(M, cond, s): s += i * x, going on while s < limit; the scan output is s after each iteration.
@@ -558,7 +539,7 @@ TEST(ModelTensorOps, LoopTripCountConditionAndScanOutputs) {
   EXPECT_EQ(out[1].size(0), 0);
   out = run_loop(i64(5), scalar_tensor(false), x, 10.0);
   EXPECT_EQ(out[1].size(0), 0);
-  expect_error([&] { run_loop(Tensor(), Tensor(), x, 0.0); }, {"Loop", "never end"});
+  testing::expect_error([&] { run_loop(Tensor(), Tensor(), x, 0.0); }, {"Loop", "never end"});
 }
 
 // Each op on every dtype ONNX allows it (and nnvm has) gives its float32 values.
@@ -566,7 +547,7 @@ TEST(ModelTensorOps, OpsRunOnEveryDtype) {
   struct Case {
     std::string op;
     std::vector<In> rest;  // inputs after the data
-    std::map<std::string, AttrValue> attrs;
+    std::map<std::string, Attribute> attrs;
     bool numeric = false;  // not for bool
     int64_t outputs = 1;
   };
