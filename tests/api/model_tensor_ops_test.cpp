@@ -114,6 +114,7 @@ TEST(ModelTensorOps, ReshapeZeroCopiesUnlessAllowZero) {
   expect_tensor(run1("Reshape", {x, konst(ints({0, -1}))}), kFloat32, {2, 12}, values(x));
   expect_tensor(run1("Reshape", {x, konst(ints({4, 0, 2}))}), kFloat32, {4, 3, 2}, values(x));
   expect_tensor(run1("Reshape", {x, ints({-1})}), kFloat32, {24}, values(x));  // shape as a graph input
+  expect_tensor(run1("Reshape", {x}, {{"shape", std::vector<int64_t>{6, -1}}}, 4), kFloat32, {6, 4}, values(x));
   Tensor empty = zeros({0, 3});
   expect_tensor(run1("Reshape", {empty, konst(ints({3, 0})), }, {{"allowzero", int64_t(1)}}), kFloat32, {3, 0}, {});
   expect_node_error("Reshape", {x, konst(ints({-1, -1}))}, {}, "more than one -1");

@@ -39,7 +39,7 @@ Tensor shape(const OpContext& ctx) {
 
 Tensor reshape(const OpContext& ctx) {
   const Tensor& x = ctx.input(0);
-  Shape target = ints_input(ctx, 1, "shape");
+  Shape target = ctx.opset() < 5 ? ctx.attr_ints("shape") : ints_input(ctx, 1, "shape");
   bool allow_zero = ctx.attr_int("allowzero", 0) != 0;
   int64_t inferred = 0;
   for (size_t i = 0; i < target.size(); ++i) {
