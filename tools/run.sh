@@ -11,7 +11,8 @@ job="${1:-test}"
 shift || true
 
 packages=(cmake ninja-build g++ ccache libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libxbyak-dev zlib1g-dev dataset-fashion-mnist)
+          libxbyak-dev zlib1g-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev protobuf-compiler
+          libonnx-testdata)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

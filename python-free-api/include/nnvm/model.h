@@ -31,9 +31,9 @@ namespace nnvm {
 
 class Graph;
 
-// The newest ai.onnx opset nnvm follows (that of ONNX 1.12), and the oldest.
+// The newest ai.onnx opset nnvm follows (that of ONNX 1.12). Files of
+// opsets 1-6 load too, where their ops mean what they mean in opset 7.
 inline constexpr int64_t kNewestOpset = 17;
-inline constexpr int64_t kOldestOpset = 7;
 
 // One dimension of a declared shape: a fixed size, or a symbol ("batch")
 // bound by the first input that has it in a call, or unknown (neither).
@@ -51,7 +51,7 @@ struct ValueInfo {
 };
 
 // A node attribute: ONNX's INT, FLOAT, STRING, TENSOR, GRAPH and their lists.
-using AttrValue = std::variant<int64_t, double, std::string, Tensor, std::shared_ptr<const Graph>,
+using Attribute = std::variant<int64_t, double, std::string, Tensor, std::shared_ptr<const Graph>,
                                std::vector<int64_t>, std::vector<double>, std::vector<std::string>>;
 
 struct Node {
@@ -59,7 +59,7 @@ struct Node {
   std::string name;                  // for messages; may be empty
   std::vector<std::string> inputs;   // "" is an absent optional input
   std::vector<std::string> outputs;  // "" is an unused optional output
-  std::map<std::string, AttrValue> attributes;
+  std::map<std::string, Attribute> attributes;
 };
 
 // Nodes in an order where each reads only values defined before it: graph
@@ -114,7 +114,7 @@ class OpContext {
         program_(program), step_(step) {}
 
  private:
-  const AttrValue& attr(const std::string& name, const char* kind) const;
+  const Attribute& attr(const std::string& name, const char* kind) const;
   const Node* node_;
   int64_t opset_;
   std::vector<Tensor> inputs_;
@@ -174,6 +174,10 @@ Model load_model(const std::string& path);
 // ONNX from memory; external data files are looked up under base_dir.
 Graph read_onnx(const std::string& bytes, const std::string& what, const std::string& base_dir = "");
 
+// One ONNX TensorProto file (ONNX's test data, `nnvm run`'s inputs and outputs).
+Tensor load_onnx_tensor(const std::string& path);
+void save_onnx_tensor(const Tensor& value, const std::string& path, const std::string& name = "");
+
 // Builds a static graph in C++.
 //
 //   nnvm::GraphBuilder b;
@@ -195,9 +199,9 @@ class GraphBuilder {
   std::string initializer(const std::string& name, const Tensor& value);
   // One node; its outputs get fresh names unless given. Returns output 0.
   std::string op(const std::string& op_type, const std::vector<std::string>& inputs,
-                 std::map<std::string, AttrValue> attributes = {});
+                 std::map<std::string, Attribute> attributes = {});
   std::vector<std::string> op(const std::string& op_type, const std::vector<std::string>& inputs,
-                              std::map<std::string, AttrValue> attributes, int64_t num_outputs);
+                              std::map<std::string, Attribute> attributes, int64_t num_outputs);
   void output(const std::string& value);
   const Graph& graph() const { return graph_; }
   Model build() const { return Model(graph_); }

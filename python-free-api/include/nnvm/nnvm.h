@@ -34,6 +34,7 @@
 #include "nnvm/data/transforms/stack.h"
 #include "nnvm/data/transforms/tensor.h"
 #include "nnvm/data/types.h"
+#include "nnvm/model.h"
 #include "nnvm/nn/activation.h"
 #include "nnvm/nn/attention.h"
 #include "nnvm/nn/container.h"

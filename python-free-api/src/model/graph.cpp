@@ -72,6 +72,8 @@ struct Scope {
   }
 };
 
+Scope& scope_root(Scope& scope) { return scope.enclosing ? scope_root(*scope.enclosing) : scope; }
+
 std::shared_ptr<const Program> compile(const Graph& graph, int64_t opset, Scope* enclosing) {
   auto program = std::make_shared<Program>();
   program->graph = &graph;
@@ -111,8 +113,13 @@ std::shared_ptr<const Program> compile(const Graph& graph, int64_t opset, Scope*
     Step step;
     step.node = &node;
     auto kernel = registry().table.find(node.op_type);
-    NNVM_CHECK(kernel != registry().table.end(), "Model",
-               absl::StrCat(node_label(node), ": op type '", node.op_type, "' is not supported by nnvm"));
+    if (kernel == registry().table.end()) {
+      lock.unlock();
+      std::vector<std::string> all = unsupported_ops(*scope_root(scope).program->graph);
+      throw Error(absl::StrCat("Model: ", node_label(node), ": op type '", node.op_type,
+                               "' is not supported by nnvm (unsupported in this graph: ", absl::StrJoin(all, ", "),
+                               ")"));
+    }
     step.kernel = kernel->second;
     bool all_constant = true;
     for (const std::string& name : node.inputs) {
@@ -228,14 +235,14 @@ const Tensor& OpContext::input(int64_t i) const {
   return inputs_[size_t(i)];
 }
 
-const AttrValue& OpContext::attr(const std::string& name, const char* kind) const {
+const Attribute& OpContext::attr(const std::string& name, const char* kind) const {
   auto it = node_->attributes.find(name);
   NNVM_CHECK(it != node_->attributes.end(), where(), "attribute '", name, "' (", kind, ") is required");
   return it->second;
 }
 
 namespace {
-const char* attr_kind(const AttrValue& v) {
+const char* attr_kind(const Attribute& v) {
   static const char* const kNames[] = {"int", "float", "string", "tensor", "graph", "ints", "floats", "strings"};
   return kNames[v.index()];
 }
@@ -244,7 +251,7 @@ const char* attr_kind(const AttrValue& v) {
 #define NNVM_ATTR_GETTER(Ret, Method, Alt, kind)                                                              \
   Ret OpContext::Method(const std::string& name, std::optional<Ret> fallback) const {                          \
     if (!has_attr(name) && fallback) return *fallback;                                                         \
-    const AttrValue& v = attr(name, kind);                                                                     \
+    const Attribute& v = attr(name, kind);                                                                     \
     if (const auto* p = std::get_if<Ret>(&v)) return *p;                                                       \
     if (const auto* q = std::get_if<Alt>(&v)) return Ret(*q);                                                  \
     throw Error(absl::StrCat(where(), ": attribute '", name, "' must be ", kind, ", got ", attr_kind(v)));     \
@@ -258,7 +265,7 @@ NNVM_ATTR_GETTER(std::string, attr_string, std::string, "string")
 std::vector<int64_t> OpContext::attr_ints(const std::string& name,
                                           std::optional<std::vector<int64_t>> fallback) const {
   if (!has_attr(name) && fallback) return *fallback;
-  const AttrValue& v = attr(name, "ints");
+  const Attribute& v = attr(name, "ints");
   if (const auto* p = std::get_if<std::vector<int64_t>>(&v)) return *p;
   if (const auto* i = std::get_if<int64_t>(&v)) return {*i};
   throw Error(absl::StrCat(where(), ": attribute '", name, "' must be ints, got ", attr_kind(v)));
@@ -267,7 +274,7 @@ std::vector<int64_t> OpContext::attr_ints(const std::string& name,
 std::vector<double> OpContext::attr_floats(const std::string& name,
                                            std::optional<std::vector<double>> fallback) const {
   if (!has_attr(name) && fallback) return *fallback;
-  const AttrValue& v = attr(name, "floats");
+  const Attribute& v = attr(name, "floats");
   if (const auto* p = std::get_if<std::vector<double>>(&v)) return *p;
   if (const auto* i = std::get_if<std::vector<int64_t>>(&v)) return {i->begin(), i->end()};
   if (const auto* f = std::get_if<double>(&v)) return {*f};
@@ -275,13 +282,13 @@ std::vector<double> OpContext::attr_floats(const std::string& name,
 }
 
 std::vector<std::string> OpContext::attr_strings(const std::string& name) const {
-  const AttrValue& v = attr(name, "strings");
+  const Attribute& v = attr(name, "strings");
   if (const auto* p = std::get_if<std::vector<std::string>>(&v)) return *p;
   throw Error(absl::StrCat(where(), ": attribute '", name, "' must be strings, got ", attr_kind(v)));
 }
 
 Tensor OpContext::attr_tensor(const std::string& name) const {
-  const AttrValue& v = attr(name, "tensor");
+  const Attribute& v = attr(name, "tensor");
   if (const auto* p = std::get_if<Tensor>(&v)) return *p;
   throw Error(absl::StrCat(where(), ": attribute '", name, "' must be a tensor, got ", attr_kind(v)));
 }
@@ -343,8 +350,6 @@ struct Model::Impl {
 Model::Model(Graph graph) {
   auto impl = std::make_shared<Impl>();
   impl->graph = std::move(graph);
-  std::vector<std::string> missing = unsupported_ops(impl->graph);
-  NNVM_CHECK(missing.empty(), "Model", "the graph uses ops nnvm cannot run: ", absl::StrJoin(missing, ", "));
   NNVM_CHECK(impl->graph.opset >= 1, "Model", "opset ", impl->graph.opset, " is not a valid ai.onnx opset");
   impl->program = model_detail::compile(impl->graph, impl->graph.opset, nullptr);
   impl_ = std::move(impl);
@@ -426,12 +431,12 @@ std::string GraphBuilder::initializer(const std::string& name, const Tensor& val
 }
 
 std::string GraphBuilder::op(const std::string& op_type, const std::vector<std::string>& inputs,
-                             std::map<std::string, AttrValue> attributes) {
+                             std::map<std::string, Attribute> attributes) {
   return op(op_type, inputs, std::move(attributes), 1)[0];
 }
 
 std::vector<std::string> GraphBuilder::op(const std::string& op_type, const std::vector<std::string>& inputs,
-                                          std::map<std::string, AttrValue> attributes, int64_t num_outputs) {
+                                          std::map<std::string, Attribute> attributes, int64_t num_outputs) {
   NNVM_CHECK(num_outputs >= 1, "GraphBuilder", op_type, " needs at least one output, given ", num_outputs);
   Node node;
   node.op_type = op_type;

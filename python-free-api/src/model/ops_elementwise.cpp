@@ -199,11 +199,15 @@ void add_elementwise_ops(OpTable& table) {
     return std::vector<Tensor>{cast(ctx, dtype_to_onnx(ctx.input(1).dtype()))};
   });
   add(table, "Dropout", [](const OpContext& ctx) {
-    // Inference: the input unchanged, the mask all true. (training_mode=1 is refused.)
-    NNVM_CHECK(!ctx.has_input(2) || !ctx.input(2).item<bool>(), ctx.where(),
-               "training_mode=true is not supported in a loaded model");
+    // Inference (the default): the input unchanged and an all-true mask. In
+    // training mode (opset 12's third input) elements drop with the ratio.
     const Tensor& x = ctx.input(0);
-    return std::vector<Tensor>{x, ones_like(x, kBool)};
+    bool training = ctx.has_input(2) && ctx.input(2).item<bool>();
+    double ratio = ctx.has_input(1) ? ctx.input(1).item<double>() : ctx.attr_float("ratio", 0.5);
+    NNVM_CHECK(ratio >= 0.0 && ratio < 1.0, ctx.where(), "ratio must be in [0, 1), got ", ratio);
+    if (!training || ratio == 0.0) return std::vector<Tensor>{x, ones_like(x, kBool)};
+    Tensor mask = bernoulli(full_like(x, 1.0 - ratio, kFloat32)).to(kBool);
+    return std::vector<Tensor>{where(mask, x / (1.0 - ratio), zeros_like(x)), mask};
   });
 }
 

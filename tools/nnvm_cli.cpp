@@ -1,0 +1,218 @@
+// The `nnvm` command line: run, inspect and benchmark model files
+// (docs/MODELS.md).
+//
+//   nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR
+//   nnvm info MODEL
+//   nnvm bench MODEL [--batch N] [--threads T] [--iters I]
+//
+// Exit status 0 on success; otherwise one line on stderr naming the problem
+// (status 1), or the usage (status 2).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nnvm/nnvm.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR\n"
+    "       nnvm info MODEL\n"
+    "       nnvm bench MODEL [--batch N] [--threads T] [--iters I]\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::string command, model;
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  int64_t batch = 1;
+  int threads = 0;
+  int iters = 0;
+};
+
+int64_t parse_int(const std::string& flag, const std::string& value) {
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(value, &used);
+    if (used == value.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(flag + " needs a positive integer, got '" + value + "'");
+}
+
+Args parse(int argc, char** argv) {
+  if (argc < 3) throw UsageError("");
+  Args a;
+  a.command = argv[1];
+  a.model = argv[2];
+  for (int i = 3; i < argc; ++i) {
+    std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--inputs" && a.command == "run") {
+      while (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) a.inputs.push_back(argv[++i]);
+    } else if (flag == "--out-dir" && a.command == "run") {
+      a.out_dir = value();
+    } else if (flag == "--batch" && a.command == "bench") {
+      a.batch = parse_int(flag, value());
+    } else if (flag == "--threads" && a.command == "bench") {
+      a.threads = int(parse_int(flag, value()));
+    } else if (flag == "--iters" && a.command == "bench") {
+      a.iters = int(parse_int(flag, value()));
+    } else {
+      throw UsageError("unknown option '" + flag + "' for '" + a.command + "'");
+    }
+  }
+  if (a.command == "run" && a.out_dir.empty()) throw UsageError("run needs --out-dir DIR");
+  return a;
+}
+
+std::string describe(const nnvm::ValueInfo& v) {
+  std::string s = v.name + ": " + (v.dtype ? std::string(nnvm::dtype_name(*v.dtype)) : "?");
+  if (v.shape) {
+    s += "[";
+    for (size_t d = 0; d < v.shape->size(); ++d) {
+      const nnvm::Dim& dim = (*v.shape)[d];
+      s += (d ? "," : "") + (dim.fixed() ? std::to_string(dim.size) : dim.symbol.empty() ? "?" : dim.symbol);
+    }
+    s += "]";
+  }
+  return s;
+}
+
+int run(const Args& a) {
+  nnvm::Model model = nnvm::load_model(a.model);
+  if (a.inputs.size() != model.inputs().size())
+    throw nnvm::Error("run: the model takes " + std::to_string(model.inputs().size()) + " inputs, given " +
+                      std::to_string(a.inputs.size()));
+  std::vector<nnvm::Tensor> inputs;
+  for (const std::string& path : a.inputs) inputs.push_back(nnvm::load_onnx_tensor(path));
+  std::vector<nnvm::Tensor> outputs = model(inputs);
+  fs::create_directories(a.out_dir);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    nnvm::save_onnx_tensor(outputs[i], (fs::path(a.out_dir) / ("output_" + std::to_string(i) + ".pb")).string(),
+                           model.outputs()[i].name);
+  return 0;
+}
+
+int info(const Args& a) {
+  nnvm::Graph graph = nnvm::read_graph(a.model);
+  std::vector<nnvm::ValueInfo> inputs;
+  for (const nnvm::ValueInfo& in : graph.inputs) {
+    bool init = std::any_of(graph.initializers.begin(), graph.initializers.end(),
+                            [&](const auto& kv) { return kv.first == in.name; });
+    if (!init) inputs.push_back(in);
+  }
+  std::cout << "model:   " << a.model << "\nopset:   " << graph.opset << "\ninputs:\n";
+  for (const auto& v : inputs) std::cout << "  " << describe(v) << "\n";
+  std::cout << "outputs:\n";
+  for (const auto& v : graph.outputs) std::cout << "  " << describe(v) << "\n";
+  int64_t params = 0, bytes = 0;
+  for (const auto& [name, t] : graph.initializers) {
+    params += t.numel();
+    bytes += int64_t(t.nbytes());
+  }
+  std::cout << "parameters: " << params << " values in " << graph.initializers.size() << " initializers, " << bytes
+            << " bytes\nops (" << graph.nodes.size() << " nodes):\n";
+  std::map<std::string, int> counts;
+  for (const nnvm::Node& n : graph.nodes) ++counts[n.op_type];
+  for (const auto& [op, n] : counts) std::cout << "  " << op << " " << n << "\n";
+  std::vector<std::string> missing = nnvm::unsupported_ops(graph);
+  if (missing.empty()) {
+    std::cout << "unsupported ops: none\n";
+  } else {
+    std::cout << "unsupported ops:";
+    for (const auto& op : missing) std::cout << " " << op;
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+// An input for `bench`: a symbolic dimension is the batch for the first
+// dimension and 1 elsewhere, values random (indices small).
+nnvm::Tensor example_input(const nnvm::ValueInfo& v, int64_t batch) {
+  std::vector<int64_t> shape;
+  if (v.shape)
+    for (size_t d = 0; d < v.shape->size(); ++d) {
+      const nnvm::Dim& dim = (*v.shape)[d];
+      shape.push_back(dim.fixed() ? dim.size : d == 0 ? batch : 1);
+    }
+  nnvm::DType dtype = v.dtype.value_or(nnvm::kFloat32);
+  if (nnvm::is_floating(dtype)) return nnvm::randn(shape).to(dtype);
+  if (dtype == nnvm::kBool) return nnvm::randint(0, 2, shape).to(dtype);
+  return nnvm::randint(0, 2, shape).to(dtype);
+}
+
+double median_ms(const nnvm::Model& model, const std::vector<nnvm::Tensor>& inputs, int iters, const char* label,
+                 int& done, int total) {
+  auto run_once = [&] {
+    std::vector<nnvm::Tensor> outs = model(inputs);
+    for (auto& o : outs) (void)o.data_ptr();  // the values, not only the record
+  };
+  for (int i = 0; i < 3; ++i) run_once();  // warm up: the trace turns hot and compiles
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    run_once();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ++done;
+    int width = 30, filled = int(int64_t(done) * width / total);
+    std::fprintf(stderr, "\r%-6s [%s%s] %d/%d", label, std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), '.').c_str(), done, total);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+int bench(const Args& a) {
+  if (a.threads > 0) nnvm::set_num_threads(a.threads);
+  nnvm::Model model = nnvm::load_model(a.model);
+  nnvm::manual_seed(0);
+  std::vector<nnvm::Tensor> inputs;
+  for (const auto& v : model.inputs()) inputs.push_back(example_input(v, a.batch));
+  nnvm::NoGradGuard no_grad;
+  int iters = a.iters > 0 ? a.iters : 20, done = 0;
+  nnvm::set_mode(nnvm::Mode::Traced);
+  double fused = median_ms(model, inputs, iters, "fused", done, 2 * iters);
+  nnvm::set_mode(nnvm::Mode::Eager);
+  double unfused = median_ms(model, inputs, iters, "eager", done, 2 * iters);
+  std::fprintf(stderr, "\n");
+  std::printf("%s  batch %lld  threads %d  median of %d\n", a.model.c_str(), (long long)a.batch,
+              nnvm::get_num_threads(), iters);
+  std::printf("  fused (traced):   %9.3f ms\n  unfused (eager):  %9.3f ms\n  speedup:          %9.2fx\n", fused,
+              unfused, unfused / fused);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Args a = parse(argc, argv);
+    if (a.command == "run") return run(a);
+    if (a.command == "info") return info(a);
+    if (a.command == "bench") return bench(a);
+    throw UsageError("unknown command '" + a.command + "'");
+  } catch (const UsageError& e) {
+    if (*e.what()) std::cerr << "nnvm: " << e.what() << "\n";
+    std::cerr << kUsage;
+    return 2;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::cerr << "nnvm: " << msg << "\n";
+    return 1;
+  }
+}
