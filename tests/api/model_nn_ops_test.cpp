@@ -8,19 +8,13 @@
 
 #include <cmath>
 
-// model.h and core/op.h (through nnvm.h) both declare nnvm::AttrValue; an
-// alias does not change what the library's symbols are, so the model's is
-// renamed here until model.h names it apart.
-#define AttrValue ModelAttrValue
-#include "nnvm/model.h"
-#undef AttrValue
 #include "nnvm/nnvm.h"
 #include "reference.h"
 
 namespace nnvm {
 namespace {
 
-using Attrs = std::map<std::string, ModelAttrValue>;
+using Attrs = std::map<std::string, Attribute>;
 using Ints = std::vector<int64_t>;
 
 // Runs one node on `inputs` (an undefined tensor is an absent optional input)
