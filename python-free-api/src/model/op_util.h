@@ -34,4 +34,9 @@ std::optional<std::vector<int64_t>> axes_of(const OpContext& ctx, int64_t input,
 // Registers one kernel.
 inline void add(OpTable& table, const std::string& op_type, OpKernel kernel) { table[op_type] = std::move(kernel); }
 
+// Whether the node names output i (a listed "" is an unused optional output).
+inline bool uses_output(const OpContext& ctx, int64_t i) {
+  return i < int64_t(ctx.node().outputs.size()) && !ctx.node().outputs[size_t(i)].empty();
+}
+
 }  // namespace nnvm::model_detail

@@ -73,7 +73,7 @@ std::vector<Window> windows(const OpContext& ctx, IntArrayRef sizes, const std::
     NNVM_CHECK(span >= 0, ctx.where(), "the kernel ", shape_str(kernel), " (dilations ", shape_str(dilations),
                ") is larger than spatial dim ", d, " of size ", sizes[d], " with pads ", win.pad_begin, " and ",
                win.pad_end);
-    if (ceil_mode) win.overhang = (ceil_div(span, win.stride)) * win.stride - span;
+    if (ceil_mode) win.overhang = ceil_div(span, win.stride) * win.stride - span;
     w.push_back(win);
   }
   return w;
@@ -362,7 +362,7 @@ std::vector<Tensor> pool_op(const OpContext& ctx, bool max) {
   }
   // Integer inputs (int8, uint8) pool exactly as float32.
   const Tensor xf = is_floating(x.dtype()) ? x : x.to(kFloat32);
-  if (ctx.num_outputs() < 2) return {pool(xf, win, true, false).to(x.dtype())};
+  if (!uses_output(ctx, 1)) return {pool(xf, win, true, false).to(x.dtype())};
   const int64_t storage_order = ctx.attr_int("storage_order", 0);
   NNVM_CHECK(storage_order == 0 || storage_order == 1, ctx.where(), "storage_order must be 0 or 1, got ",
              storage_order);

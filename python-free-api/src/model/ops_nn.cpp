@@ -57,7 +57,8 @@ std::vector<Tensor> batch_norm_op(const OpContext& ctx) {
   NNVM_CHECK(x.dim() >= 2, ctx.where(), "expected an input X [N, C, ...], got ", x.sizes());
   const double eps = ctx.attr_float("epsilon", 1e-5), momentum = ctx.attr_float("momentum", 0.9);
   const bool spatial = ctx.opset() >= 9 || ctx.attr_int("spatial", 1) != 0;
-  const bool training = ctx.opset() >= 14 ? ctx.attr_int("training_mode", 0) != 0 : ctx.num_outputs() > 1;
+  bool training = ctx.opset() >= 14 && ctx.attr_int("training_mode", 0) != 0;
+  for (int64_t i = 1; ctx.opset() < 14 && i <= 4; ++i) training = training || uses_output(ctx, i);
   const std::vector<int64_t> param_shape =
       spatial ? std::vector<int64_t>{x.size(1)} : std::vector<int64_t>(x.sizes().begin() + 1, x.sizes().end());
   std::vector<Tensor> p;  // scale, B, mean, var
@@ -104,7 +105,7 @@ std::vector<Tensor> layer_norm_op(const OpContext& ctx) {
   };
   const Tensor scale = param(1), bias = param(2);
   const bool wide = x.dtype() == kFloat32 || x.dtype() == kFloat64;
-  if (ctx.num_outputs() == 1 && wide) return {layer_norm(x, normalized, scale, bias, eps)};
+  if (!uses_output(ctx, 1) && !uses_output(ctx, 2) && wide) return {layer_norm(x, normalized, scale, bias, eps)};
   std::vector<int64_t> dims;
   for (int64_t d = axis; d < x.dim(); ++d) dims.push_back(d);
   const Tensor xs = wide || ctx.attr_int("stash_type", 1) != 1 ? x : x.to(kFloat32);
