@@ -47,4 +47,9 @@ void add_index_ops(OpTable& table);
 void add_reduce_ops(OpTable& table);
 void add_control_ops(OpTable& table);
 
+// Whether the node names output i (a listed "" is an unused optional output).
+inline bool uses_output(const OpContext& ctx, int64_t i) {
+  return i < int64_t(ctx.node().outputs.size()) && !ctx.node().outputs[size_t(i)].empty();
+}
+
 }  // namespace nnvm::model_detail
