@@ -176,6 +176,7 @@ Graph read_onnx(const std::string& bytes, const std::string& what, const std::st
 
 // One ONNX TensorProto file (ONNX's test data, `nnvm run`'s inputs and outputs).
 Tensor load_onnx_tensor(const std::string& path);
+Tensor read_onnx_tensor(const std::string& bytes, const std::string& what, const std::string& base_dir = "");
 void save_onnx_tensor(const Tensor& value, const std::string& path, const std::string& name = "");
 
 // Writes a model as an ONNX file, checked with ONNX's model checker; its

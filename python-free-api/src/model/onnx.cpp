@@ -257,14 +257,17 @@ Graph read_graph(const std::string& path) {
 
 Model load_model(const std::string& path) { return Model(read_graph(path)); }
 
-Tensor load_onnx_tensor(const std::string& path) {
-  std::string bytes = read_file(path, "load_onnx_tensor: ");
+Tensor read_onnx_tensor(const std::string& bytes, const std::string& what, const std::string& base_dir) {
   onnx::TensorProto proto;
   NNVM_CHECK(bytes.size() <= size_t(std::numeric_limits<int>::max()) &&
                  proto.ParseFromArray(bytes.data(), int(bytes.size())),
-             "load_onnx_tensor", "'", path, "' is not a valid ONNX TensorProto (malformed or truncated)");
-  Reader reader = reader_for(absl::StrCat("load_onnx_tensor: '", path, "'"), fs::path(path).parent_path().string());
+             "load_onnx_tensor", "'", what, "' is not a valid ONNX TensorProto (malformed or truncated)");
+  Reader reader = reader_for(absl::StrCat("load_onnx_tensor: '", what, "'"), base_dir);
   return reader.tensor(proto, "the tensor");
+}
+
+Tensor load_onnx_tensor(const std::string& path) {
+  return read_onnx_tensor(read_file(path, "load_onnx_tensor: "), path, fs::path(path).parent_path().string());
 }
 
 namespace {
