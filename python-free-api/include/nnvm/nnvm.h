@@ -56,5 +56,6 @@
 #include "nnvm/optim/rmsprop.h"
 #include "nnvm/optim/schedulers.h"
 #include "nnvm/optim/sgd.h"
+#include "nnvm/pytorch.h"
 #include "nnvm/serialize.h"
 #include "nnvm/str.h"
