@@ -51,6 +51,7 @@
 #include "nnvm/nn/serialize.h"
 #include "nnvm/nn/transformer.h"
 #include "nnvm/nn/utils.h"
+#include "nnvm/npy.h"
 #include "nnvm/optim/adam.h"
 #include "nnvm/optim/optimizer.h"
 #include "nnvm/optim/rmsprop.h"
