@@ -152,7 +152,7 @@ TEST(PytorchLoad, TensorsByValue) {
   for (const std::string file : {"tensors.pt", "tensors_rezipped.pt"}) {
     SCOPED_TRACE(file);
     const auto t = load_state_dict(kDir + file);
-    ASSERT_EQ(t.size(), 15u);
+    ASSERT_EQ(t.size(), 17u);
     EXPECT_EQ(t.keys().front(), "f32");  // the file's order
     expect_values(t["f32"], {-0.5, -0.25, 0.0, 0.25, 0.5, 0.75});
     EXPECT_EQ(t["f32"].sizes(), IntArrayRef({2, 3}));
@@ -181,6 +181,8 @@ TEST(PytorchLoad, TensorsByValue) {
     EXPECT_EQ(t["transposed"].sizes(), IntArrayRef({4, 3}));
     expect_values(t["slice"], {5, 6, 9, 10});
     expect_values(t["expanded"], {1, 2, 1, 2, 1, 2});
+    expect_values(t["parameter"], {1, -1});  // nn.Parameters, one with a Python attribute
+    expect_values(t["parameter_with_state"], {0.5});
   }
 }
 

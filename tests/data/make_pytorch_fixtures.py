@@ -8,8 +8,9 @@ checked against the files those libraries write:
   net_state_dict_p4.pt   the same with pickle_protocol=4 (STACK_GLOBAL, MEMOIZE, FRAME)
   net_scripted.pt        torch.jit.save(torch.jit.script(net))
   net_io.pt              {"input": x, "output": net(x)} in eval mode
-  tensors.pt             one tensor per dtype, a 0-d and an empty tensor, and views of one
-                         storage: transposed, sliced with an offset, expanded (stride 0)
+  tensors.pt             one tensor per dtype, a 0-d and an empty tensor, views of one
+                         storage (transposed, sliced with an offset, expanded: stride 0) and
+                         two nn.Parameters
   tensors_rezipped.pt    tensors.pt's entries deflated, with zip64 extra fields and a
                          zip64 end record, written by rezip() below
   *.npy                  NumPy arrays; the test checks them against the same formulas
@@ -77,10 +78,18 @@ def tensors_fixture():
         "transposed": base.t(),  # [4, 3], strides [1, 4]
         "slice": base[1:, 1:3],  # [2, 2], offset 5, strides [4, 1]
         "expanded": torch.tensor([1.0, 2.0]).expand(3, 2),  # strides [0, 1]
+        "parameter": nn.Parameter(torch.tensor([1.0, -1.0])),  # torch._utils._rebuild_parameter
+        "parameter_with_state": parameter_with_state(),  # _rebuild_parameter_with_state
     }
     path = os.path.join(OUT, "tensors.pt")
     torch.save(tensors, path)
     rezip(path, os.path.join(OUT, "tensors_rezipped.pt"))
+
+
+def parameter_with_state():
+    p = nn.Parameter(torch.tensor([0.5]), requires_grad=False)
+    p.note = "a Python attribute"
+    return p
 
 
 def rezip(src, dst):
