@@ -349,6 +349,10 @@ TEST(PytorchRefuse, FilesThatAreNotStateDicts) {
   // A TorchScript object that holds itself.
   expect_refused(archive("\x80\x02" + global("__torch__", "Loop") + ")\x81q\x00}("s + str("self") + "h\x00ub."s),
                  {"modules nest more than 100 deep"});
+  // ... under a long name, whose copies would run to gigabytes by that depth.
+  expect_refused(archive("\x80\x02" + global("__torch__", "Loop") + ")\x81q\x00}("s + str(std::string(100000, 'k')) +
+                         "h\x00ub."s),
+                 {"the modules' names take more bytes than data.pkl could spell out"});
   // A TorchScript class with __setstate__: its state is not a dict of attributes.
   expect_refused(archive("\x80\x02" + global("__torch__", "Packed") + ")\x81" + str("opaque") + "b."),
                  {"the root module (__torch__.Packed) has a string as its state"});

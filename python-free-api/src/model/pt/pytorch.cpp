@@ -83,7 +83,7 @@ class ArchiveReader {
   std::string directory_;  // "archive/"
   Pickle pickle_;
   OrderedDict<std::string, Tensor> out_;
-  size_t visits_left_ = 0;
+  size_t visits_left_ = 0, name_bytes_left_ = 0;
   std::map<std::string, std::string_view> storages_;  // by key, read once
   std::deque<std::string> inflated_;                  // what deflated storages' views point into
   std::map<std::tuple<std::string, DType, int64_t, DimVector, DimVector>, Tensor> views_;
@@ -99,9 +99,11 @@ ArchiveReader::ArchiveReader(std::string_view bytes, const std::string& where) :
     if (byteorder != "little") fail("the file's byteorder is '", byteorder, "'; only little-endian files load");
   }
   pickle_ = unpickle(zip_.read(pkl, scratch), where_ + ": " + pkl.name);
-  // Walking a TorchScript module visits each attribute once unless modules
-  // are shared; a pickle that shares them to multiply the names is refused.
+  // Walking a TorchScript module visits each attribute, and spells each
+  // name, once unless modules are shared; a pickle that shares them to
+  // multiply the walk or the names' bytes is refused.
   visits_left_ = pickle_.values.size() + 4096;
+  name_bytes_left_ = 64 * size_t(pkl.size) + (size_t(1) << 20);
 }
 
 const ZipEntry& ArchiveReader::find_pickle() const {
@@ -158,8 +160,12 @@ void ArchiveReader::add_module(size_t object, const std::string& prefix, int dep
     const PickleValue& key = pickle_[state.items[i]];
     if (key.kind != Kind::String) fail(label, " has ", pickle_.describe(state.items[i]), " as an attribute name");
     const Kind kind = pickle_[state.items[i + 1]].kind;
-    if (kind == Kind::Tensor) add(prefix + key.text, state.items[i + 1]);
-    if (kind == Kind::Object) add_module(state.items[i + 1], prefix + key.text + ".", depth + 1);
+    if (kind != Kind::Tensor && kind != Kind::Object) continue;
+    const std::string name = prefix + key.text;
+    if (name.size() > name_bytes_left_) fail("the modules' names take more bytes than data.pkl could spell out");
+    name_bytes_left_ -= name.size();
+    if (kind == Kind::Tensor) add(name, state.items[i + 1]);
+    if (kind == Kind::Object) add_module(state.items[i + 1], name + ".", depth + 1);
   }
 }
 
