@@ -1,7 +1,7 @@
 // The `nnvm` command line: run, inspect and benchmark model files
 // (docs/MODELS.md).
 //
-//   nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR
+//   nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR   (or .npy in, .npy out)
 //   nnvm info MODEL
 //   nnvm bench MODEL [--batch N] [--threads T] [--iters I]
 //
@@ -97,13 +97,19 @@ int run(const Args& a) {
   if (a.inputs.size() != model.inputs().size())
     throw nnvm::Error("run: the model takes " + std::to_string(model.inputs().size()) + " inputs, given " +
                       std::to_string(a.inputs.size()));
+  // .npy inputs give .npy outputs; otherwise ONNX TensorProto files.
+  bool npy = !a.inputs.empty() && std::all_of(a.inputs.begin(), a.inputs.end(), [](const std::string& p) {
+    return fs::path(p).extension() == ".npy";
+  });
   std::vector<nnvm::Tensor> inputs;
-  for (const std::string& path : a.inputs) inputs.push_back(nnvm::load_onnx_tensor(path));
+  for (const std::string& path : a.inputs) inputs.push_back(npy ? nnvm::load_npy(path) : nnvm::load_onnx_tensor(path));
   std::vector<nnvm::Tensor> outputs = model(inputs);
   fs::create_directories(a.out_dir);
-  for (size_t i = 0; i < outputs.size(); ++i)
-    nnvm::save_onnx_tensor(outputs[i], (fs::path(a.out_dir) / ("output_" + std::to_string(i) + ".pb")).string(),
-                           model.outputs()[i].name);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    fs::path out = fs::path(a.out_dir) / ("output_" + std::to_string(i) + (npy ? ".npy" : ".pb"));
+    if (npy) nnvm::save_npy(outputs[i], out.string());
+    else nnvm::save_onnx_tensor(outputs[i], out.string(), model.outputs()[i].name);
+  }
   return 0;
 }
 
