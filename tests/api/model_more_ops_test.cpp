@@ -1,0 +1,424 @@
+// The model ops add_more_ops registers (model/ops_misc.cpp and the groups it
+// calls: losses, quantization, random draws, signals, images), one node each
+// through GraphBuilder: against naive loops over doubles or values worked out
+// by hand, with edge sizes, and the user's mistakes as nnvm::Errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "nnvm/nnvm.h"
+#include "model_node.h"
+#include "reference.h"
+
+namespace nnvm {
+namespace {
+
+using testing::Attrs;
+using Ints = std::vector<int64_t>;
+using Doubles = std::vector<double>;
+
+using testing::expect_node_error;
+using testing::run1;
+using testing::run_node;
+
+Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, double lo = -2.0, double hi = 2.0) {
+  return testing::random(shape, dtype, seed, lo, hi);
+}
+
+Tensor values_of(const Doubles& v, IntArrayRef shape, DType dtype) { return tensor(v).reshape(shape).to(dtype); }
+
+void expect_tensor(const Tensor& t, DType dtype, IntArrayRef shape, const Doubles& expected, double rtol = 1e-5,
+                   double atol = 1e-6) {
+  EXPECT_EQ(t.dtype(), dtype);
+  ASSERT_EQ(shape_str(t.sizes()), shape_str(shape));
+  testing::expect_values(t, expected, rtol, atol);
+}
+
+// ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ----
+
+// The losses by their definition over scores [N, C, D] (D: the trailing dims
+// flattened): per element -w[t] * x[n, t, d], 0 where t is ignored; "mean"
+// divides the sum by the summed weights of the elements not ignored.
+Doubles class_loss_reference(const Tensor& x, const Tensor& target, const Doubles& weight,
+                             const std::string& reduction, int64_t ignore_index) {
+  const Doubles xv = testing::values(x), tv = testing::values(target);
+  const int64_t n = x.size(0), c = x.size(1), d = x.numel() / (n * c);
+  Doubles loss;
+  double sum = 0, weights = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t t = int64_t(tv[size_t(i * d + j)]);
+      const double w = t == ignore_index ? 0.0 : weight.empty() ? 1.0 : weight[size_t(t)];
+      const double l = t == ignore_index ? 0.0 : -w * xv[size_t((i * c + t) * d + j)];
+      loss.push_back(l);
+      sum += l;
+      weights += w;
+    }
+  if (reduction == "none") return loss;
+  return {reduction == "sum" ? sum : sum / weights};
+}
+
+TEST(ModelMoreOps, NegativeLogLikelihoodLossReductionsWeightsIgnoreIndex) {
+  const Tensor x = random({3, 4, 2, 3}, 1);
+  // Targets in [0, 4) and some -1 (ignored below): the ignored ones must not be read.
+  Tensor target = random({3, 2, 3}, 2, kInt64, -1.4, 3.4);
+  const Tensor w = random({4}, 3, kFloat64, 0.2, 1.0);
+  const Doubles wv = testing::values(w);
+  for (const std::string reduction : {"none", "sum", "mean"})
+    for (bool weighted : {false, true}) {
+      SCOPED_TRACE(reduction + (weighted ? " weighted" : ""));
+      const Attrs attrs{{"reduction", reduction}, {"ignore_index", int64_t(-1)}};
+      const Tensor y = run1("NegativeLogLikelihoodLoss", {x, target, weighted ? w : Tensor()}, attrs);
+      testing::expect_values(y, class_loss_reference(x, target, weighted ? wv : Doubles{}, reduction, -1));
+      EXPECT_EQ(y.dim(), reduction == "none" ? 3 : 0);
+    }
+  // Without ignore_index every target counts; [N, C] scores; int32 targets.
+  const Tensor x2 = random({5, 3}, 4), t2 = tensor({0, 2, 1, 1, 0}).to(kInt32);
+  testing::expect_values(run1("NegativeLogLikelihoodLoss", {x2, t2}),
+                         class_loss_reference(x2, t2, {}, "mean", std::numeric_limits<int64_t>::min()));
+  // A target outside [0, C) that is not ignore_index is an error.
+  expect_node_error("NegativeLogLikelihoodLoss", {x2, tensor({0, 2, 3, 1, 0})}, {}, {"out of range"});
+  expect_node_error("NegativeLogLikelihoodLoss", {x2, t2}, {{"reduction", std::string("avg")}},
+                    {"NegativeLogLikelihoodLoss", "reduction 'avg'"});
+}
+
+TEST(ModelMoreOps, SoftmaxCrossEntropyLossWithAndWithoutLogProb) {
+  const Tensor x = random({2, 5, 3}, 5), target = tensor({1, 4, 2, 0, 3, 1}).reshape({2, 3});
+  const Tensor w = random({5}, 6, kFloat64, 0.1, 1.0);
+  const Tensor log_prob = x.log_softmax(1);
+  const Attrs attrs{{"ignore_index", int64_t(1)}};
+  const Doubles expected = class_loss_reference(log_prob, target, testing::values(w), "mean", 1);
+  testing::expect_values(run1("SoftmaxCrossEntropyLoss", {x, target, w}, attrs), expected);
+  const std::vector<Tensor> both = run_node("SoftmaxCrossEntropyLoss", {x, target, w}, attrs, 2);
+  testing::expect_values(both[0], expected);
+  testing::expect_tensors_close(both[1], log_prob);
+  expect_tensor(run1("SoftmaxCrossEntropyLoss", {x, target}, {{"reduction", std::string("none")}}), kFloat64,
+                {2, 3}, class_loss_reference(log_prob, target, {}, "none", -1000));
+  expect_node_error("SoftmaxCrossEntropyLoss", {random({5}, 7), tensor({1})}, {}, {"scores [N, C, d1, ...]"});
+}
+
+// ---- quantization ----
+
+TEST(ModelMoreOps, QuantizeLinearRoundsHalfToEvenAndSaturates) {
+  const Tensor x = tensor(Doubles{0.5, 1.5, 2.5, -0.5, -1.5, 3.4, 1000.0, -1000.0, NAN}).to(kFloat32).mul(2.0);
+  const Tensor scale = scalar_tensor(2.0, kFloat32);
+  expect_tensor(run1("QuantizeLinear", {x, scale, scalar_tensor(10, kUInt8)}), kUInt8, {9},
+                {10, 12, 12, 10, 8, 13, 255, 0, 10});
+  expect_tensor(run1("QuantizeLinear", {x, scale, scalar_tensor(-1, kInt8)}), kInt8, {9},
+                {-1, 1, 1, -1, -3, 2, 127, -128, -1});
+  // No zero point: uint8 around 0. An int32 input.
+  expect_tensor(run1("QuantizeLinear", {x, scale}), kUInt8, {9}, {0, 2, 2, 0, 0, 3, 255, 0, 0});
+  expect_tensor(run1("QuantizeLinear", {tensor({-7, 7, 5}).to(kInt32), scale}), kUInt8, {3}, {0, 4, 2});
+  // Per axis (opset 13): one scale and zero point per index of `axis`.
+  const Tensor xa = values_of({1, 2, 3, 4, 5, 6}, {2, 3}, kFloat32);
+  const Tensor scales = tensor({1.0, 2.0, 4.0}).to(kFloat32), zps = tensor({0, 1, 2}).to(kInt8);
+  expect_tensor(run1("QuantizeLinear", {xa, scales, zps}, {{"axis", int64_t(-1)}}), kInt8, {2, 3},
+                {1, 2, 3, 4, 3, 4});
+  expect_node_error("QuantizeLinear", {xa, scales, zps}, {{"axis", int64_t(0)}}, {"y_scale", "one per index"});
+}
+
+TEST(ModelMoreOps, DequantizeLinearPerTensorPerAxisAndInt32) {
+  const Tensor q = tensor({0, 3, 128, 255}).to(kUInt8);
+  expect_tensor(run1("DequantizeLinear", {q, scalar_tensor(2.0, kFloat32), scalar_tensor(128, kUInt8)}), kFloat32,
+                {4}, {-256, -250, 0, 254});
+  const Tensor qa = tensor({-128, 0, 127, 5, -5, 1}).to(kInt8).reshape({1, 3, 2});
+  const Tensor scales = tensor({0.5, 1.0, 2.0}).to(kFloat32), zps = tensor({0, -1, 1}).to(kInt8);
+  expect_tensor(run1("DequantizeLinear", {qa, scales, zps}), kFloat32, {1, 3, 2}, {-64, 0, 128, 6, -12, 0});
+  expect_tensor(run1("DequantizeLinear", {tensor({-1000000, 7}).to(kInt32), scalar_tensor(0.5, kFloat32)}),
+                kFloat32, {2}, {-500000, 3.5});
+  expect_node_error("DequantizeLinear", {qa, scales, zps.to(kUInt8)}, {}, {"x_zero_point is uint8"});
+}
+
+TEST(ModelMoreOps, DynamicQuantizeLinearOverTheRangeWithZero) {
+  const Tensor x = tensor({0.0, 2.0, -3.0, -2.5, 1.34, 0.5}).to(kFloat32);
+  std::vector<Tensor> y = run_node("DynamicQuantizeLinear", {x}, {}, 3);
+  const double scale = double(float(5.0f / 255.0f));
+  expect_tensor(y[1], kFloat32, {}, {scale});
+  expect_tensor(y[2], kUInt8, {}, {153});
+  expect_tensor(y[0], kUInt8, {6}, {153, 255, 0, 26, 221, 179});
+  // All zeros: scale 1, zero point 0, rather than 0 / 0.
+  y = run_node("DynamicQuantizeLinear", {zeros({3})}, {}, 3);
+  expect_tensor(y[0], kUInt8, {3}, {0, 0, 0});
+  expect_tensor(y[1], kFloat32, {}, {1});
+  expect_tensor(y[2], kUInt8, {}, {0});
+}
+
+// (a - a_zp)(b - b_zp) by loops, per-row zero points of a, per-column of b.
+Doubles integer_matmul_reference(const Tensor& a, const Doubles& a_zp, const Tensor& b, const Doubles& b_zp) {
+  const Doubles av = testing::values(a), bv = testing::values(b);
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Doubles y;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += (av[size_t(i * k + p)] - a_zp[size_t(i) % a_zp.size()]) *
+               (bv[size_t(p * n + j)] - b_zp[size_t(j) % b_zp.size()]);
+      y.push_back(sum);
+    }
+  return y;
+}
+
+TEST(ModelMoreOps, MatMulIntegerIsExactInInt32) {
+  // k = 300 of 255 * 255 sums past float32's exact integers; the int32 result is exact.
+  const Tensor a = random({3, 300}, 8, kUInt8, 200, 255), b = random({300, 4}, 9, kUInt8, 200, 255);
+  expect_tensor(run1("MatMulInteger", {a, b}), kInt32, {3, 4}, integer_matmul_reference(a, {0}, b, {0}), 0, 0);
+  const Tensor a_zp = tensor({3, 100, 255}).to(kUInt8), b_zp = scalar_tensor(7, kUInt8);
+  expect_tensor(run1("MatMulInteger", {a, b, a_zp, b_zp}), kInt32, {3, 4},
+                integer_matmul_reference(a, {3, 100, 255}, b, {7}), 0, 0);
+  const Tensor c = random({2, 5}, 10, kInt8, -128, 127), d = random({5, 3}, 11, kInt8, -128, 127);
+  const Tensor d_zp = tensor({-1, 0, 5}).to(kInt8);
+  expect_tensor(run1("MatMulInteger", {c, d, Tensor(), d_zp}), kInt32, {2, 3},
+                integer_matmul_reference(c, {0}, d, {-1, 0, 5}), 0, 0);
+  expect_node_error("MatMulInteger", {c.to(kInt32), d}, {}, {"A must be uint8 or int8"});
+}
+
+// round half to even, then saturate to [lo, hi]
+double requantize(double v, double zp, double lo, double hi) {
+  return std::clamp(std::nearbyint(v) + zp, lo, hi);
+}
+
+TEST(ModelMoreOps, QLinearMatMulRequantizesPerRowAndColumn) {
+  const Tensor a = random({2, 2, 6}, 12, kUInt8, 0, 255), b = random({6, 3}, 13, kUInt8, 0, 255);
+  const Tensor a_scale = scalar_tensor(0.02, kFloat32), b_scale = tensor({0.01, 0.03, 0.002}).to(kFloat32);
+  const Tensor y_scale = scalar_tensor(0.5, kFloat32);
+  const Tensor a_zp = scalar_tensor(120, kUInt8), b_zp = tensor({100, 128, 90}).to(kUInt8);
+  const Tensor y = run1("QLinearMatMul", {a, a_scale, a_zp, b, b_scale, b_zp, y_scale, scalar_tensor(128, kUInt8)});
+  ASSERT_EQ(y.dtype(), kUInt8);
+  Doubles expected;
+  for (int64_t e = 0; e < 2; ++e) {
+    const Doubles sums = integer_matmul_reference(a[e], {120}, b, {100, 128, 90});
+    for (size_t i = 0; i < sums.size(); ++i) {
+      const float ratio = 0.02f * float(testing::values(b_scale)[i % 3]) / 0.5f;
+      expected.push_back(requantize(sums[i] * double(float(ratio)), 128, 0, 255));
+    }
+  }
+  expect_tensor(y, kUInt8, {2, 2, 3}, expected, 0, 0);
+}
+
+// Conv2d of integers by loops: x - x_zp (padded with zeros after), w - w_zp per output channel.
+Doubles integer_conv_reference(const Tensor& x, double x_zp, const Tensor& w, const Doubles& w_zp, int64_t pad) {
+  const Doubles xv = testing::values(x), wv = testing::values(w);
+  const int64_t c = x.size(1), h = x.size(2), wd = x.size(3), m = w.size(0), kh = w.size(2), kw = w.size(3);
+  const int64_t oh = h + 2 * pad - kh + 1, ow = wd + 2 * pad - kw + 1;
+  Doubles y;
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double sum = 0;
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t p = 0; p < kh; ++p)
+            for (int64_t q = 0; q < kw; ++q) {
+              const int64_t r = i + p - pad, s = j + q - pad;
+              if (r < 0 || r >= h || s < 0 || s >= wd) continue;
+              sum += (xv[size_t((ch * h + r) * wd + s)] - x_zp) *
+                     (wv[size_t(((o * c + ch) * kh + p) * kw + q)] - w_zp[size_t(o) % w_zp.size()]);
+            }
+        y.push_back(sum);
+      }
+  return y;
+}
+
+TEST(ModelMoreOps, ConvIntegerAndQLinearConvPadWithTheZeroPoint) {
+  const Tensor x = random({1, 2, 5, 4}, 14, kUInt8, 0, 255), w = random({3, 2, 3, 2}, 15, kUInt8, 0, 255);
+  const Tensor w_zp = tensor({10, 128, 250}).to(kUInt8);
+  const Attrs pads{{"pads", Ints{1, 1, 1, 1}}};
+  const Doubles sums = integer_conv_reference(x, 17, w, {10, 128, 250}, 1);
+  expect_tensor(run1("ConvInteger", {x, w, scalar_tensor(17, kUInt8), w_zp}, pads), kInt32, {1, 3, 5, 5}, sums, 0, 0);
+  expect_tensor(run1("ConvInteger", {x, w}), kInt32, {1, 3, 3, 3}, integer_conv_reference(x, 0, w, {0}, 0), 0, 0);
+  // QLinearConv: per-channel w_scale, an int32 bias added to the sums, int8 out.
+  const Tensor w_scale = tensor({0.001, 0.002, 0.0005}).to(kFloat32), bias = tensor({100, -2000, 0}).to(kInt32);
+  const Tensor y = run1("QLinearConv", {x, scalar_tensor(0.05, kFloat32), scalar_tensor(17, kUInt8), w, w_scale, w_zp,
+                                        scalar_tensor(0.25, kFloat32), scalar_tensor(-3, kInt8), bias},
+                        pads);
+  Doubles expected;
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const size_t o = i / 25;
+    const float ratio = 0.05f * float(testing::values(w_scale)[o]) / 0.25f;
+    expected.push_back(requantize((sums[i] + testing::values(bias)[o]) * double(float(ratio)), -3, -128, 127));
+  }
+  expect_tensor(y, kInt8, {1, 3, 5, 5}, expected, 0, 0);
+  expect_node_error("ConvInteger", {x, w, tensor({1, 2}).to(kUInt8)}, {}, {"x_zero_point must hold one value"});
+}
+
+// ---- random draws ----
+
+TEST(ModelMoreOps, RandomUniformAndNormalDrawTheirDistributions) {
+  const Attrs uniform{{"shape", Ints{200, 50}}, {"low", -3.0}, {"high", 5.0}, {"dtype", int64_t(11)}};
+  const Tensor u = run1("RandomUniform", {}, uniform);
+  expect_tensor(u.amin(), kFloat64, {}, {-3.0}, 0, 0.05);
+  expect_tensor(u.amax(), kFloat64, {}, {5.0}, 0, 0.05);
+  EXPECT_GE(u.min().item<double>(), -3.0);
+  EXPECT_LT(u.max().item<double>(), 5.0);
+  expect_tensor(u.mean(), kFloat64, {}, {1.0}, 0, 0.1);
+  const Tensor n = run1("RandomNormalLike", {zeros({100, 100})}, {{"mean", 2.0}, {"scale", 3.0}});
+  EXPECT_EQ(n.dtype(), kFloat32);
+  expect_tensor(n.mean(), kFloat32, {}, {2.0}, 0, 0.1);
+  expect_tensor(n.std(), kFloat32, {}, {3.0}, 0, 0.1);
+  expect_tensor(run1("RandomUniformLike", {zeros({2, 3}, kInt32)}, {{"dtype", int64_t(10)}}).amax() <= 1, kBool, {},
+                {1});
+  expect_node_error("RandomNormalLike", {zeros({2}, kInt32)}, {}, {"RandomNormalLike", "set the dtype attribute"});
+}
+
+TEST(ModelMoreOps, SeededDrawsRepeatAndUnseededOnesFollowManualSeed) {
+  const Attrs seeded{{"shape", Ints{64}}, {"seed", 7.0}};
+  const Tensor a = run1("RandomNormal", {}, seeded), b = run1("RandomNormal", {}, seeded);
+  testing::expect_tensors_close(a, b, 0, 0);
+  EXPECT_GT((a - run1("RandomNormal", {}, {{"shape", Ints{64}}, {"seed", 8.0}})).abs().max().item<double>(), 0.1);
+  // Seed 7 draws what manual_seed(7) and randn would.
+  manual_seed(7);
+  testing::expect_tensors_close(a, randn({64}), 0, 0);
+  manual_seed(3);
+  const Tensor c = run1("RandomUniform", {}, {{"shape", Ints{64}}});
+  manual_seed(3);
+  testing::expect_tensors_close(run1("RandomUniform", {}, {{"shape", Ints{64}}}), c, 0, 0);
+}
+
+TEST(ModelMoreOps, BernoulliDrawsOnesWithTheirProbability) {
+  const Tensor p = tensor({0.0, 1.0, 0.0, 1.0}).to(kFloat32);
+  expect_tensor(run1("Bernoulli", {p}), kFloat32, {4}, {0, 1, 0, 1});
+  expect_tensor(run1("Bernoulli", {p}, {{"dtype", int64_t(9)}}), kBool, {4}, {0, 1, 0, 1});
+  const Tensor half = full({4000}, 0.25, kFloat64);
+  const Tensor draws = run1("Bernoulli", {half}, {{"seed", 1.0}});
+  expect_tensor(draws.mean(), kFloat64, {}, {0.25}, 0, 0.03);
+  testing::expect_tensors_close(run1("Bernoulli", {half}, {{"seed", 1.0}}), draws, 0, 0);
+  expect_node_error("Bernoulli", {tensor({1.5})}, {}, {"bernoulli"});
+}
+
+// ---- EyeLike, ReverseSequence, MaxUnpool, BitShift, Det, Scan ----
+
+TEST(ModelMoreOps, EyeLikeOffsetsAndDtypes) {
+  expect_tensor(run1("EyeLike", {zeros({3, 4}, kInt32)}), kInt32, {3, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0});
+  expect_tensor(run1("EyeLike", {zeros({3, 2})}, {{"k", int64_t(-1)}, {"dtype", int64_t(11)}}), kFloat64, {3, 2},
+                {0, 0, 1, 0, 0, 1});
+  expect_tensor(run1("EyeLike", {zeros({2, 3})}, {{"k", int64_t(5)}}), kFloat32, {2, 3}, {0, 0, 0, 0, 0, 0});
+  expect_tensor(run1("EyeLike", {zeros({0, 3})}), kFloat32, {0, 3}, {});
+  expect_node_error("EyeLike", {zeros({2, 2, 2})}, {}, {"EyeLike", "2-d input"});
+}
+
+TEST(ModelMoreOps, ReverseSequenceReversesEachPrefix) {
+  // [time 4, batch 3, 2]: batch entry b's first lens[b] steps reversed.
+  const Tensor x = arange(24, kFloat32).reshape({4, 3, 2}), lens = tensor({4, 1, 0});
+  const Tensor y = run1("ReverseSequence", {x, lens}, {{"time_axis", int64_t(0)}, {"batch_axis", int64_t(1)}});
+  Doubles expected;
+  const Doubles xv = testing::values(x);
+  const Ints lv{4, 1, 0};
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t k = 0; k < 2; ++k) {
+        const int64_t src = t < lv[size_t(b)] ? lv[size_t(b)] - 1 - t : t;
+        expected.push_back(xv[size_t((src * 3 + b) * 2 + k)]);
+      }
+  expect_tensor(y, kFloat32, {4, 3, 2}, expected);
+  const Tensor by_batch = run1("ReverseSequence", {x.transpose(0, 1).contiguous(), lens},
+                               {{"time_axis", int64_t(1)}, {"batch_axis", int64_t(0)}});
+  testing::expect_tensors_close(by_batch, y.transpose(0, 1));
+  testing::expect_error([&] { testing::values(run1("ReverseSequence", {x, tensor({5, 1, 0})})); },
+                        {"out of bounds"});
+}
+
+TEST(ModelMoreOps, MaxUnpoolUndoesMaxPool) {
+  const Tensor x = random({2, 3, 4, 6}, 16, kFloat32);
+  const Attrs pool{{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}};
+  const std::vector<Tensor> pooled = run_node("MaxPool", {x}, pool, 2);
+  const Tensor y = run1("MaxUnpool", {pooled[0], pooled[1]}, pool);
+  // Each window's maximum back in its place, zeros elsewhere.
+  const Tensor kept = x == x.reshape({2, 3, 2, 2, 3, 2}).amax({3, 5}, true).expand({2, 3, 2, 2, 3, 2}).reshape(
+                               {2, 3, 4, 6});
+  testing::expect_tensors_close(y, where(kept, x, 0.0));
+  const Tensor padded = run1("MaxUnpool", {pooled[0], pooled[1], tensor({2, 3, 5, 7})}, pool);
+  ASSERT_EQ(padded.sizes(), IntArrayRef({2, 3, 5, 7}));
+  testing::expect_tensors_close(padded.slice(2, 0, 4).slice(3, 0, 6), y);
+  EXPECT_EQ(padded.slice(2, 4).abs().sum().item<double>() + padded.slice(3, 6).abs().sum().item<double>(), 0.0);
+  expect_node_error("MaxUnpool", {pooled[0], pooled[1], tensor({2, 3, 3, 7})}, pool, {"output_shape"});
+  testing::expect_error([&] { testing::values(run1("MaxUnpool", {pooled[0], pooled[1] + 1000}, pool)); },
+                        {"out of bounds"});
+}
+
+TEST(ModelMoreOps, BitShiftOfUint8) {
+  const Tensor x = tensor({16, 4, 1, 255, 128}).to(kUInt8), s = tensor({1, 2, 3, 9, 7}).to(kUInt8);
+  expect_tensor(run1("BitShift", {x, s}, {{"direction", std::string("LEFT")}}), kUInt8, {5}, {32, 16, 8, 0, 0});
+  expect_tensor(run1("BitShift", {x, s}, {{"direction", std::string("RIGHT")}}), kUInt8, {5}, {8, 1, 0, 0, 1});
+  expect_tensor(run1("BitShift", {x, scalar_tensor(1, kUInt8)}, {{"direction", std::string("LEFT")}}), kUInt8, {5},
+                {32, 8, 2, 254, 0});
+  expect_node_error("BitShift", {x.to(kInt32), s.to(kInt32)}, {{"direction", std::string("LEFT")}}, {"uint8"});
+}
+
+// The determinant by the Leibniz formula (small m).
+double det_reference(const Doubles& a, int64_t m) {
+  Ints perm(static_cast<size_t>(m));
+  std::iota(perm.begin(), perm.end(), 0);
+  double det = 0;
+  do {
+    double term = 1;
+    int64_t inversions = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      term *= a[size_t(i * m + perm[size_t(i)])];
+      for (int64_t j = i + 1; j < m; ++j) inversions += perm[size_t(i)] > perm[size_t(j)];
+    }
+    det += inversions % 2 ? -term : term;
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return det;
+}
+
+TEST(ModelMoreOps, DetOfBatchesSingularAndPivotingMatrices) {
+  const Tensor x = random({2, 3, 4, 4}, 17);
+  Doubles expected;
+  const Doubles xv = testing::values(x);
+  for (int64_t i = 0; i < 6; ++i)
+    expected.push_back(det_reference(Doubles(xv.begin() + i * 16, xv.begin() + (i + 1) * 16), 4));
+  expect_tensor(run1("Det", {x}), kFloat64, {2, 3}, expected, 1e-9, 1e-9);
+  // A zero first pivot needs a row swap; a singular matrix has det 0; 1x1 and 0x0.
+  expect_tensor(run1("Det", {values_of({0, 1, 2, 3}, {2, 2}, kFloat32)}), kFloat32, {}, {-2});
+  expect_tensor(run1("Det", {values_of({1, 2, 3, 2, 4, 6, 0, 1, 5}, {3, 3}, kFloat32)}), kFloat32, {}, {0});
+  expect_tensor(run1("Det", {values_of({-4}, {1, 1}, kFloat32)}), kFloat32, {}, {-4});
+  expect_tensor(run1("Det", {zeros({3, 0, 0})}), kFloat32, {3}, {1, 1, 1});
+  expect_node_error("Det", {zeros({2, 3})}, {}, {"Det", "square matrices"});
+}
+
+// A Scan body: (sum [2], x [2]) -> (sum + x, sum + x), its outputs declared float32[2].
+std::shared_ptr<const Graph> cumulative_sum_body() {
+  GraphBuilder b;
+  const std::string sum = b.input("sum", kFloat32, {2}), x = b.input("x", kFloat32, {2});
+  const std::string next = b.op("Add", {sum, x});
+  b.output(next);
+  b.output(b.op("Identity", {next}));
+  Graph g = b.graph();
+  for (ValueInfo& out : g.outputs) {
+    out.dtype = kFloat32;
+    out.shape = std::vector<Dim>{Dim{2, {}}};
+  }
+  return std::make_shared<const Graph>(g);
+}
+
+TEST(ModelMoreOps, ScanAxesDirectionsAndOpset8Batches) {
+  const Tensor init = zeros({2}), x = arange(6, kFloat32).reshape({3, 2});
+  Attrs attrs{{"body", cumulative_sum_body()}, {"num_scan_inputs", int64_t(1)}};
+  std::vector<Tensor> y = run_node("Scan", {init, x}, attrs, 2);
+  expect_tensor(y[0], kFloat32, {2}, {6, 9});
+  expect_tensor(y[1], kFloat32, {3, 2}, {0, 1, 2, 4, 6, 9});
+  // The input scanned along axis 1 backwards, the output stacked along axis 1 backwards.
+  attrs["scan_input_axes"] = Ints{1};
+  attrs["scan_input_directions"] = Ints{1};
+  attrs["scan_output_axes"] = Ints{-1};
+  attrs["scan_output_directions"] = Ints{1};
+  y = run_node("Scan", {init, x.t().contiguous()}, attrs, 2);
+  expect_tensor(y[0], kFloat32, {2}, {6, 9});
+  expect_tensor(y[1], kFloat32, {2, 3}, {6, 6, 4, 9, 8, 5});
+  // No steps: the states pass through, the scan output is empty.
+  y = run_node("Scan", {init, zeros({2, 0})}, attrs, 2);
+  expect_tensor(y[0], kFloat32, {2}, {0, 0});
+  expect_tensor(y[1], kFloat32, {2, 0}, {});
+  // Opset 8: batch axis 0, sequence lengths; steps past a length give zeros.
+  const Attrs scan8{{"body", cumulative_sum_body()}, {"num_scan_inputs", int64_t(1)}};
+  y = run_node("Scan", {tensor({3, 1}), zeros({2, 2}), stack({x, x + 10}, 0)}, scan8, 2, 8);
+  expect_tensor(y[0], kFloat32, {2, 2}, {6, 9, 10, 11});
+  expect_tensor(y[1], kFloat32, {2, 3, 2}, {0, 1, 2, 4, 6, 9, 10, 11, 0, 0, 0, 0});
+  expect_node_error("Scan", {init, x}, {{"body", cumulative_sum_body()}, {"num_scan_inputs", int64_t(3)}},
+                    {"Scan", "num_scan_inputs 3"});
+}
+
+}  // namespace
+}  // namespace nnvm
