@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <numeric>
+#include <tuple>
 
 #include "nnvm/nnvm.h"
 #include "model_node.h"
@@ -418,6 +420,203 @@ TEST(ModelMoreOps, ScanAxesDirectionsAndOpset8Batches) {
   expect_tensor(y[1], kFloat32, {2, 3, 2}, {0, 1, 2, 4, 6, 9, 10, 11, 0, 0, 0, 0});
   expect_node_error("Scan", {init, x}, {{"body", cumulative_sum_body()}, {"num_scan_inputs", int64_t(3)}},
                     {"Scan", "num_scan_inputs 3"});
+}
+
+
+// ---- windows, MelWeightMatrix, DFT, STFT ----
+
+TEST(ModelMoreOps, WindowsPeriodicAndSymmetric) {
+  const Tensor ten = scalar_tensor(10, kInt64);
+  const double pi = std::acos(-1.0);
+  for (bool periodic : {true, false}) {
+    SCOPED_TRACE(periodic ? "periodic" : "symmetric");
+    const Attrs attrs{{"periodic", int64_t(periodic)}};
+    const double n_ = periodic ? 10 : 9;
+    Doubles hann, hamming, blackman;
+    for (int n = 0; n < 10; ++n) {
+      const double c = std::cos(2 * pi * n / n_);
+      hann.push_back(0.5 - 0.5 * c);
+      hamming.push_back(25.0 / 46 - 21.0 / 46 * c);
+      blackman.push_back(0.42 - 0.5 * c + 0.08 * std::cos(4 * pi * n / n_));
+    }
+    expect_tensor(run1("HannWindow", {ten}, attrs), kFloat32, {10}, hann);
+    expect_tensor(run1("HammingWindow", {ten}, attrs), kFloat32, {10}, hamming);
+    expect_tensor(run1("BlackmanWindow", {ten}, attrs), kFloat32, {10}, blackman);
+  }
+  expect_tensor(run1("HannWindow", {scalar_tensor(1, kInt32)}, {{"periodic", int64_t(0)}}), kFloat32, {1}, {1});
+  expect_tensor(run1("HannWindow", {scalar_tensor(0, kInt32)}, {{"output_datatype", int64_t(11)}}), kFloat64, {0},
+                {});
+  expect_node_error("HammingWindow", {scalar_tensor(-3, kInt32)}, {}, {"HammingWindow", "non-negative"});
+}
+
+TEST(ModelMoreOps, MelWeightMatrixTriangles) {
+  // Values of the specification's reference for these arguments.
+  const Tensor y = run1("MelWeightMatrix", {scalar_tensor(4, kInt64), scalar_tensor(32, kInt64),
+                                            scalar_tensor(1000, kInt64), scalar_tensor(100.0, kFloat32),
+                                            scalar_tensor(450.0, kFloat32)});
+  Doubles expected(17 * 4, 0.0);
+  const std::vector<std::tuple<int, int, double>> nonzero{{4, 0, 1},   {5, 0, 0.5}, {5, 1, 0.5}, {6, 1, 1},
+                                                          {7, 1, 0.5}, {7, 2, 0.5}, {8, 2, 1},   {9, 2, 0.5},
+                                                          {9, 3, 0.5}, {10, 3, 1},  {11, 3, 0.5}};
+  for (const auto& [bin, filter, w] : nonzero) expected[size_t(bin * 4 + filter)] = w;
+  expect_tensor(y, kFloat32, {17, 4}, expected);
+  expect_node_error("MelWeightMatrix",
+                    {scalar_tensor(4, kInt64), scalar_tensor(32, kInt64), scalar_tensor(1000, kInt64),
+                     scalar_tensor(100.0, kFloat32), scalar_tensor(900.0, kFloat32)},
+                    {}, {"upper_edge_hertz"});
+}
+
+using Complex = std::complex<double>;
+
+// The DFT by its definition, of each row of `signal` [rows, length] over n
+// points (cut or padded with zeros), the first `outputs` frequencies.
+std::vector<Complex> dft_reference(const std::vector<Complex>& signal, int64_t rows, int64_t n, int64_t outputs,
+                                   bool inverse) {
+  const int64_t length = int64_t(signal.size()) / rows;
+  const double pi = std::acos(-1.0), sign = inverse ? 1 : -1;
+  std::vector<Complex> y;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < outputs; ++k) {
+      Complex sum = 0;
+      for (int64_t j = 0; j < std::min(n, length); ++j)
+        sum += signal[size_t(r * length + j)] * std::polar(1.0, sign * 2 * pi * double(j * k) / double(n));
+      y.push_back(inverse ? sum / double(n) : sum);
+    }
+  return y;
+}
+
+// x [rows, length, 1 or 2] as complex values, and complex values as [..., 2] doubles.
+std::vector<Complex> complex_values(const Tensor& x) {
+  const Doubles v = testing::values(x);
+  std::vector<Complex> c;
+  const bool real = x.size(-1) == 1;
+  for (size_t i = 0; i < v.size(); i += real ? 1 : 2) c.emplace_back(v[i], real ? 0.0 : v[i + 1]);
+  return c;
+}
+Doubles pairs(const std::vector<Complex>& c) {
+  Doubles v;
+  for (const Complex& z : c) v.insert(v.end(), {z.real(), z.imag()});
+  return v;
+}
+
+TEST(ModelMoreOps, DftRealComplexInverseOnesidedAndLength) {
+  const Tensor real = random({3, 6, 1}, 20), complex = random({2, 5, 2}, 21);
+  expect_tensor(run1("DFT", {real}), kFloat64, {3, 6, 2}, pairs(dft_reference(complex_values(real), 3, 6, 6, false)));
+  expect_tensor(run1("DFT", {complex}, {{"inverse", int64_t(1)}}), kFloat64, {2, 5, 2},
+                pairs(dft_reference(complex_values(complex), 2, 5, 5, true)));
+  // Padded to 8 points, one-sided: 5 frequencies; cut to 4 points.
+  expect_tensor(run1("DFT", {real, scalar_tensor(8, kInt64)}, {{"onesided", int64_t(1)}}), kFloat64, {3, 5, 2},
+                pairs(dft_reference(complex_values(real), 3, 8, 5, false)));
+  expect_tensor(run1("DFT", {complex, scalar_tensor(4, kInt64)}), kFloat64, {2, 4, 2},
+                pairs(dft_reference(complex_values(complex), 2, 4, 4, false)));
+  // The inverse undoes the transform; another axis is the transposed transform.
+  const Tensor spectrum = run1("DFT", {complex.to(kFloat32)});
+  testing::expect_tensors_close(run1("DFT", {spectrum}, {{"inverse", int64_t(1)}}), complex.to(kFloat32), 1e-5,
+                                1e-5);
+  const Tensor x4 = random({2, 3, 4, 2}, 22);
+  testing::expect_tensors_close(run1("DFT", {x4}, {{"axis", int64_t(-2)}}),
+                                run1("DFT", {x4.transpose(1, 2).contiguous()}).transpose(1, 2));
+  expect_node_error("DFT", {real}, {{"axis", int64_t(2)}}, {"DFT", "complex dim"});
+}
+
+TEST(ModelMoreOps, StftFramesTimesTheWindow) {
+  const Tensor signal = random({2, 20, 1}, 23), window = random({8}, 24, kFloat64, 0, 1);
+  // 1 + (20 - 8) / 4 = 4 frames of 8 points, 5 one-sided frequencies.
+  const std::vector<Complex> x = complex_values(signal);
+  const Doubles wv = testing::values(window);
+  std::vector<Complex> frames, plain;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t f = 0; f < 4; ++f)
+      for (int64_t j = 0; j < 8; ++j) {
+        frames.push_back(x[size_t(b * 20 + f * 4 + j)] * wv[size_t(j)]);
+        plain.push_back(x[size_t(b * 20 + f * 4 + j)]);
+      }
+  expect_tensor(run1("STFT", {signal, scalar_tensor(4, kInt64), window}), kFloat64, {2, 4, 5, 2},
+                pairs(dft_reference(frames, 8, 8, 5, false)));
+  expect_tensor(run1("STFT", {signal, scalar_tensor(4, kInt64), Tensor(), scalar_tensor(8, kInt64)},
+                     {{"onesided", int64_t(0)}}),
+                kFloat64, {2, 4, 8, 2}, pairs(dft_reference(plain, 8, 8, 8, false)));
+  expect_node_error("STFT", {signal, scalar_tensor(4, kInt64), Tensor(), scalar_tensor(21, kInt64)}, {},
+                    {"STFT", "frame length"});
+}
+
+// ---- GridSample, RoiAlign, NonMaxSuppression ----
+
+// Sample points (x, y) in normalized coordinates as a grid [1, 1, points, 2].
+Tensor grid_of(const Doubles& xy) { return values_of(xy, {1, 1, int64_t(xy.size() / 2), 2}, kFloat32); }
+
+TEST(ModelMoreOps, GridSampleModesAndPaddings) {
+  // Pixel centers (align_corners 0) read the pixels themselves in every mode.
+  const Tensor x = random({1, 2, 3, 4}, 25, kFloat32);
+  Doubles centers;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) centers.insert(centers.end(), {(2.0 * j + 1) / 4 - 1, (2.0 * i + 1) / 3 - 1});
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    SCOPED_TRACE(mode);
+    const Tensor y = run1("GridSample", {x, grid_of(centers)}, {{"mode", std::string(mode)}});
+    testing::expect_tensors_close(y.reshape({1, 2, 3, 4}), x, 1e-5, 1e-5);
+  }
+  // [[1, 2], [3, 4]] at the center, a corner, half a pixel left of the image, and near (1, 1).
+  const Tensor small = values_of({1, 2, 3, 4}, {1, 1, 2, 2}, kFloat32);
+  const Tensor grid = grid_of({0, 0, -1, -1, -2, 0, 0.1, 0.1});
+  auto sample = [&](const char* mode, const char* padding) {
+    return run1("GridSample", {small, grid}, {{"mode", std::string(mode)}, {"padding_mode", std::string(padding)}});
+  };
+  expect_tensor(sample("bilinear", "zeros"), kFloat32, {1, 1, 1, 4}, {2.5, 0.25, 0, 2.8});
+  expect_tensor(sample("bilinear", "border"), kFloat32, {1, 1, 1, 4}, {2.5, 1, 2, 2.8});
+  expect_tensor(sample("bilinear", "reflection"), kFloat32, {1, 1, 1, 4}, {2.5, 1, 2.5, 2.8});
+  expect_tensor(sample("nearest", "zeros"), kFloat32, {1, 1, 1, 4}, {1, 1, 0, 4});
+  // align_corners 1: -1 and 1 are the corner pixels' centers.
+  expect_tensor(run1("GridSample", {small, grid_of({1, -1, 0, 0})}, {{"align_corners", int64_t(1)}}), kFloat32,
+                {1, 1, 1, 2}, {2, 2.5});
+  // One spatial dim: X [N, C, W], grid [N, W_out, 1].
+  const Tensor line = values_of({0, 10}, {1, 1, 2}, kFloat32);
+  expect_tensor(run1("GridSample", {line, values_of({0, 0.25}, {1, 2, 1}, kFloat32)}), kFloat32, {1, 1, 2}, {5, 7.5});
+  expect_node_error("GridSample", {small, grid_of({0, 0}).narrow(3, 0, 1)}, {}, {"GridSample", "grid"});
+  expect_node_error("GridSample", {small, grid}, {{"mode", std::string("area")}}, {"mode 'area'"});
+}
+
+TEST(ModelMoreOps, RoiAlignAveragesBilinearSamples) {
+  // half_pixel, one sample per bin at the pixels themselves: a crop, in both modes.
+  const Tensor x = random({1, 1, 4, 5}, 26, kFloat32, 0.5, 2.0);
+  const Tensor crop = x.slice(2, 1, 4).slice(3, 2, 5);
+  const Tensor roi = values_of({2, 1, 5, 4}, {1, 4}, kFloat32), first = tensor({0});
+  for (const char* mode : {"avg", "max"}) {
+    SCOPED_TRACE(mode);
+    const Attrs attrs{{"output_height", int64_t(3)}, {"output_width", int64_t(3)}, {"sampling_ratio", int64_t(1)},
+                      {"mode", std::string(mode)}};
+    testing::expect_tensors_close(run1("RoiAlign", {x, roi, first}, attrs), crop, 1e-5, 1e-6);
+  }
+  // A ramp x[h][w] = w: each bin the mean of its samples' columns. Opset 10
+  // (output_half_pixel); spatial_scale 0.5 halves the box; adaptive sampling.
+  const Tensor ramp = arange(6, kFloat32).expand({2, 1, 6, 6}) * values_of({1, 10}, {2, 1, 1, 1}, kFloat32);
+  const Tensor boxes = values_of({2, 2, 10, 10, 2, 2, 10, 10}, {2, 4}, kFloat32);
+  const Attrs ramp_attrs{{"output_height", int64_t(2)}, {"output_width", int64_t(2)}, {"spatial_scale", 0.5}};
+  expect_tensor(run1("RoiAlign", {ramp, boxes, tensor({1, 0})}, ramp_attrs, 10), kFloat32, {2, 1, 2, 2},
+                {20, 40, 20, 40, 2, 4, 2, 4});
+  expect_node_error("RoiAlign", {x, roi, tensor({1})}, {}, {"RoiAlign", "batch index 1"});
+}
+
+TEST(ModelMoreOps, NonMaxSuppressionKeepsTheBestBoxes) {
+  // ONNX's example: three overlapping boxes, two far ones, one farther.
+  const Tensor boxes = values_of({0, 0, 1, 1, 0, 0.1, 1, 1.1, 0, -0.1, 1, 0.9, 0, 10, 1, 11, 0, 10.1, 1, 11.1,
+                                  0, 100, 1, 101},
+                                 {1, 6, 4}, kFloat32);
+  const Tensor scores = values_of({0.9, 0.75, 0.6, 0.95, 0.5, 0.3}, {1, 1, 6}, kFloat32);
+  const Tensor three = tensor({3}), half = tensor({0.5}).to(kFloat32);
+  expect_tensor(run1("NonMaxSuppression", {boxes, scores, three, half}), kInt64, {3, 3}, {0, 0, 3, 0, 0, 0, 0, 0, 5});
+  expect_tensor(run1("NonMaxSuppression", {boxes, scores, three, half, tensor({0.4}).to(kFloat32)}), kInt64, {2, 3},
+                {0, 0, 3, 0, 0, 0});
+  expect_tensor(run1("NonMaxSuppression", {boxes, scores}), kInt64, {0, 3}, {});
+  // Flipped corners, center format, two classes with tied scores (the lower index first).
+  const Tensor flipped = boxes.index_select(2, tensor({2, 3, 0, 1}));
+  expect_tensor(run1("NonMaxSuppression", {flipped, scores, three, half}), kInt64, {3, 3},
+                {0, 0, 3, 0, 0, 0, 0, 0, 5});
+  const Tensor centered = values_of({0.5, 0.5, 1, 1, 0.5, 0.6, 1, 1, 0.5, 10.5, 1, 1}, {1, 3, 4}, kFloat32);
+  const Tensor tied = values_of({0.5, 0.5, 0.5, 0.1, 0.9, 0.9}, {1, 2, 3}, kFloat32);
+  expect_tensor(run1("NonMaxSuppression", {centered, tied, three, half}, {{"center_point_box", int64_t(1)}}), kInt64,
+                {4, 3}, {0, 0, 0, 0, 0, 2, 0, 1, 1, 0, 1, 2});
+  expect_node_error("NonMaxSuppression", {boxes, scores.narrow(2, 0, 5)}, {}, {"NonMaxSuppression", "scores"});
 }
 
 }  // namespace

@@ -264,6 +264,8 @@ void add_more_ops(OpTable& table) {
   add_loss_ops(table);
   add_quant_ops(table);
   add_random_ops(table);
+  add_signal_ops(table);
+  add_image_ops(table);
 }
 
 }  // namespace nnvm::model_detail
