@@ -619,5 +619,61 @@ TEST(ModelMoreOps, NonMaxSuppressionKeepsTheBestBoxes) {
   expect_node_error("NonMaxSuppression", {boxes, scores.narrow(2, 0, 5)}, {}, {"NonMaxSuppression", "scores"});
 }
 
+// ---- Unique, TfIdfVectorizer ----
+
+TEST(ModelMoreOps, UniqueValuesAndSlices) {
+  const Tensor x = tensor({2.0, 1.0, 1.0, 3.0, 4.0, 3.0}).to(kFloat32);
+  std::vector<Tensor> y = run_node("Unique", {x}, {{"sorted", int64_t(0)}}, 4);
+  expect_tensor(y[0], kFloat32, {4}, {2, 1, 3, 4});
+  expect_tensor(y[1], kInt64, {4}, {0, 1, 3, 4});
+  expect_tensor(y[2], kInt64, {6}, {0, 1, 1, 2, 3, 2});
+  expect_tensor(y[3], kInt64, {4}, {1, 2, 2, 1});
+  y = run_node("Unique", {x}, {}, 4);
+  expect_tensor(y[0], kFloat32, {4}, {1, 2, 3, 4});
+  expect_tensor(y[1], kInt64, {4}, {1, 0, 3, 4});
+  expect_tensor(y[2], kInt64, {6}, {1, 0, 0, 2, 3, 2});
+  // int64 past double's integers stay distinct; NaNs equal each other and sort last.
+  const int64_t big = int64_t(1) << 60;
+  expect_tensor(run_node("Unique", {tensor({big + 1, big, big + 1})}, {}, 4)[3], kInt64, {2}, {1, 2});
+  expect_tensor(run_node("Unique", {tensor(Doubles{NAN, 1, NAN})}, {}, 4)[0], kFloat64, {2}, {1, NAN});
+  // Slices: rows along axis 0, columns along axis -1 (sorted lexicographically).
+  const Tensor m = tensor({1, 0, 0, 1, 0, 0, 2, 3, 4}).reshape({3, 3});
+  y = run_node("Unique", {m}, {{"axis", int64_t(0)}}, 4);
+  expect_tensor(y[0], kInt64, {2, 3}, {1, 0, 0, 2, 3, 4});
+  expect_tensor(y[2], kInt64, {3}, {0, 0, 1});
+  y = run_node("Unique", {m}, {{"axis", int64_t(-1)}}, 4);
+  expect_tensor(y[0], kInt64, {3, 3}, {0, 0, 1, 0, 0, 1, 3, 4, 2});
+  expect_tensor(y[1], kInt64, {3}, {1, 2, 0});
+  expect_tensor(y[2], kInt64, {3}, {2, 0, 1});
+  expect_tensor(run_node("Unique", {zeros({0})}, {}, 4)[0], kFloat32, {0}, {});
+  expect_node_error("Unique", {m}, {{"axis", int64_t(2)}}, {"Unique", "axis 2"});
+}
+
+TEST(ModelMoreOps, TfIdfVectorizerCountsPooledNgrams) {
+  // Outputs: 0 "1", 1 "3", 2 "1 2", 3 "2 3".
+  Attrs attrs{{"min_gram_length", int64_t(1)}, {"max_gram_length", int64_t(2)}, {"max_skip_count", int64_t(0)},
+              {"mode", std::string("TF")}, {"ngram_counts", Ints{0, 2}}, {"ngram_indexes", Ints{0, 1, 2, 3}},
+              {"pool_int64s", Ints{1, 3, 1, 2, 2, 3}}};
+  const Tensor x = tensor({1, 2, 1, 2, 3});
+  expect_tensor(run1("TfIdfVectorizer", {x}, attrs), kFloat32, {4}, {2, 1, 2, 1});
+  // Tokens one apart make the bigram (1, 2) with a skip; unigrams count once.
+  const Tensor skipped = tensor({1, 9, 2, 3}).to(kInt32);
+  expect_tensor(run1("TfIdfVectorizer", {skipped}, attrs), kFloat32, {4}, {1, 1, 0, 1});
+  attrs["max_skip_count"] = int64_t(1);
+  expect_tensor(run1("TfIdfVectorizer", {skipped}, attrs), kFloat32, {4}, {1, 1, 1, 1});
+  attrs["max_skip_count"] = int64_t(0);
+  attrs["weights"] = Doubles{0.5, 2, 3, 4};
+  attrs["mode"] = std::string("IDF");
+  expect_tensor(run1("TfIdfVectorizer", {skipped}, attrs), kFloat32, {4}, {0.5, 2, 0, 4});
+  attrs["mode"] = std::string("TFIDF");
+  expect_tensor(run1("TfIdfVectorizer", {stack({x, x.flip(0)}, 0)}, attrs), kFloat32, {2, 4},
+                {1, 2, 6, 4, 1, 2, 3, 0});
+  attrs["min_gram_length"] = int64_t(2);
+  attrs["mode"] = std::string("TF");
+  expect_tensor(run1("TfIdfVectorizer", {x}, attrs), kFloat32, {4}, {0, 0, 2, 1});
+  attrs["ngram_counts"] = Ints{0, 3};
+  expect_node_error("TfIdfVectorizer", {x}, attrs, {"TfIdfVectorizer", "ngram_counts"});
+}
+
 }  // namespace
 }  // namespace nnvm

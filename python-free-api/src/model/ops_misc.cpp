@@ -1,9 +1,12 @@
 // Model ops of ONNX that fit no other family: EyeLike, ReverseSequence,
-// MaxUnpool, BitShift, Det and Scan (whose body runs through
-// OpContext::run_graph, as Loop's does). add_more_ops, which the registry calls
+// MaxUnpool, BitShift, Det, Scan (whose body runs through
+// OpContext::run_graph, as Loop's does), Unique and TfIdfVectorizer. add_more_ops, which the registry calls
 // after the other groups, registers them and the groups op_util.h lists
 // after it (losses, quantization, random draws, signals, images).
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
 
 #include "op_util.h"
 
@@ -252,6 +255,161 @@ std::vector<Tensor> scan8(const OpContext& ctx) {
   return results;
 }
 
+// ---- Unique ----
+
+// Row-major rows of equal width compared lexicographically; NaNs sort last
+// and equal each other (numpy's unique). Keys are exact: int64 for integers,
+// double for floating values.
+template <class T>
+struct RowOrder {
+  const std::vector<T>& data;
+  int64_t width;
+  static bool less(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) return a < b || (!std::isnan(a) && std::isnan(b));
+    return a < b;
+  }
+  static bool equal(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) return a == b || (std::isnan(a) && std::isnan(b));
+    return a == b;
+  }
+  bool operator()(int64_t i, int64_t j) const {
+    for (int64_t k = 0; k < width; ++k) {
+      const T a = data[size_t(i * width + k)], b = data[size_t(j * width + k)];
+      if (!equal(a, b)) return less(a, b);
+    }
+    return false;
+  }
+};
+
+// The distinct rows: each one's first row, and each row's group (in `order`:
+// sorted, or by first occurrence).
+struct Groups {
+  std::vector<int64_t> first, inverse, counts;
+};
+
+template <class T>
+Groups group_rows(const std::vector<T>& data, int64_t rows, int64_t width, bool sorted) {
+  const RowOrder<T> less{data, width};
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), less);
+  Groups g;
+  g.inverse.resize(size_t(rows));
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || less(order[i - 1], order[i])) {
+      g.first.push_back(order[i]);  // the stable sort keeps a group's first row first
+      g.counts.push_back(0);
+    }
+    g.inverse[size_t(order[i])] = int64_t(g.first.size()) - 1;
+    ++g.counts.back();
+  }
+  if (sorted) return g;
+  std::vector<int64_t> by_first(g.first.size()), rank(g.first.size());
+  std::iota(by_first.begin(), by_first.end(), 0);
+  std::sort(by_first.begin(), by_first.end(),
+            [&](int64_t a, int64_t b) { return g.first[size_t(a)] < g.first[size_t(b)]; });
+  Groups out;
+  for (size_t i = 0; i < by_first.size(); ++i) {
+    rank[size_t(by_first[i])] = int64_t(i);
+    out.first.push_back(g.first[size_t(by_first[i])]);
+    out.counts.push_back(g.counts[size_t(by_first[i])]);
+  }
+  for (int64_t group : g.inverse) out.inverse.push_back(rank[size_t(group)]);
+  return out;
+}
+
+// Unique -> (Y, indices, inverse_indices, counts): the distinct elements of x
+// flattened, or its distinct slices along `axis`; computed on the host, as
+// the output's size depends on the values.
+std::vector<Tensor> unique(const OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const bool sorted = ctx.attr_int("sorted", 1) != 0;
+  Tensor source = x.reshape({-1});
+  int64_t axis = 0;
+  Tensor rows_first = source;  // the slices as rows
+  if (ctx.has_attr("axis")) {
+    axis = normalize_axis(ctx, ctx.attr_int("axis"), x.dim());
+    NNVM_CHECK(x.dim() >= 1, ctx.where(), "cannot take slices of a 0-d input along an axis");
+    std::vector<int64_t> perm{axis};
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (d != axis) perm.push_back(d);
+    source = x;
+    rows_first = x.permute(perm);
+  }
+  const int64_t rows = source.size(axis), width = rows ? x.numel() / rows : 0;
+  const Groups g = is_floating(x.dtype()) ? group_rows(to_doubles(rows_first), rows, width, sorted)
+                                          : group_rows(to_ints(rows_first), rows, width, sorted);
+  return {source.index_select(axis, int_tensor(g.first)), int_tensor(g.first), int_tensor(g.inverse),
+          int_tensor(g.counts)};
+}
+
+// ---- TfIdfVectorizer ----
+
+// TfIdfVectorizer of integer tokens (nnvm has no strings): per row of x ([C]
+// or [B, C]), how often each pooled n-gram occurs, its tokens max_skip_count
+// + 1 or fewer apart, as ONNX's reference walks them: unigrams once, longer
+// n-grams once per skip distance. mode TF gives the counts, IDF the weight of
+// each n-gram present, TFIDF counts times weights (weights default to 1).
+Tensor tfidf_vectorizer(const OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  NNVM_CHECK(!ctx.has_attr("pool_strings"), ctx.where(), "pool_strings: nnvm has no string tensors");
+  NNVM_CHECK((x.dtype() == kInt32 || x.dtype() == kInt64) && x.dim() <= 2, ctx.where(),
+             "expected int32 or int64 tokens [C] or [B, C], got ", x.dtype(), shape_str(x.sizes()));
+  const int64_t min_n = ctx.attr_int("min_gram_length"), max_n = ctx.attr_int("max_gram_length");
+  const int64_t max_skip = ctx.attr_int("max_skip_count");
+  const std::string mode = ctx.attr_string("mode");
+  NNVM_CHECK(1 <= min_n && min_n <= max_n && max_skip >= 0, ctx.where(), "expected 1 <= min_gram_length (", min_n,
+             ") <= max_gram_length (", max_n, ") and max_skip_count (", max_skip, ") >= 0");
+  NNVM_CHECK(mode == "TF" || mode == "IDF" || mode == "TFIDF", ctx.where(), "mode '", mode,
+             "' is not one of TF, IDF, TFIDF");
+  const std::vector<int64_t> counts = ctx.attr_ints("ngram_counts"), indexes = ctx.attr_ints("ngram_indexes");
+  const std::vector<int64_t> pool = ctx.attr_ints("pool_int64s");
+  const int64_t out_size = indexes.empty() ? 0 : *std::max_element(indexes.begin(), indexes.end()) + 1;
+  const std::vector<double> weights = ctx.attr_floats("weights", std::vector<double>{});
+  NNVM_CHECK(weights.empty() || int64_t(weights.size()) >= out_size, ctx.where(), "weights hold ", weights.size(),
+             " values for ", out_size, " outputs");
+  // The pooled n-grams of lengths min_n to max_n, each to its output index.
+  std::map<std::vector<int64_t>, int64_t> grams;
+  size_t ordinal = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const int64_t n = int64_t(k) + 1, begin = counts[k];
+    const int64_t end = k + 1 < counts.size() ? counts[k + 1] : int64_t(pool.size());
+    NNVM_CHECK(0 <= begin && begin <= end && end <= int64_t(pool.size()) && (end - begin) % n == 0, ctx.where(),
+               "ngram_counts ", shape_str(counts), " does not split pool_int64s (", pool.size(),
+               " values) into n-grams");
+    for (int64_t at = begin; at < end; at += n, ++ordinal) {
+      NNVM_CHECK(ordinal < indexes.size() && indexes[ordinal] >= 0, ctx.where(), "ngram_indexes ",
+                 shape_str(indexes), " has no non-negative index for n-gram ", ordinal);
+      if (n >= min_n && n <= max_n)
+        grams[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + n)] = indexes[ordinal];
+    }
+  }
+  const int64_t rows = x.dim() == 2 ? x.size(0) : 1, cols = x.dim() == 0 ? 1 : x.size(-1);
+  const std::vector<int64_t> tokens = to_ints(x);
+  std::vector<double> freq(size_t(rows * out_size), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t* row = tokens.data() + r * cols;
+    for (int64_t skip = 1, start_n = min_n; skip <= max_skip + 1 && start_n <= max_n; ++skip) {
+      for (int64_t i = 0; i + skip * (start_n - 1) < cols; ++i) {
+        std::vector<int64_t> gram;
+        for (int64_t n = 1; n <= max_n && i + skip * (n - 1) < cols; ++n) {
+          gram.push_back(row[i + skip * (n - 1)]);
+          const auto hit = n >= start_n ? grams.find(gram) : grams.end();
+          if (hit != grams.end()) ++freq[size_t(r * out_size + hit->second)];
+        }
+      }
+      start_n = std::max<int64_t>(start_n, 2);  // unigrams are counted at skip distance 1 only
+    }
+  }
+  for (size_t i = 0; i < freq.size(); ++i) {
+    const double w = weights.empty() ? 1.0 : weights[i % size_t(out_size)];
+    if (mode == "IDF") freq[i] = freq[i] > 0 ? w : 0.0;
+    if (mode == "TFIDF") freq[i] *= w;
+  }
+  const Tensor y = tensor(freq).to(kFloat32);
+  return x.dim() == 2 ? y.reshape({rows, out_size}) : y;
+}
+
 }  // namespace
 
 void add_more_ops(OpTable& table) {
@@ -260,6 +418,8 @@ void add_more_ops(OpTable& table) {
   add_single(table, "MaxUnpool", max_unpool);
   add_single(table, "BitShift", bit_shift);
   add_single(table, "Det", det);
+  add(table, "Unique", unique);
+  add_single(table, "TfIdfVectorizer", tfidf_vectorizer);
   add(table, "Scan", [](const OpContext& ctx) { return ctx.opset() >= 9 ? scan(ctx) : scan8(ctx); });
   add_loss_ops(table);
   add_quant_ops(table);
