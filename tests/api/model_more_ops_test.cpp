@@ -377,6 +377,7 @@ TEST(ModelMoreOps, DetOfBatchesSingularAndPivotingMatrices) {
   expect_tensor(run1("Det", {values_of({1, 2, 3, 2, 4, 6, 0, 1, 5}, {3, 3}, kFloat32)}), kFloat32, {}, {0});
   expect_tensor(run1("Det", {values_of({-4}, {1, 1}, kFloat32)}), kFloat32, {}, {-4});
   expect_tensor(run1("Det", {zeros({3, 0, 0})}), kFloat32, {3}, {1, 1, 1});
+  expect_tensor(run1("Det", {zeros({0, 2, 2})}), kFloat32, {0}, {});
   expect_node_error("Det", {zeros({2, 3})}, {}, {"Det", "square matrices"});
 }
 
@@ -595,6 +596,7 @@ TEST(ModelMoreOps, RoiAlignAveragesBilinearSamples) {
   expect_tensor(run1("RoiAlign", {ramp, boxes, tensor({1, 0})}, ramp_attrs, 10), kFloat32, {2, 1, 2, 2},
                 {20, 40, 20, 40, 2, 4, 2, 4});
   expect_node_error("RoiAlign", {x, roi, tensor({1})}, {}, {"RoiAlign", "batch index 1"});
+  expect_node_error("RoiAlign", {x, values_of({0, 0, NAN, 1}, {1, 4}, kFloat32), first}, {}, {"not finite"});
 }
 
 TEST(ModelMoreOps, NonMaxSuppressionKeepsTheBestBoxes) {

@@ -164,11 +164,13 @@ Tensor roi_align(const OpContext& ctx) {
   NNVM_CHECK(transform == "half_pixel" || transform == "output_half_pixel", ctx.where(),
              "coordinate_transformation_mode '", transform, "' is not one of half_pixel, output_half_pixel");
   const bool half_pixel = transform == "half_pixel";
-  const int64_t channels = x.size(1), h = x.size(2), w = x.size(3), num_rois = rois.size(0);
+  NNVM_CHECK(x.size(2) >= 1 && x.size(3) >= 1, ctx.where(), "cannot sample X ", shape_str(x.sizes()),
+             " with an empty plane");
+  const int64_t channels = x.size(1), h = x.size(2), w = x.size(3), num_rois = rois.size(0), bins = out_h * out_w;
   const std::vector<double> xv = to_doubles(x), box = to_doubles(rois);
   const std::vector<int64_t> batch = to_ints(batch_indices);
-  std::vector<double> y;
-  y.reserve(size_t(num_rois * channels * out_h * out_w));
+  Tensor y = empty({num_rois, channels, out_h, out_w}, kFloat64);
+  double* out = y.data_ptr<double>();
   for (int64_t r = 0; r < num_rois; ++r) {
     const int64_t b = batch[size_t(r)];
     NNVM_CHECK(b >= 0 && b < x.size(0), ctx.where(), "batch index ", b, " of roi ", r, " is outside [0, ",
@@ -178,35 +180,36 @@ Tensor roi_align(const OpContext& ctx) {
     double roi_w = box[size_t(4 * r + 2)] * scale - offset - x1, roi_h = box[size_t(4 * r + 3)] * scale - offset - y1;
     if (!half_pixel) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
     const double bin_h = roi_h / double(out_h), bin_w = roi_w / double(out_w);
+    // Samples per bin side: sampling_ratio, or ceil(bin size) (none for an inverted box).
+    NNVM_CHECK(std::isfinite(x1) && std::isfinite(y1) && std::abs(bin_h) < 1e9 && std::abs(bin_w) < 1e9, ctx.where(),
+               "roi ", r, " (", box[size_t(4 * r)], ", ", box[size_t(4 * r + 1)], ", ", box[size_t(4 * r + 2)], ", ",
+               box[size_t(4 * r + 3)], ") is not finite, or too large to sample");
     const int64_t grid_h = ratio > 0 ? ratio : int64_t(std::ceil(bin_h));
     const int64_t grid_w = ratio > 0 ? ratio : int64_t(std::ceil(bin_w));
     const double count = double(std::max<int64_t>(grid_h * grid_w, 1));
-    std::vector<Sample> samples;  // per bin, grid_h * grid_w of them
-    for (int64_t ph = 0; ph < out_h; ++ph)
-      for (int64_t pw = 0; pw < out_w; ++pw)
-        for (int64_t iy = 0; iy < grid_h; ++iy)
-          for (int64_t ix = 0; ix < grid_w; ++ix)
-            samples.push_back(bilinear_sample(y1 + double(ph) * bin_h + (double(iy) + 0.5) * bin_h / double(grid_h),
-                                              x1 + double(pw) * bin_w + (double(ix) + 0.5) * bin_w / double(grid_w),
-                                              h, w));
-    const size_t per_bin = size_t(std::max<int64_t>(grid_h, 0) * std::max<int64_t>(grid_w, 0));
-    for (int64_t c = 0; c < channels; ++c) {
-      const double* plane = xv.data() + (b * channels + c) * h * w;
-      for (size_t bin = 0; bin < size_t(out_h * out_w); ++bin) {
-        double value = mode == "avg" ? 0.0 : -INFINITY;
-        for (size_t i = bin * per_bin; i < (bin + 1) * per_bin; ++i) {
-          const Sample& s = samples[i];
-          if (mode == "avg") {
-            for (int k = 0; k < 4; ++k) value += s.w[k] * plane[s.pos[k]];
-          } else {  // the reference's max: of each weighted tap
-            for (int k = 0; k < 4; ++k) value = std::max(value, s.w[k] * plane[s.pos[k]]);
+    const bool sampled = grid_h > 0 && grid_w > 0;
+    std::vector<double> acc(static_cast<size_t>(channels));
+    for (int64_t bin = 0; bin < bins; ++bin) {
+      const int64_t ph = bin / out_w, pw = bin % out_w;
+      std::fill(acc.begin(), acc.end(), mode == "avg" ? 0.0 : -INFINITY);
+      for (int64_t iy = 0; iy < grid_h; ++iy)
+        for (int64_t ix = 0; ix < grid_w; ++ix) {
+          const Sample s = bilinear_sample(y1 + double(ph) * bin_h + (double(iy) + 0.5) * bin_h / double(grid_h),
+                                           x1 + double(pw) * bin_w + (double(ix) + 0.5) * bin_w / double(grid_w), h, w);
+          for (int64_t c = 0; c < channels; ++c) {
+            const double* plane = xv.data() + (b * channels + c) * h * w;
+            for (int k = 0; k < 4; ++k) {
+              const double tap = s.w[k] * plane[s.pos[k]];
+              // max: the reference's, the largest weighted tap
+              acc[size_t(c)] = mode == "avg" ? acc[size_t(c)] + tap : std::max(acc[size_t(c)], tap);
+            }
           }
         }
-        y.push_back(mode == "avg" ? value / count : per_bin ? value : 0.0);
-      }
+      for (int64_t c = 0; c < channels; ++c)
+        out[(r * channels + c) * bins + bin] = mode == "avg" ? acc[size_t(c)] / count : sampled ? acc[size_t(c)] : 0.0;
     }
   }
-  return tensor(y).reshape({num_rois, channels, out_h, out_w}).to(x.dtype());
+  return y.to(x.dtype());
 }
 
 // ---- NonMaxSuppression ----

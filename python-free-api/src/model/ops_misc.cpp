@@ -386,7 +386,9 @@ Tensor tfidf_vectorizer(const OpContext& ctx) {
   }
   const int64_t rows = x.dim() == 2 ? x.size(0) : 1, cols = x.dim() == 0 ? 1 : x.size(-1);
   const std::vector<int64_t> tokens = to_ints(x);
-  std::vector<double> freq(size_t(rows * out_size), 0.0);
+  Tensor y = empty({rows, out_size}, kFloat64);
+  double* freq = y.data_ptr<double>();
+  std::fill(freq, freq + y.numel(), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t* row = tokens.data() + r * cols;
     for (int64_t skip = 1, start_n = min_n; skip <= max_skip + 1 && start_n <= max_n; ++skip) {
@@ -395,19 +397,18 @@ Tensor tfidf_vectorizer(const OpContext& ctx) {
         for (int64_t n = 1; n <= max_n && i + skip * (n - 1) < cols; ++n) {
           gram.push_back(row[i + skip * (n - 1)]);
           const auto hit = n >= start_n ? grams.find(gram) : grams.end();
-          if (hit != grams.end()) ++freq[size_t(r * out_size + hit->second)];
+          if (hit != grams.end()) ++freq[r * out_size + hit->second];
         }
       }
       start_n = std::max<int64_t>(start_n, 2);  // unigrams are counted at skip distance 1 only
     }
   }
-  for (size_t i = 0; i < freq.size(); ++i) {
-    const double w = weights.empty() ? 1.0 : weights[i % size_t(out_size)];
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double w = weights.empty() ? 1.0 : weights[size_t(i % out_size)];
     if (mode == "IDF") freq[i] = freq[i] > 0 ? w : 0.0;
     if (mode == "TFIDF") freq[i] *= w;
   }
-  const Tensor y = tensor(freq).to(kFloat32);
-  return x.dim() == 2 ? y.reshape({rows, out_size}) : y;
+  return x.dim() == 2 ? y.to(kFloat32) : y.reshape({out_size}).to(kFloat32);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Model ops of signal processing (registered by add_more_ops): ONNX's
 // HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix, DFT and STFT.
 //
-// Windows and mel filters depend only on their scalar inputs: their values
-// are computed on the host in double and made a tensor of the asked dtype.
-// DFT and STFT multiply by the transform's cosine and sine matrices (built on
-// the host, each angle reduced to 2 pi (j k mod n) / n before its cosine), so
-// they are recorded like other matrix products; O(n^2) per transform.
+// Windows and the transforms' cosine and sine matrices are tensor ops in
+// float64 (each angle reduced to 2 pi (j k mod n) / n before its cosine);
+// DFT and STFT multiply by those matrices, O(n^2) per transform. The mel
+// filters follow the reference's loops on the host, into a tensor allocated
+// first, so a size past memory is an nnvm::Error.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -26,23 +27,22 @@ int64_t scalar_int(const OpContext& ctx, int64_t input, const char* what) {
   return ints_input(ctx, input, what, 1)[0];
 }
 
-// A window of `size` (input 0) values fn(n, N), N = size when periodic, size - 1
-// otherwise. A symmetric window of one value (N = 0) is [1], as numpy's.
-Tensor window(const OpContext& ctx, double (*fn)(double n, double N)) {
+constexpr double kPi = std::numbers::pi;
+
+// A window of `size` (input 0) values fn(2 pi n / N) for n = 0, 1, ..., with
+// N = size when periodic, size - 1 otherwise. A symmetric window of one value
+// (N = 0) is [1], as numpy's.
+Tensor window(const OpContext& ctx, const std::function<Tensor(const Tensor&)>& fn) {
   const int64_t size = scalar_int(ctx, 0, "size");
   NNVM_CHECK(size >= 0, ctx.where(), "size must be non-negative, got ", size);
-  const double big_n = double(ctx.attr_int("periodic", 1) ? size : size - 1);
-  std::vector<double> values;
-  for (int64_t n = 0; n < size; ++n) values.push_back(big_n == 0 ? 1.0 : fn(double(n), big_n));
-  return tensor(values).to(output_dtype(ctx));
+  const int64_t big_n = ctx.attr_int("periodic", 1) ? size : size - 1;
+  const Tensor w = big_n == 0 ? ones({size}, kFloat64) : fn(arange(size, kFloat64) * (2 * kPi / double(big_n)));
+  return w.to(output_dtype(ctx));
 }
 
-constexpr double kPi = std::numbers::pi;
-double hann(double n, double big_n) { return std::pow(std::sin(kPi * n / big_n), 2); }
-double hamming(double n, double big_n) { return 25.0 / 46.0 - 21.0 / 46.0 * std::cos(2 * kPi * n / big_n); }
-double blackman(double n, double big_n) {
-  return 0.42 - 0.5 * std::cos(2 * kPi * n / big_n) + 0.08 * std::cos(4 * kPi * n / big_n);
-}
+Tensor hann(const Tensor& angle) { return (angle * 0.5).sin().square(); }
+Tensor hamming(const Tensor& angle) { return 25.0 / 46.0 - angle.cos() * (21.0 / 46.0); }
+Tensor blackman(const Tensor& angle) { return 0.42 - angle.cos() * 0.5 + (angle * 2).cos() * 0.08; }
 
 // MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]: triangular filters
 // between num_mel_bins + 2 points spaced evenly in mels, each point's DFT bin
@@ -57,27 +57,30 @@ Tensor mel_weight_matrix(const OpContext& ctx) {
   NNVM_CHECK(mel_bins >= 1 && dft_length >= 1 && sample_rate >= 1, ctx.where(),
              "num_mel_bins, dft_length and sample_rate must be positive, got ", mel_bins, ", ", dft_length, ", ",
              sample_rate);
-  NNVM_CHECK(lower >= 0 && lower <= upper, ctx.where(), "expected 0 <= lower_edge_hertz <= upper_edge_hertz, got ",
-             lower, " and ", upper);
+  NNVM_CHECK(lower >= 0 && lower <= upper && std::isfinite(upper), ctx.where(),
+             "expected 0 <= lower_edge_hertz <= upper_edge_hertz, finite, got ", lower, " and ", upper);
   const int64_t spectrogram_bins = dft_length / 2 + 1;
+  Tensor out = empty({spectrogram_bins, mel_bins}, kFloat64);
+  double* w = out.data_ptr<double>();
+  std::fill(w, w + out.numel(), 0.0);
   auto mel = [](double hertz) { return 2595 * std::log10(1 + hertz / 700); };
   const double low_mel = mel(lower), step = (mel(upper) - low_mel) / double(mel_bins + 2);
   std::vector<int64_t> bins;
   for (int64_t i = 0; i < mel_bins + 2; ++i) {
     const double hertz = 700 * (std::pow(10.0, (double(i) * step + low_mel) / 2595) - 1);
-    bins.push_back(int64_t(std::floor(double(dft_length + 1) * hertz / double(sample_rate))));
-    NNVM_CHECK(bins.back() >= 0 && bins.back() < spectrogram_bins, ctx.where(), "upper_edge_hertz ", upper,
+    const double bin = std::floor(double(dft_length + 1) * hertz / double(sample_rate));
+    NNVM_CHECK(bin >= 0 && bin < double(spectrogram_bins), ctx.where(), "upper_edge_hertz ", upper,
                " lies past the last of the ", spectrogram_bins, " DFT bins at sample_rate ", sample_rate);
+    bins.push_back(int64_t(bin));
   }
-  std::vector<double> w(size_t(spectrogram_bins * mel_bins), 0.0);
-  auto at = [&](int64_t bin, int64_t filter) -> double& { return w[size_t(bin * mel_bins + filter)]; };
+  auto at = [&](int64_t bin, int64_t filter) -> double& { return w[bin * mel_bins + filter]; };
   for (int64_t i = 0; i < mel_bins; ++i) {
     const int64_t left = bins[size_t(i)], center = bins[size_t(i + 1)], right = bins[size_t(i + 2)];
     if (center == left) at(center, i) = 1;
     for (int64_t j = left; j <= center && center > left; ++j) at(j, i) = double(j - left) / double(center - left);
     for (int64_t j = center; j < right; ++j) at(j, i) = double(right - j) / double(right - center);
   }
-  return tensor(w).reshape({spectrogram_bins, mel_bins}).to(output_dtype(ctx));
+  return out.to(output_dtype(ctx));
 }
 
 // The DFT of x [..., 1 or 2] (real, or complex as (re, im) pairs) along
@@ -92,15 +95,10 @@ Tensor dft(const OpContext& ctx, const Tensor& x, int64_t axis, int64_t n, bool 
   NNVM_CHECK(axis < x.dim() - 1, ctx.where(), "axis ", axis, " is the complex dim of ", shape_str(x.sizes()));
   NNVM_CHECK(n >= 1, ctx.where(), "the DFT length must be positive, got ", n);
   const int64_t outputs = onesided ? n / 2 + 1 : n, length = x.size(axis);
-  std::vector<double> cos_m, sin_m;  // [n, outputs]: input j, output k
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t k = 0; k < outputs; ++k) {
-      const double angle = 2 * kPi * double((j * k) % n) / double(n);
-      cos_m.push_back(std::cos(angle));
-      sin_m.push_back(inverse ? std::sin(angle) : -std::sin(angle));
-    }
-  const Tensor c = tensor(cos_m).reshape({n, outputs}).to(x.dtype());
-  const Tensor s = tensor(sin_m).reshape({n, outputs}).to(x.dtype());
+  // [n, outputs]: input j, output k; the angle 2 pi (j k mod n) / n, exact before its cosine.
+  const Tensor turns = (arange(n, kInt64).unsqueeze(1) * arange(outputs, kInt64)).remainder(n);
+  const Tensor angle = turns.to(kFloat64) * (2 * kPi / double(n));
+  const Tensor c = angle.cos().to(x.dtype()), s = (inverse ? angle.sin() : -angle.sin()).to(x.dtype());
   // The signal's axis last, cut or padded to n.
   auto along = [&](const Tensor& part) {
     Tensor t = part.transpose(axis, -1);
