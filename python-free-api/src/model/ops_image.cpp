@@ -95,7 +95,7 @@ Tensor grid_sample(const OpContext& ctx) {
   const Tensor g = grid.to(x.dtype()).reshape({n, points, rank});
   std::vector<std::vector<Tap>> taps;
   for (int64_t d = 0; d < rank; ++d) taps.push_back(taps_along(g.select(2, rank - 1 - d), sizes[size_t(d)], s));
-  const Tensor flat = x.reshape({n, channels, -1});
+  const Tensor flat = x.reshape({n, channels, numel_of(sizes)});
   Tensor y = zeros({n, channels, points}, x.dtype());
   std::vector<size_t> pick(size_t(rank), 0);
   do {

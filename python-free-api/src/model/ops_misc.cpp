@@ -1,8 +1,9 @@
 // Model ops of ONNX that fit no other family: EyeLike, ReverseSequence,
 // MaxUnpool, BitShift, Det, Scan (whose body runs through
-// OpContext::run_graph, as Loop's does), Unique and TfIdfVectorizer. add_more_ops, which the registry calls
-// after the other groups, registers them and the groups op_util.h lists
-// after it (losses, quantization, random draws, signals, images).
+// OpContext::run_graph, as Loop's does), Unique and TfIdfVectorizer.
+// add_more_ops, which the registry calls after the other groups, registers
+// them and the groups op_util.h lists after it (losses, quantization, random
+// draws, signals, images).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -48,10 +49,11 @@ Tensor reverse_sequence(const OpContext& ctx) {
   return x.gather(time_axis, source.reshape(shape).expand(x.sizes()).contiguous());
 }
 
-// MaxUnpool: X's values scattered to their flat Indices (MaxPool's, over
-// [N, C, D1, ...]) of the output MaxPool's attributes imply; an output_shape
-// input pads that output with zeros at the end of each spatial dim (the
-// specification's reference reads the indices so, not in output_shape).
+// MaxUnpool: X's values put at their Indices (MaxPool's: positions in
+// [N, C, D1, ...] flattened) of the shape the pooling attributes imply, zeros
+// elsewhere. An output_shape input pads that with zeros at the end of each
+// spatial dim: the specification's reference reads the indices in the
+// implied shape, not in output_shape.
 Tensor max_unpool(const OpContext& ctx) {
   const Tensor &x = ctx.input(0), &indices = ctx.input(1);
   NNVM_CHECK(x.dim() >= 3, ctx.where(), "expected X [N, C, D1, ...], got ", shape_str(x.sizes()));
@@ -166,7 +168,10 @@ std::vector<Tensor> scan_loop(const OpContext& ctx, std::vector<Tensor> states, 
              " states");
   const size_t num_states = states.size(), num_scans = num_outputs - num_states;
   std::vector<int64_t> in_axes;
-  for (size_t i = 0; i < scans.size(); ++i) in_axes.push_back(normalize_axis(ctx, axes.in_axes[i], scans[i].dim()));
+  for (size_t i = 0; i < scans.size(); ++i) {
+    NNVM_CHECK(scans[i].dim() >= 1, ctx.where(), "scan input ", i, " is 0-d; it needs an axis to scan");
+    in_axes.push_back(normalize_axis(ctx, axes.in_axes[i], scans[i].dim()));
+  }
   const int64_t length = scans.empty() ? 0 : scans[0].size(in_axes[0]);
   for (size_t i = 0; i < scans.size(); ++i)
     NNVM_CHECK(scans[i].size(in_axes[i]) == length, ctx.where(), "scan input ", i, " ", shape_str(scans[i].sizes()),
@@ -281,8 +286,8 @@ struct RowOrder {
   }
 };
 
-// The distinct rows: each one's first row, and each row's group (in `order`:
-// sorted, or by first occurrence).
+// The distinct rows (groups of equal ones): each group's first row and size,
+// and each row's group; the groups sorted, or in order of first occurrence.
 struct Groups {
   std::vector<int64_t> first, inverse, counts;
 };
@@ -391,7 +396,9 @@ Tensor tfidf_vectorizer(const OpContext& ctx) {
   std::fill(freq, freq + y.numel(), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t* row = tokens.data() + r * cols;
-    for (int64_t skip = 1, start_n = min_n; skip <= max_skip + 1 && start_n <= max_n; ++skip) {
+    // Skip distances past the row's length fit no n-gram: stop there.
+    const int64_t last_skip = std::min<int64_t>(max_skip, std::max<int64_t>(cols, 1)) + 1;
+    for (int64_t skip = 1, start_n = min_n; skip <= last_skip && start_n <= max_n; ++skip) {
       for (int64_t i = 0; i + skip * (start_n - 1) < cols; ++i) {
         std::vector<int64_t> gram;
         for (int64_t n = 1; n <= max_n && i + skip * (n - 1) < cols; ++n) {
