@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "nnvm/nnvm.h"
+#include "model_node.h"
 #include "reference.h"
 
 namespace nnvm {
@@ -17,38 +18,9 @@ namespace {
 using Attrs = std::map<std::string, Attribute>;
 using Ints = std::vector<int64_t>;
 
-// Runs one node on `inputs` (an undefined tensor is an absent optional input)
-// in a model of the given opset.
-std::vector<Tensor> run_node(const std::string& op_type, const std::vector<Tensor>& inputs, Attrs attrs = {},
-                             int64_t num_outputs = 1, int64_t opset = kNewestOpset) {
-  GraphBuilder b;
-  std::vector<std::string> names;
-  std::vector<Tensor> given;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.emplace_back();
-      continue;
-    }
-    std::vector<GraphBuilder::DimSpec> shape(inputs[i].sizes().begin(), inputs[i].sizes().end());
-    names.push_back(b.input("in" + std::to_string(i), inputs[i].dtype(), shape));
-    given.push_back(inputs[i]);
-  }
-  for (const std::string& out : b.op(op_type, names, std::move(attrs), num_outputs)) b.output(out);
-  Graph g = b.graph();
-  g.opset = opset;
-  return Model(g)(given);
-}
-
-Tensor run1(const std::string& op_type, const std::vector<Tensor>& inputs, Attrs attrs = {},
-            int64_t opset = kNewestOpset) {
-  return run_node(op_type, inputs, std::move(attrs), 1, opset)[0];
-}
-
-// Asserts that running the node throws an nnvm::Error with every piece.
-void expect_node_error(const std::string& op_type, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                       std::initializer_list<std::string_view> pieces) {
-  testing::expect_error([&] { run_node(op_type, inputs, attrs); }, pieces);
-}
+using testing::expect_node_error;
+using testing::run1;
+using testing::run_node;
 
 Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, double lo = -2.0, double hi = 2.0) {
   return testing::random(shape, dtype, seed, lo, hi);

@@ -24,6 +24,7 @@ struct Registry {
     add_elementwise_ops(table);
     add_tensor_ops(table);
     add_nn_ops(table);
+    add_more_ops(table);
   }
 };
 

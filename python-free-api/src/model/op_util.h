@@ -52,4 +52,14 @@ inline bool uses_output(const OpContext& ctx, int64_t i) {
   return i < int64_t(ctx.node().outputs.size()) && !ctx.node().outputs[size_t(i)].empty();
 }
 
+// The groups of ops add_more_ops (model/ops_misc.cpp) registers besides its
+// own: losses (ops_loss.cpp), quantization (ops_quant.cpp, which reuses the
+// Conv kernel already in the table), random draws (ops_random.cpp), windows
+// and transforms (ops_signal.cpp), image sampling and boxes (ops_image.cpp).
+void add_loss_ops(OpTable& table);
+void add_quant_ops(OpTable& table);
+void add_random_ops(OpTable& table);
+void add_signal_ops(OpTable& table);
+void add_image_ops(OpTable& table);
+
 }  // namespace nnvm::model_detail

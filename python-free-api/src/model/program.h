@@ -52,5 +52,6 @@ using OpTable = std::map<std::string, OpKernel>;
 void add_elementwise_ops(OpTable& table);
 void add_tensor_ops(OpTable& table);
 void add_nn_ops(OpTable& table);
+void add_more_ops(OpTable& table);  // after add_nn_ops: it reuses the Conv kernel
 
 }  // namespace nnvm::model_detail

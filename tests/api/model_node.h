@@ -1,0 +1,51 @@
+// Test support for the model ops: one node in a graph of its own, its inputs
+// graph inputs, run through Model as a loaded model would run it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnvm/nnvm.h"
+#include "reference.h"
+
+namespace nnvm::testing {
+
+using Attrs = std::map<std::string, Attribute>;
+
+// Runs one node on `inputs` (an undefined tensor is an absent optional input)
+// in a model of the given opset.
+inline std::vector<Tensor> run_node(const std::string& op_type, const std::vector<Tensor>& inputs, Attrs attrs = {},
+                                    int64_t num_outputs = 1, int64_t opset = kNewestOpset) {
+  GraphBuilder b;
+  std::vector<std::string> names;
+  std::vector<Tensor> given;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      names.emplace_back();
+      continue;
+    }
+    std::vector<GraphBuilder::DimSpec> shape(inputs[i].sizes().begin(), inputs[i].sizes().end());
+    names.push_back(b.input("in" + std::to_string(i), inputs[i].dtype(), shape));
+    given.push_back(inputs[i]);
+  }
+  for (const std::string& out : b.op(op_type, names, std::move(attrs), num_outputs)) b.output(out);
+  Graph g = b.graph();
+  g.opset = opset;
+  return Model(g)(given);
+}
+
+inline Tensor run1(const std::string& op_type, const std::vector<Tensor>& inputs, Attrs attrs = {},
+                   int64_t opset = kNewestOpset) {
+  return run_node(op_type, inputs, std::move(attrs), 1, opset)[0];
+}
+
+// Asserts that running the node throws an nnvm::Error with every piece
+// (in traced mode, possibly when the trace runs).
+inline void expect_node_error(const std::string& op_type, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                              std::initializer_list<std::string_view> pieces) {
+  expect_error([&] { run_node(op_type, inputs, attrs); }, pieces);
+}
+
+}  // namespace nnvm::testing
