@@ -70,7 +70,7 @@ class TempFile {
 
 std::string le(uint64_t v, int n) {
   std::string s;
-  for (int i = 0; i < n; ++i) s += char((v >> (8 * i)) & 0xff);
+  for (int i = 0; i < n; ++i) s += char(i < 8 ? (v >> (8 * i)) & 0xff : 0);
   return s;
 }
 
