@@ -159,6 +159,42 @@ TEST(Onnx, LoadsAndRunsANodeTest) {
   fs::remove(tmp);
 }
 
+TEST(Onnx, SavedModelsLoadBackWithTheSameOutputs) {
+  manual_seed(3);
+  Model m = mlp(randn({4, 3}), randn({3}));
+  Tensor x = randn({2, 4});
+  fs::path file = fs::temp_directory_path() / "nnvm_model_test_mlp.onnx";
+  save_onnx(m, {x}, file.string());
+  Model back = load_model(file.string());
+  EXPECT_EQ(back.inputs()[0].shape->at(0).symbol, "batch");
+  EXPECT_EQ(back.outputs()[0].dtype, kFloat32);
+  EXPECT_TRUE(allclose(back({x})[0], m({x})[0], 0.0, 0.0));
+  // A fine-tuned parameter is saved with its new value.
+  { NoGradGuard g; m.parameters()[1].add_(1.0); }
+  save_onnx(m, {x}, file.string());
+  EXPECT_TRUE(allclose(load_model(file.string())({x})[0], m({x})[0], 0.0, 0.0));
+  fs::remove(file);
+
+  for (const char* test : {"test_gemm_all_attributes", "test_clip_default_inbounds", "test_softmax_axis_0"}) {
+    fs::path dir = kNodeTests / test;
+    if (!fs::exists(dir)) GTEST_SKIP() << "libonnx-testdata is not installed";
+    Model loaded = load_model((dir / "model.onnx").string());
+    std::vector<Tensor> ins;
+    for (size_t i = 0; i < loaded.inputs().size(); ++i)
+      ins.push_back(load_onnx_tensor((dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb")).string()));
+    save_onnx(loaded, ins, file.string());
+    std::vector<Tensor> a = loaded(ins), b = load_model(file.string())(ins);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(allclose(a[i], b[i], 0.0, 0.0)) << test;
+    fs::remove(file);
+  }
+
+  GraphBuilder bad;
+  bad.output(bad.op("FancyOp", {bad.input("x", kFloat32, {2})}));
+  register_model_op("FancyOp", [](const OpContext& ctx) { return std::vector<Tensor>{ctx.input(0)}; });
+  expect_error([&] { save_onnx(bad.build(), {randn({2})}, file.string()); }, {"ONNX's checker", "FancyOp"});
+}
+
 TEST(Onnx, DamagedFilesAreErrorsNeverCrashes) {
   fs::path file = kNodeTests / "test_gemm_all_attributes/model.onnx";
   if (!fs::exists(file)) GTEST_SKIP() << "libonnx-testdata is not installed";

@@ -182,7 +182,14 @@ Graph read_tensorflow(const std::string& bytes, const std::string& what, const s
 
 // One ONNX TensorProto file (ONNX's test data, `nnvm run`'s inputs and outputs).
 Tensor load_onnx_tensor(const std::string& path);
+Tensor read_onnx_tensor(const std::string& bytes, const std::string& what, const std::string& base_dir = "");
 void save_onnx_tensor(const Tensor& value, const std::string& path, const std::string& name = "");
+
+// Writes a model as an ONNX file, checked with ONNX's model checker; its
+// parameters are written with their current values (after fine-tuning, the
+// tuned ones). Outputs whose types the graph does not declare get them from
+// a run on the example inputs.
+void save_onnx(const Model& model, const std::vector<Tensor>& example_inputs, const std::string& path);
 
 // Builds a static graph in C++.
 //

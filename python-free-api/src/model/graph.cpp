@@ -143,6 +143,9 @@ std::shared_ptr<const Program> compile(const Graph& graph, int64_t opset, Scope*
         lock.unlock();
         step.subgraphs[attr_name] = compile(**sub, opset, &scope);
         lock.lock();
+        // What the subgraph captures, this step reads: not released before it.
+        for (const auto& [slot, outer] : step.subgraphs[attr_name]->captures)
+          note_read(outer, int(program->steps.size()));
         all_constant = false;  // a subgraph may read anything
       }
     }

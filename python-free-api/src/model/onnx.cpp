@@ -6,6 +6,7 @@
 #include <limits>
 
 #include <absl/strings/str_cat.h>
+#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
@@ -263,27 +264,145 @@ Graph read_graph(const std::string& path) {
 
 Model load_model(const std::string& path) { return Model(read_graph(path)); }
 
-Tensor load_onnx_tensor(const std::string& path) {
-  std::string bytes = read_file(path, "load_onnx_tensor: ");
+Tensor read_onnx_tensor(const std::string& bytes, const std::string& what, const std::string& base_dir) {
   onnx::TensorProto proto;
   NNVM_CHECK(bytes.size() <= size_t(std::numeric_limits<int>::max()) &&
                  proto.ParseFromArray(bytes.data(), int(bytes.size())),
-             "load_onnx_tensor", "'", path, "' is not a valid ONNX TensorProto (malformed or truncated)");
-  Reader reader = reader_for(absl::StrCat("load_onnx_tensor: '", path, "'"), fs::path(path).parent_path().string());
+             "load_onnx_tensor", "'", what, "' is not a valid ONNX TensorProto (malformed or truncated)");
+  Reader reader = reader_for(absl::StrCat("load_onnx_tensor: '", what, "'"), base_dir);
   return reader.tensor(proto, "the tensor");
 }
 
-void save_onnx_tensor(const Tensor& value, const std::string& path, const std::string& name) {
-  NNVM_CHECK(value.defined(), "save_onnx_tensor", "the tensor is undefined");
-  onnx::TensorProto proto;
+Tensor load_onnx_tensor(const std::string& path) {
+  return read_onnx_tensor(read_file(path, "load_onnx_tensor: "), path, fs::path(path).parent_path().string());
+}
+
+namespace {
+
+void write_message(const google::protobuf::MessageLite& proto, const std::string& path, const char* op) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  NNVM_CHECK(out.good() && proto.SerializeToOstream(&out), op, "cannot write '", path, "'");
+}
+
+void to_proto(const Tensor& value, const std::string& name, onnx::TensorProto& proto) {
   proto.set_name(name);
   proto.set_data_type(int(model_detail::dtype_to_onnx(value.dtype())));
   for (int64_t d : value.sizes()) proto.add_dims(d);
   Tensor c = value.detach().contiguous();
   proto.set_raw_data(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  NNVM_CHECK(out.good(), "save_onnx_tensor", "cannot write '", path, "'");
-  NNVM_CHECK(proto.SerializeToOstream(&out), "save_onnx_tensor", "cannot write '", path, "'");
+}
+
+void to_proto(const ValueInfo& info, onnx::ValueInfoProto& proto) {
+  proto.set_name(info.name);
+  auto* tt = proto.mutable_type()->mutable_tensor_type();
+  if (info.dtype) tt->set_elem_type(int(model_detail::dtype_to_onnx(*info.dtype)));
+  if (!info.shape) return;
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : *info.shape) {
+    auto* dim = shape->add_dim();
+    if (d.fixed()) dim->set_dim_value(d.size);
+    else if (!d.symbol.empty()) dim->set_dim_param(d.symbol);
+  }
+}
+
+void to_proto(const Graph& graph, onnx::GraphProto& proto);
+
+void to_proto(const std::string& name, const Attribute& value, onnx::AttributeProto& proto) {
+  using A = onnx::AttributeProto;
+  proto.set_name(name);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          proto.set_type(A::INT), proto.set_i(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          proto.set_type(A::FLOAT), proto.set_f(float(v));
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          proto.set_type(A::STRING), proto.set_s(v);
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          proto.set_type(A::TENSOR), to_proto(v, "", *proto.mutable_t());
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const Graph>>) {
+          proto.set_type(A::GRAPH), to_proto(*v, *proto.mutable_g());
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          proto.set_type(A::INTS);
+          for (int64_t x : v) proto.add_ints(x);
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          proto.set_type(A::FLOATS);
+          for (double x : v) proto.add_floats(float(x));
+        } else {
+          proto.set_type(A::STRINGS);
+          for (const auto& x : v) proto.add_strings(x);
+        }
+      },
+      value);
+}
+
+void to_proto(const Graph& graph, onnx::GraphProto& proto) {
+  proto.set_name(graph.name.empty() ? "nnvm" : graph.name);
+  for (const auto& [name, value] : graph.initializers) to_proto(value, name, *proto.add_initializer());
+  for (const ValueInfo& in : graph.inputs) to_proto(in, *proto.add_input());
+  for (const ValueInfo& out : graph.outputs) to_proto(out, *proto.add_output());
+  for (const Node& node : graph.nodes) {
+    auto* n = proto.add_node();
+    auto sep = node.op_type.find("::");
+    if (sep != std::string::npos) {
+      n->set_domain(node.op_type.substr(0, sep));
+      n->set_op_type(node.op_type.substr(sep + 2));
+    } else {
+      n->set_op_type(node.op_type);
+    }
+    n->set_name(node.name);
+    for (const auto& in : node.inputs) n->add_input(in);
+    for (const auto& out : node.outputs) n->add_output(out);
+    for (const auto& [name, value] : node.attributes) to_proto(name, value, *n->add_attribute());
+  }
+}
+
+}  // namespace
+
+void save_onnx_tensor(const Tensor& value, const std::string& path, const std::string& name) {
+  NNVM_CHECK(value.defined(), "save_onnx_tensor", "the tensor is undefined");
+  onnx::TensorProto proto;
+  to_proto(value, name, proto);
+  write_message(proto, path, "save_onnx_tensor");
+}
+
+void save_onnx(const Model& model, const std::vector<Tensor>& example_inputs, const std::string& path) {
+  Graph graph = model.graph();
+  // The outputs' types, where the graph does not declare them, from a run on the example inputs.
+  bool typed = std::all_of(graph.outputs.begin(), graph.outputs.end(),
+                           [](const ValueInfo& v) { return v.dtype.has_value(); });
+  if (!typed) {
+    NNVM_CHECK(!example_inputs.empty() || model.inputs().empty(), "save_onnx",
+               "the graph's outputs have no declared types: pass example inputs to find them");
+    NoGradGuard no_grad;
+    std::vector<Tensor> outs = model(example_inputs);
+    bool symbolic = false;
+    for (const ValueInfo& in : model.inputs())
+      if (in.shape)
+        for (const Dim& d : *in.shape) symbolic = symbolic || !d.fixed();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ValueInfo& out = graph.outputs[i];
+      if (out.dtype) continue;
+      out.dtype = outs[i].dtype();
+      std::vector<Dim> dims;
+      for (int64_t d : outs[i].sizes()) dims.push_back(Dim{symbolic ? -1 : d, {}});
+      out.shape = std::move(dims);
+    }
+  }
+  onnx::ModelProto proto;
+  proto.set_ir_version(onnx::IR_VERSION);
+  proto.set_producer_name("nnvm");
+  auto* opset = proto.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(graph.opset);
+  to_proto(graph, *proto.mutable_graph());
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception& e) {
+    throw Error(absl::StrCat("save_onnx: the model fails ONNX's checker: ", e.what()));
+  }
+  write_message(proto, path, "save_onnx");
 }
 
 }  // namespace nnvm

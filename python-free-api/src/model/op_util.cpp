@@ -66,4 +66,17 @@ std::optional<std::vector<int64_t>> axes_of(const OpContext& ctx, int64_t input,
   return axes;
 }
 
+void add_single(OpTable& table, const std::string& op_type, std::function<Tensor(const OpContext&)> fn) {
+  add(table, op_type, [fn = std::move(fn)](const OpContext& ctx) { return std::vector<Tensor>{fn(ctx)}; });
+}
+
+std::vector<int64_t> ints_input(const OpContext& ctx, int64_t input, const char* what, int64_t count) {
+  const Tensor& t = ctx.input(input);
+  NNVM_CHECK(t.dim() <= 1 && !is_floating(t.dtype()) && t.dtype() != kBool, ctx.where(), what,
+             " (input ", input, ") must be a 0-d or 1-d integer tensor, got ", t.dtype(), shape_str(t.sizes()));
+  NNVM_CHECK(count < 0 || t.numel() == count, ctx.where(), what, " (input ", input, ") must hold ", count,
+             " value(s), got ", t.numel());
+  return to_ints(t);
+}
+
 }  // namespace nnvm::model_detail

@@ -34,4 +34,22 @@ std::optional<std::vector<int64_t>> axes_of(const OpContext& ctx, int64_t input,
 // Registers one kernel.
 inline void add(OpTable& table, const std::string& op_type, OpKernel kernel) { table[op_type] = std::move(kernel); }
 
+// Registers the kernel of an op with one output.
+void add_single(OpTable& table, const std::string& op_type, std::function<Tensor(const OpContext&)> fn);
+
+// A small integer input's values (a shape, axes, pads, k): a 0-d or 1-d tensor
+// with `count` elements when count >= 0; an Error naming the node and `what` otherwise.
+std::vector<int64_t> ints_input(const OpContext& ctx, int64_t input, const char* what, int64_t count = -1);
+
+// The groups of ops add_tensor_ops registers besides its own shape and
+// movement ops (model/ops_index.cpp, ops_reduce.cpp, ops_control.cpp).
+void add_index_ops(OpTable& table);
+void add_reduce_ops(OpTable& table);
+void add_control_ops(OpTable& table);
+
+// Whether the node names output i (a listed "" is an unused optional output).
+inline bool uses_output(const OpContext& ctx, int64_t i) {
+  return i < int64_t(ctx.node().outputs.size()) && !ctx.node().outputs[size_t(i)].empty();
+}
+
 }  // namespace nnvm::model_detail
