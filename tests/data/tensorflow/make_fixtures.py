@@ -37,7 +37,7 @@ def write(name, fn, specs, inputs):
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
     with open(os.path.join(out_dir, "model.pb"), "wb") as f:
-        f.write(frozen.graph.as_graph_def().SerializeToString())
+        f.write(frozen.graph.as_graph_def().SerializeToString(deterministic=True))
     for i, x in enumerate(inputs):
         save(x, os.path.join(out_dir, "input_%d.pb" % i), specs[i].name)
     for i, y in enumerate(outputs):
@@ -68,7 +68,7 @@ def cnn():
         keras.layers.BatchNormalization(),
         keras.layers.MaxPooling2D(2),
         keras.layers.DepthwiseConv2D(3, padding="same", depth_multiplier=2),
-        keras.layers.AveragePooling2D(2, strides=2, padding="same"),  # 6 -> 3: padding counted out
+        keras.layers.AveragePooling2D(3, strides=2, padding="same"),  # 6 -> 3, one padded cell at the end
         keras.layers.Conv2D(6, 2, strides=2, padding="valid", activation="tanh"),
         keras.layers.Flatten(),
         keras.layers.Dense(5, activation="softmax"),
