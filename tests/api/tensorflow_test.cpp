@@ -76,7 +76,7 @@ TEST(Tensorflow, RawOpsRunAsTensorflowRanThem) {
 
 TEST(Tensorflow, TheOutputsCanBeNamed) {
   std::string bytes = read_bytes(kFixtures / "mlp/model.pb");
-  Model m(read_tensorflow(bytes, "mlp", {"sequential_1/dense_1/Relu", "sequential_1/dense_1_2/BiasAdd"}));
+  Model m(read_tensorflow(bytes, "mlp", {"sequential_1/dense_1/Relu", "sequential_1/dense_1_2/BiasAdd:0"}));
   std::vector<Tensor> out = m(tensors(kFixtures / "mlp", "input_"));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].sizes(), (std::vector<int64_t>{3, 16}));
@@ -176,6 +176,8 @@ TEST(Tensorflow, BadGraphsAreErrorsNamingTheNode) {
                {"load_model: 'g': Identity node 'a': is on a cycle of the graph"});
   expect_error([] { read_tensorflow(node("a", "Relu", {"nowhere:0"}), "g"); },
                {"Relu node 'a': reads 'nowhere:0', which no node of the graph defines"});
+  expect_error([] { read_tensorflow(placeholder("x", {1}) + node("a", "Relu", {"x:2147483647"}), "g"); },
+               {"Relu node 'a': input 'x:2147483647' names no output"});
   expect_error([] { read_tensorflow(placeholder("a", {1}) + placeholder("a", {1}), "g"); },
                {"two nodes are named 'a'"});
   expect_error(

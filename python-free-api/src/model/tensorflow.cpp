@@ -22,6 +22,9 @@ namespace {
 // such a splat is not backed by the file, so its size is bounded.
 constexpr size_t kMaxSplatBytes = size_t(64) << 20;
 
+// An input "name:i" reads output i of at most this many.
+constexpr int kMaxOutputs = 1 << 16;
+
 struct TfType {
   int code;
   DType dtype;
@@ -79,7 +82,7 @@ GraphWriter::GraphWriter(const tensorflow::GraphDef& graph, std::string what) : 
       int index = 0;
       // "name:1" is output 1; node names never hold a colon
       if (size_t colon = name.rfind(':'); colon != std::string::npos && !control) {
-        check(absl::SimpleAtoi(name.substr(colon + 1), &index) && index >= 0, n,
+        check(absl::SimpleAtoi(name.substr(colon + 1), &index) && index >= 0 && index < kMaxOutputs, n,
               absl::StrCat("input '", in, "' names no output"));
         name.resize(colon);
       }
@@ -363,9 +366,12 @@ void GraphWriter::convert_node(const NodeDef& node) {
 void GraphWriter::add_outputs(const std::vector<std::string>& names) {
   if (!names.empty()) {
     for (const std::string& name : names) {
-      NNVM_CHECK(defined_.count(name) != 0, "load_model", what_, ": the requested output '", name,
+      // "name:0" is the value "name"
+      bool first = name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0;
+      std::string value = first ? name.substr(0, name.size() - 2) : name;
+      NNVM_CHECK(defined_.count(value) != 0, "load_model", what_, ": the requested output '", name,
                  "' is no node's output");
-      graph_.outputs.push_back(ValueInfo{name, std::nullopt, std::nullopt});
+      graph_.outputs.push_back(ValueInfo{value, std::nullopt, std::nullopt});
     }
     return;
   }
