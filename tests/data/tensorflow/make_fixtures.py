@@ -87,6 +87,7 @@ def ops():
         "scale": tf.Variable(1 + 0.1 * randn(4)), "offset": tf.Variable(randn(4)),
         "mean": tf.Variable(randn(4)), "var": tf.Variable(np.abs(randn(4)) + 0.5),
         "dw": tf.Variable(randn(2, 2, 4, 1)), "fc": tf.Variable(randn(5, 16)),
+        "dilated": tf.Variable(randn(2, 2, 4, 3)),
     }
 
     @tf.function
@@ -98,6 +99,8 @@ def ops():
             x=h, scale=w["scale"], offset=w["offset"], mean=w["mean"], variance=w["var"],
             epsilon=1e-3, is_training=False)
         h = tf.nn.relu6(h)
+        # an even kernel dilated by 3 spans 4 cells: SAME pads 1 before, 2 after
+        dilated = tf.nn.conv2d(h, w["dilated"], strides=1, padding="SAME", dilations=3)
         h = tf.nn.depthwise_conv2d(h, w["dw"], strides=[1, 1, 1, 1], padding=[[0, 0], [1, 0], [0, 1], [0, 0]])
         h = tf.nn.avg_pool2d(h, ksize=3, strides=2, padding="SAME")
         h = tf.nn.max_pool2d(tf.pad(h, [[0, 0], [1, 1], [0, 0], [0, 0]]), ksize=2, strides=1, padding="SAME")
@@ -109,7 +112,8 @@ def ops():
         t = tf.nn.bias_add(t, w["offset"], data_format="NCHW")
         last = t[..., -1, tf.newaxis, ::-1]                                      # ellipsis, shrink, new axis, reverse
         scaled = tf.tanh(logits) / (tf.reduce_max(y, axis=1, keepdims=True) + 2.0) - 0.5
-        return tf.nn.softmax(logits), scaled, tf.expand_dims(last, 0) * tf.reduce_sum(flat)
+        return (tf.nn.softmax(logits), scaled, tf.expand_dims(last, 0) * tf.reduce_sum(flat),
+                tf.nn.leaky_relu(dilated, 0.1))
 
     specs = [tf.TensorSpec([None, 9, 9, 3], tf.float32, name="x"), tf.TensorSpec([None, 14], tf.float32, name="y")]
     write("ops", fn, specs, [randn(2, 9, 9, 3), randn(2, 14)])

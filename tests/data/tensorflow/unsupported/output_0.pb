@@ -1,1 +1,1 @@
-Boutput_0JVva?´â?Êb?ˆQv?
+Boutput_0J–­b?éQÚ?Üó`?z¦?
