@@ -71,7 +71,7 @@ TEST(Tensorflow, KerasCnnRunsAsTensorflowRanIt) {
 }
 
 TEST(Tensorflow, RawOpsRunAsTensorflowRanThem) {
-  expect_fixture_runs("ops", {"Identity", "Identity_1", "Identity_2", "Identity_3"}, 11);
+  expect_fixture_runs("ops", {"Identity", "Identity_1", "Identity_2", "Identity_3", "Identity_4"}, 11);
 }
 
 TEST(Tensorflow, TheOutputsCanBeNamed) {

@@ -160,14 +160,26 @@ void bias_add(GraphWriter& w, const NodeDef& n) {
   w.to_nhwc(n, w.emit(n, "Add", {*nchw, bias}), out(n));
 }
 
-void matmul(GraphWriter& w, const NodeDef& n, const char* trans_a, const char* trans_b) {
-  bool ta = w.attr_bool(n, trans_a, false), tb = w.attr_bool(n, trans_b, false);
-  if (std::string(trans_a) == "adj_x") w.check(!ta && !tb, n, "adj_x and adj_y are not supported");
+// MatMul (2-d): transpose_a/_b as Gemm's transA/transB.
+void matmul(GraphWriter& w, const NodeDef& n) {
+  bool ta = w.attr_bool(n, "transpose_a", false), tb = w.attr_bool(n, "transpose_b", false);
   if (!ta && !tb) {
     w.emit(n, "MatMul", {w.input(n, 0), w.input(n, 1)}, {}, out(n));
     return;
   }
   w.emit(n, "Gemm", {w.input(n, 0), w.input(n, 1)}, {{"transA", int64_t(ta)}, {"transB", int64_t(tb)}}, out(n));
+}
+
+// BatchMatMul: adj_x/adj_y transpose the last two dimensions whatever the
+// rank, as Einsum's "..." does (real values: the adjoint is the transpose).
+void batch_matmul(GraphWriter& w, const NodeDef& n) {
+  bool ax = w.attr_bool(n, "adj_x", false), ay = w.attr_bool(n, "adj_y", false);
+  if (!ax && !ay) {
+    w.emit(n, "MatMul", {w.input(n, 0), w.input(n, 1)}, {}, out(n));
+    return;
+  }
+  std::string equation = absl::StrCat(ax ? "...ji" : "...ij", ",", ay ? "...kj" : "...jk", "->...ik");
+  w.emit(n, "Einsum", {w.input(n, 0), w.input(n, 1)}, {{"equation", equation}}, out(n));
 }
 
 // Mean, Sum, Max, Min, Prod over constant axes; no axes reduce nothing.
@@ -378,9 +390,8 @@ void add_elementwise(std::map<std::string, Conversion>& t) {
 }
 
 void add_nn(std::map<std::string, Conversion>& t) {
-  t["MatMul"] = [](GraphWriter& w, const NodeDef& n) { matmul(w, n, "transpose_a", "transpose_b"); };
-  for (const char* op : {"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
-    t[op] = [](GraphWriter& w, const NodeDef& n) { matmul(w, n, "adj_x", "adj_y"); };
+  t["MatMul"] = matmul;
+  for (const char* op : {"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"}) t[op] = batch_matmul;
   t["BiasAdd"] = bias_add;
   t["Conv2D"] = [](GraphWriter& w, const NodeDef& n) { conv(w, n, false); };
   t["DepthwiseConv2dNative"] = [](GraphWriter& w, const NodeDef& n) { conv(w, n, true); };

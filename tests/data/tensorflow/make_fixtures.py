@@ -112,8 +112,10 @@ def ops():
         t = tf.nn.bias_add(t, w["offset"], data_format="NCHW")
         last = t[..., -1, tf.newaxis, ::-1]                                      # ellipsis, shrink, new axis, reverse
         scaled = tf.tanh(logits) / (tf.reduce_max(y, axis=1, keepdims=True) + 2.0) - 0.5
+        pairs = tf.reshape(y, [-1, 2, 7])                                        # BatchMatMulV2, adj_y then adj_x
+        gram = tf.matmul(pairs, pairs, transpose_b=True) + tf.reduce_sum(tf.matmul(pairs, pairs, transpose_a=True))
         return (tf.nn.softmax(logits), scaled, tf.expand_dims(last, 0) * tf.reduce_sum(flat),
-                tf.nn.leaky_relu(dilated, 0.1))
+                tf.nn.leaky_relu(dilated, 0.1), gram)
 
     specs = [tf.TensorSpec([None, 9, 9, 3], tf.float32, name="x"), tf.TensorSpec([None, 14], tf.float32, name="y")]
     write("ops", fn, specs, [randn(2, 9, 9, 3), randn(2, 14)])
