@@ -74,6 +74,11 @@ TEST(Tensorflow, RawOpsRunAsTensorflowRanThem) {
   expect_fixture_runs("ops", {"Identity", "Identity_1", "Identity_2", "Identity_3", "Identity_4"}, 11);
 }
 
+TEST(Tensorflow, ShapeIndexAndElementwiseOpsRunAsTensorflowRanThem) {
+  // the floating constants (0.5, 1.0, -1.0, ...) are parameters too
+  expect_fixture_runs("tensor_ops", {"Identity", "Identity_1", "Identity_2", "Identity_3"}, 6);
+}
+
 TEST(Tensorflow, TheOutputsCanBeNamed) {
   std::string bytes = read_bytes(kFixtures / "mlp/model.pb");
   Model m(read_tensorflow(bytes, "mlp", {"sequential_1/dense_1/Relu", "sequential_1/dense_1_2/BiasAdd:0"}));

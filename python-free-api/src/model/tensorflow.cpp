@@ -165,7 +165,8 @@ std::string GraphWriter::const_name(const NodeDef& node, int i) const {
 std::vector<int64_t> GraphWriter::const_ints(const NodeDef& node, int i) {
   std::optional<Tensor> t = const_input(node, i);
   check(t.has_value(), node, absl::StrCat("input ", i, " ('", input(node, i), "') must be a constant"));
-  check(is_integral(t->dtype()), node, absl::StrCat("input ", i, " must be integers, got ", std::string(dtype_name(t->dtype()))));
+  check(is_integral(t->dtype()), node,
+        absl::StrCat("input ", i, " must be integers, got ", std::string(dtype_name(t->dtype()))));
   Tensor c = t->to(kInt64).contiguous();
   const int64_t* p = c.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + c.numel());
@@ -204,7 +205,8 @@ Tensor GraphWriter::const_value(const NodeDef& node) {
             absl::StrCat("its value lists ", have, " values for shape ", shape_str(shape)));
       Tensor out = zeros(shape, *dtype);
       auto* dst = static_cast<char*>(out.data_ptr());
-      for (int64_t i = 0; have > 0 && i < numel; ++i) store(field.Get(int(std::min(i, have - 1))), dst + size_t(i) * item);
+      for (int64_t i = 0; have > 0 && i < numel; ++i)
+        store(field.Get(int(std::min(i, have - 1))), dst + size_t(i) * item);
       return out;
     };
     auto narrow = [&](const auto& field, auto tag) {

@@ -29,6 +29,17 @@ Conversion same(const std::string& op_type, Attrs attrs = {}) {
   };
 }
 
+// Writes the node's result; one computed in NCHW is transposed back to
+// NHWC under the TF name.
+void emit_result(GraphWriter& w, const NodeDef& n, bool nchw, const std::string& op_type,
+                 const std::vector<std::string>& inputs, const Attrs& attrs = {}) {
+  if (!nchw) {
+    w.emit(n, op_type, inputs, attrs, out(n));
+    return;
+  }
+  w.to_nhwc(n, w.emit(n, op_type, inputs, attrs), out(n));
+}
+
 // An op of one tensor that acts on each value alone (`extra` are scalars):
 // on an NHWC value with an NCHW twin it runs on the twin, so the layout
 // stays NCHW from one image op to the next.
@@ -37,11 +48,7 @@ void pointwise(GraphWriter& w, const NodeDef& n, const std::string& op_type, std
   const std::string* nchw = w.nchw_twin(w.input(n, 0));
   std::vector<std::string> ins{nchw ? *nchw : w.input(n, 0)};
   ins.insert(ins.end(), extra.begin(), extra.end());
-  if (!nchw) {
-    w.emit(n, op_type, ins, attrs, out(n));
-    return;
-  }
-  w.to_nhwc(n, w.emit(n, op_type, ins, attrs), out(n));
+  emit_result(w, n, nchw != nullptr, op_type, ins, attrs);
 }
 
 // The spatial entries of a 4-d NHWC or NCHW attribute (strides, ksize,
@@ -49,7 +56,8 @@ void pointwise(GraphWriter& w, const NodeDef& n, const std::string& op_type, std
 Ints spatial(GraphWriter& w, const NodeDef& n, const std::string& name, bool nhwc, Ints fallback) {
   Ints v = w.attr_ints(n, name, fallback);
   w.check(v.size() == 4, n, absl::StrCat("attribute '", name, "' must have 4 entries, has ", v.size()));
-  w.check(v[0] == 1 && v[nhwc ? 3 : 1] == 1, n, absl::StrCat("attribute '", name, "' must be 1 for the batch and channels"));
+  w.check(v[0] == 1 && v[nhwc ? 3 : 1] == 1, n,
+          absl::StrCat("attribute '", name, "' must be 1 for the batch and channels"));
   return nhwc ? Ints{v[1], v[2]} : Ints{v[2], v[3]};
 }
 
@@ -79,13 +87,9 @@ void add_padding(GraphWriter& w, const NodeDef& n, bool nhwc, Attrs& attrs) {
 
 // Runs an NCHW ONNX op on input 0 in the node's layout; `inputs` follow it.
 void image_op(GraphWriter& w, const NodeDef& n, bool nhwc, const std::string& op_type, std::vector<std::string> inputs,
-              Attrs attrs) {
+              const Attrs& attrs) {
   inputs.insert(inputs.begin(), nhwc ? w.to_nchw(n, w.input(n, 0)) : w.input(n, 0));
-  if (!nhwc) {
-    w.emit(n, op_type, inputs, attrs, out(n));
-    return;
-  }
-  w.to_nhwc(n, w.emit(n, op_type, inputs, attrs), out(n));
+  emit_result(w, n, nhwc, op_type, inputs, attrs);
 }
 
 // A filter [h, w, in, out] as ONNX's [out, in, h, w], read as [h, w, in_channels, rest].
@@ -100,8 +104,8 @@ Tensor oihw(const Tensor& hwio, int64_t in_channels) {
     for (int64_t x = 0; x < w; ++x)
       for (int64_t c = 0; c < i; ++c)
         for (int64_t k = 0; k < o; ++k)
-          std::memcpy(d + size_t(((k * i + c) * h + y) * w + x) * item, s + size_t(((y * w + x) * i + c) * o + k) * item,
-                      item);
+          std::memcpy(d + size_t(((k * i + c) * h + y) * w + x) * item,
+                      s + size_t(((y * w + x) * i + c) * o + k) * item, item);
   return dst;
 }
 
@@ -153,11 +157,7 @@ void bias_add(GraphWriter& w, const NodeDef& n) {
     return;
   }
   std::string bias = w.emit(n, "Reshape", {w.input(n, 1), w.constant(n, tensor(Ints{-1, 1, 1}))});
-  if (!nchw) {
-    w.emit(n, "Add", {w.input(n, 0), bias}, {}, out(n));
-    return;
-  }
-  w.to_nhwc(n, w.emit(n, "Add", {*nchw, bias}), out(n));
+  emit_result(w, n, nchw != nullptr, "Add", {nchw ? *nchw : w.input(n, 0), bias});
 }
 
 // MatMul (2-d): transpose_a/_b as Gemm's transA/transB.
@@ -441,7 +441,9 @@ void add_tensor(std::map<std::string, Conversion>& t) {
   t["Fill"] = [](GraphWriter& w, const NodeDef& n) {
     w.emit(n, "Expand", {w.input(n, 1), as_int64(w, n, 0)}, {}, out(n));
   };
-  t["Tile"] = [](GraphWriter& w, const NodeDef& n) { w.emit(n, "Tile", {w.input(n, 0), as_int64(w, n, 1)}, {}, out(n)); };
+  t["Tile"] = [](GraphWriter& w, const NodeDef& n) {
+    w.emit(n, "Tile", {w.input(n, 0), as_int64(w, n, 1)}, {}, out(n));
+  };
 }
 
 }  // namespace

@@ -121,6 +121,25 @@ def ops():
     write("ops", fn, specs, [randn(2, 9, 9, 3), randn(2, 14)])
 
 
+def tensor_ops():
+    """The shape, index and elementwise ops that frozen graphs of other models hold."""
+    @tf.function
+    def fn(x):
+        a = tf.slice(x, [0, 1], [-1, 4])                                          # [n,4]
+        g = tf.gather(x, [5, 0, 2], axis=1)                                       # [n,3]
+        am = tf.cast(tf.argmax(x, axis=1), tf.float32) + tf.cast(tf.argmin(x, axis=1, output_type=tf.int32), tf.float32)
+        filled = tf.fill(tf.shape(a), 0.5) + tf.cast(tf.size(x), tf.float32)
+        tiled = tf.tile(g, [1, 2])                                                # [n,6]
+        mirrored = tf.pad(a, [[0, 0], [2, 1]], mode="REFLECT")                    # [n,7]
+        chosen = tf.where(x > 0.0, tf.square(x), tf.math.squared_difference(x, 1.0))
+        bounded = tf.maximum(tf.minimum(x, 1.0), -1.0) + tf.math.rsqrt(tf.exp(x)) + tf.math.log(tf.abs(x) + 1.0)
+        acts = tf.add_n([tf.nn.elu(x), tf.nn.selu(x), tf.nn.softplus(x), tf.nn.log_softmax(x)])
+        reduced = tf.reduce_prod(a, axis=1) + tf.reduce_min(x, axis=[0, 1])
+        return (a + filled, tf.concat([tiled, mirrored], axis=-1), chosen * bounded + acts, am + reduced)
+
+    write("tensor_ops", fn, [tf.TensorSpec([None, 6], tf.float32, name="x")], [randn(3, 6)])
+
+
 def unsupported():
     fn = tf.function(lambda x: tf.math.lgamma(x) + 1.0)
     write("unsupported", fn, [tf.TensorSpec([4], tf.float32, name="x")], [np.abs(randn(4)) + 1])
@@ -131,4 +150,5 @@ if __name__ == "__main__":
     mlp()
     cnn()
     ops()
+    tensor_ops()
     unsupported()
