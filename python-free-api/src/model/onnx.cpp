@@ -21,10 +21,18 @@ using model_detail::dtype_from_onnx;
 using model_detail::onnx_dtype_name;
 
 std::string read_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  NNVM_CHECK(fs::is_regular_file(path, ec), what, "cannot open '", path, "': ",
+             fs::exists(path, ec) ? "not a regular file" : "no such file");
   std::ifstream in(path, std::ios::binary);
   NNVM_CHECK(in.good(), what, "cannot open '", path, "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  NNVM_CHECK(!in.bad(), what, "cannot read '", path, "'");
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  NNVM_CHECK(size >= 0, what, "cannot read '", path, "'");
+  std::string bytes(size_t(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  NNVM_CHECK(in.gcount() == size, what, "cannot read '", path, "'");
   return bytes;
 }
 
@@ -250,7 +258,7 @@ Graph read_onnx(const std::string& bytes, const std::string& what, const std::st
 }
 
 Graph read_graph(const std::string& path) {
-  std::string bytes = read_file(path, "load_model: ");
+  std::string bytes = read_file(path, "load_model");
   // A .pb is a TensorFlow GraphDef unless it is an ONNX model (a GraphDef
   // never has ModelProto's graph, field 7).
   onnx::ModelProto onnx_model;
@@ -274,7 +282,7 @@ Tensor read_onnx_tensor(const std::string& bytes, const std::string& what, const
 }
 
 Tensor load_onnx_tensor(const std::string& path) {
-  return read_onnx_tensor(read_file(path, "load_onnx_tensor: "), path, fs::path(path).parent_path().string());
+  return read_onnx_tensor(read_file(path, "load_onnx_tensor"), path, fs::path(path).parent_path().string());
 }
 
 namespace {
