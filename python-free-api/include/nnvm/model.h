@@ -167,12 +167,18 @@ class Model {
 // sorted and each once. A Model cannot be made from a graph with any.
 std::vector<std::string> unsupported_ops(const Graph& graph);
 
-// Reads a model file; the format follows from the extension (.onnx).
+// Reads a model file: ONNX (.onnx, or any file that is an ONNX model) or a
+// TensorFlow frozen GraphDef (.pb that is not an ONNX model).
 // A missing, malformed or truncated file is an nnvm::Error naming it.
 Graph read_graph(const std::string& path);
 Model load_model(const std::string& path);
 // ONNX from memory; external data files are looked up under base_dir.
 Graph read_onnx(const std::string& bytes, const std::string& what, const std::string& base_dir = "");
+// A TensorFlow frozen GraphDef from memory, in ONNX's op vocabulary. The
+// outputs are the named TF tensors ("name" or "name:1"), or by default every
+// node's result that no node reads (NoOp, Const and Placeholder aside), in
+// file order. An op with no conversion stays as "tf::Op" (unsupported).
+Graph read_tensorflow(const std::string& bytes, const std::string& what, const std::vector<std::string>& outputs = {});
 
 // One ONNX TensorProto file (ONNX's test data, `nnvm run`'s inputs and outputs).
 Tensor load_onnx_tensor(const std::string& path);

@@ -259,6 +259,13 @@ Graph read_onnx(const std::string& bytes, const std::string& what, const std::st
 
 Graph read_graph(const std::string& path) {
   std::string bytes = read_file(path, "load_model");
+  // A .pb is a TensorFlow GraphDef unless it is an ONNX model (a GraphDef
+  // never has ModelProto's graph, field 7).
+  onnx::ModelProto onnx_model;
+  if (fs::path(path).extension() == ".pb" &&
+      !(bytes.size() <= size_t(std::numeric_limits<int>::max()) &&
+        onnx_model.ParseFromArray(bytes.data(), int(bytes.size())) && onnx_model.has_graph()))
+    return read_tensorflow(bytes, path);
   std::string base_dir = fs::path(path).parent_path().string();
   return read_onnx(bytes, path, base_dir);
 }
