@@ -136,7 +136,7 @@ void im2col(const T* x, int64_t sc, int64_t sh, int64_t sw, int64_t channels, co
           const T* src = x + c * sc + ih * sh + cols.at(lo, kw) * sw;  // column lo's pixel
           std::fill(dst, dst + lo, T(0));
           T* inside = dst + lo;
-          with_step(step, [&](auto s) {
+          with_step(step, [&, lo = lo, hi = hi](auto s) {  // clang 14 cannot capture structured bindings
             for (int64_t j = 0; j < hi - lo; ++j) inside[j] = src[j * s];
           });
           std::fill(dst + hi, dst + g.out_width, T(0));
@@ -185,7 +185,7 @@ template <class T> void col2im(T* col, int64_t channels, const Geometry& g, T* o
         for (int64_t ih = ih0; ih < ih1; ++ih) {
           T* dst = plane + rows.at(ih, kh) * g.out_width + cols.at(iw0, kw);  // input column iw0's pixel
           const T* from = src + ih * g.width + iw0;
-          with_step(g.stride_w, [&](auto s) {
+          with_step(g.stride_w, [&, iw0 = iw0, iw1 = iw1](auto s) {  // as above
             for (int64_t j = 0; j < iw1 - iw0; ++j) dst[j * s] += from[j];
           });
         }
