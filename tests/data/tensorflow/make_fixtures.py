@@ -92,7 +92,7 @@ def ops():
 
     @tf.function
     def fn(x, y):
-        # strided SAME convolution with explicit dilation-free strides, then EXPLICIT padding
+        # a strided SAME convolution; below, a depthwise one with EXPLICIT padding
         h = tf.nn.conv2d(x, w["conv"], strides=[1, 2, 2, 1], padding="SAME")
         h = tf.nn.bias_add(h, w["bias"])
         h, _, _, _, _, _ = tf.raw_ops.FusedBatchNormV3(
