@@ -25,9 +25,7 @@ using testing::expect_node_error;
 using testing::run1;
 using testing::run_node;
 
-Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, double lo = -2.0, double hi = 2.0) {
-  return testing::random(shape, dtype, seed, lo, hi);
-}
+using testing::random;
 
 Tensor values_of(const Doubles& v, IntArrayRef shape, DType dtype) { return tensor(v).reshape(shape).to(dtype); }
 

@@ -22,9 +22,7 @@ using testing::expect_node_error;
 using testing::run1;
 using testing::run_node;
 
-Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, double lo = -2.0, double hi = 2.0) {
-  return testing::random(shape, dtype, seed, lo, hi);
-}
+using testing::random;
 
 int64_t offset(const DimVector& index, IntArrayRef shape) { return testing::broadcast_offset(index, shape); }
 

@@ -48,4 +48,9 @@ inline void expect_node_error(const std::string& op_type, const std::vector<Tens
   expect_error([&] { run_node(op_type, inputs, attrs); }, pieces);
 }
 
+// A node's random input: float64 in [-2, 2) unless told otherwise.
+inline Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, double lo = -2.0, double hi = 2.0) {
+  return random(shape, dtype, seed, lo, hi);
+}
+
 }  // namespace nnvm::testing

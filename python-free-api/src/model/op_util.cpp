@@ -79,4 +79,18 @@ std::vector<int64_t> ints_input(const OpContext& ctx, int64_t input, const char*
   return to_ints(t);
 }
 
+Tensor empty_scan_output(const OpContext& ctx, size_t body_output, int64_t axis) {
+  const auto attr = ctx.node().attributes.find("body");
+  const auto* body = attr == ctx.node().attributes.end() ? nullptr
+                                                          : std::get_if<std::shared_ptr<const Graph>>(&attr->second);
+  NNVM_CHECK(body && *body && (*body)->outputs.size() > body_output, ctx.where(), "needs a body graph with ",
+             body_output + 1, " or more outputs");
+  const ValueInfo& info = (*body)->outputs[body_output];
+  std::vector<int64_t> sizes;
+  if (info.shape)
+    for (const Dim& d : *info.shape) sizes.push_back(d.fixed() ? d.size : 0);
+  sizes.insert(sizes.begin() + normalize_axis(ctx, axis, int64_t(sizes.size()) + 1), 0);
+  return zeros(sizes, info.dtype.value_or(kFloat32));
+}
+
 }  // namespace nnvm::model_detail

@@ -62,4 +62,9 @@ void add_random_ops(OpTable& table);
 void add_signal_ops(OpTable& table);
 void add_image_ops(OpTable& table);
 
+// A scan output of a loop or Scan that ran no iteration: the body graph
+// attribute's output `body_output` with its declared dtype and shape
+// (unknown sizes 0), and an empty axis inserted at `axis`.
+Tensor empty_scan_output(const OpContext& ctx, size_t body_output, int64_t axis);
+
 }  // namespace nnvm::model_detail

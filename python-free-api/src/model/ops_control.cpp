@@ -26,21 +26,6 @@ std::vector<Tensor> if_op(const OpContext& ctx) {
   return outs;
 }
 
-// A scan output of a loop that ran no iteration: empty along the new axis 0,
-// with the body output's declared dtype and (when fixed) shape.
-Tensor empty_scan(const OpContext& ctx, size_t body_output) {
-  auto attr = ctx.node().attributes.find("body");
-  const auto* body = attr == ctx.node().attributes.end() ? nullptr
-                                                          : std::get_if<std::shared_ptr<const Graph>>(&attr->second);
-  NNVM_CHECK(body && *body && (*body)->outputs.size() > body_output, ctx.where(), "needs a body graph with ",
-             body_output + 1, " or more outputs");
-  const ValueInfo& info = (*body)->outputs[body_output];
-  std::vector<int64_t> sizes{0};
-  if (info.shape)
-    for (const Dim& d : *info.shape) sizes.push_back(d.fixed() ? d.size : 0);
-  return zeros(sizes, info.dtype.value_or(kFloat32));
-}
-
 // Loop(M, cond, v...) -> (v_final..., scan outputs...). The body maps
 // (iteration, cond, v...) to (cond, v..., scan values...); each scan output
 // stacks its values of every iteration along a new axis 0.
@@ -75,7 +60,7 @@ std::vector<Tensor> loop(const OpContext& ctx) {
   }
   std::vector<Tensor> results = values;
   for (size_t s = 0; s < scans; ++s)
-    results.push_back(scanned[s].empty() ? empty_scan(ctx, 1 + carried + s) : stack(scanned[s], 0));
+    results.push_back(scanned[s].empty() ? empty_scan_output(ctx, 1 + carried + s, 0) : stack(scanned[s], 0));
   return results;
 }
 

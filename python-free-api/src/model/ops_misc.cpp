@@ -137,22 +137,6 @@ std::vector<int64_t> per_value(const OpContext& ctx, const char* name, size_t co
   return v;
 }
 
-// A scan output of no iterations: the body output's declared shape (unknown
-// sizes 0) with an empty axis inserted at `axis`.
-Tensor empty_scan(const OpContext& ctx, size_t body_output, int64_t axis) {
-  const auto attr = ctx.node().attributes.find("body");
-  const auto* body = attr == ctx.node().attributes.end() ? nullptr
-                                                          : std::get_if<std::shared_ptr<const Graph>>(&attr->second);
-  NNVM_CHECK(body && *body && (*body)->outputs.size() > body_output, ctx.where(), "needs a body graph with ",
-             body_output + 1, " or more outputs");
-  const ValueInfo& info = (*body)->outputs[body_output];
-  std::vector<int64_t> sizes;
-  if (info.shape)
-    for (const Dim& d : *info.shape) sizes.push_back(d.fixed() ? d.size : 0);
-  sizes.insert(sizes.begin() + normalize_axis(ctx, axis, int64_t(sizes.size()) + 1), 0);
-  return zeros(sizes, info.dtype.value_or(kFloat32));
-}
-
 // How one Scan runs: per scan input its axis and direction, per scan output
 // the same (direction 1: backwards).
 struct ScanAxes {
@@ -189,7 +173,7 @@ std::vector<Tensor> scan_loop(const OpContext& ctx, std::vector<Tensor> states, 
   }
   for (size_t k = 0; k < num_scans; ++k) {
     if (scanned[k].empty()) {
-      states.push_back(empty_scan(ctx, num_states + k, axes.out_axes[k]));
+      states.push_back(empty_scan_output(ctx, num_states + k, axes.out_axes[k]));
       continue;
     }
     if (axes.out_directions[k]) std::reverse(scanned[k].begin(), scanned[k].end());
