@@ -32,6 +32,8 @@ const Knobs& knobs() {
     k.log = log ? log : "";
     const char* isa = std::getenv("NNVM_ISA");
     k.isa = isa ? isa : "";
+    const char* cache_dir = std::getenv("NNVM_CACHE_DIR");
+    k.cache_dir = cache_dir ? cache_dir : "";
     return k;
   }();
   return k;

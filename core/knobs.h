@@ -21,6 +21,9 @@
 //                             per event to stderr: cache, jit (default none)
 //   NNVM_ISA=avx512|avx2|portable  the JIT's instruction set (default: the  jit::set_isa()
 //                             best the CPU has; portable: no JIT)
+//   NNVM_CACHE_DIR=DIR        where choices measured at run time persist    (none)
+//                             across processes: the JIT GEMM's tile per
+//                             shape class (jit/gemm_jit.h); unset: memory only
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,7 @@ struct Knobs {
   std::string dump_dir;
   std::string log;
   std::string isa;
+  std::string cache_dir;
 };
 
 const Knobs& knobs();

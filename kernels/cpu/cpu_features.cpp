@@ -1,6 +1,39 @@
 #include "nnvm/kernels/cpu/cpu_features.h"
 
+#include <unistd.h>
+
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace nnvm::cpu {
+
+namespace {
+
+int64_t cache_bytes(int name, int64_t otherwise) {
+  const long bytes = sysconf(name);
+  return bytes > 0 ? int64_t(bytes) : otherwise;
+}
+
+std::string brand() {
+  std::string s;
+#if defined(__x86_64__)
+  unsigned regs[12] = {};
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000004u) return s;
+  for (unsigned leaf = 0; leaf < 3; ++leaf)
+    __get_cpuid(0x80000002u + leaf, &regs[4 * leaf], &regs[4 * leaf + 1], &regs[4 * leaf + 2], &regs[4 * leaf + 3]);
+  char text[sizeof(regs) + 1] = {};
+  std::memcpy(text, regs, sizeof(regs));
+  s = text;
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+#endif
+  return s;
+}
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
@@ -11,6 +44,10 @@ const CpuFeatures& cpu_features() {
     f.avx512f = __builtin_cpu_supports("avx512f");
     f.avx512dq = f.avx512f && __builtin_cpu_supports("avx512dq");
 #endif
+    f.l1d_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 48 << 10);
+    f.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+    f.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 16 << 20);
+    f.model = brand();
     return f;
   }();
   return features;

@@ -4,12 +4,21 @@
 // __builtin_cpu_supports checks XCR0 for the AVX and AVX-512 state).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace nnvm::cpu {
 
 struct CpuFeatures {
   bool avx2_fma = false;  // AVX2 with FMA3: 32-byte vectors
   bool avx512f = false;   // 64-byte vectors
   bool avx512dq = false;  // AVX-512 int64 <-> float conversions
+  // Data cache sizes in bytes, as the C library reads them from CPUID
+  // (sysconf); a size it cannot read is a common one (48 KiB, 1 MiB, 16 MiB).
+  int64_t l1d_bytes = 0;
+  int64_t l2_bytes = 0;
+  int64_t l3_bytes = 0;  // the whole level 3, shared by the cores
+  std::string model;     // CPUID's brand string ("" where there is none)
 };
 
 const CpuFeatures& cpu_features();

@@ -19,20 +19,6 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// A per-thread, 64-byte aligned scratch buffer that only grows.
-template <class T> T* scratch(int slot, int64_t count) {
-  struct Free {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  thread_local std::unique_ptr<T[], Free> buf[2];
-  thread_local int64_t cap[2] = {0, 0};
-  if (cap[slot] < count) {
-    buf[slot].reset(static_cast<T*>(::operator new[](size_t(count) * sizeof(T), std::align_val_t(64))));
-    cap[slot] = count;
-  }
-  return buf[slot].get();
-}
-
 template <class T>
 using GemmFn = void (*)(int64_t, int64_t, int64_t, MatrixRef<T>, MatrixRef<T>, T, T*, int64_t);
 
@@ -41,6 +27,7 @@ struct Width {
   int bytes;
   GemmFn<float> f32;
   GemmFn<double> f64;
+  void (*pack_b_f32)(const float*, int64_t, int64_t, int64_t, int64_t, float*);
 };
 
 // Note [GEMM widths]
@@ -142,8 +129,41 @@ void set_gemm_vector_bytes(int bytes) {
                              "-byte vectors (expected 64, 32 or 16)"));
 }
 
+template <class T> T* gemm_scratch(int slot, int64_t count) {
+  struct Free {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  thread_local std::unique_ptr<T[], Free> buf[2];
+  thread_local int64_t cap[2] = {0, 0};
+  if (cap[slot] < count) {
+    buf[slot].reset(static_cast<T*>(::operator new[](size_t(count) * sizeof(T), std::align_val_t(64))));
+    cap[slot] = count;
+  }
+  return buf[slot].get();
+}
+template float* gemm_scratch<float>(int, int64_t);
+template double* gemm_scratch<double>(int, int64_t);
+
+namespace {
+std::atomic<GemmProvider>& provider() {
+  static std::atomic<GemmProvider> p{nullptr};
+  return p;
+}
+}  // namespace
+
+void set_gemm_provider(GemmProvider p) { provider().store(p, std::memory_order_release); }
+GemmProvider gemm_provider() { return provider().load(std::memory_order_acquire); }
+
+void gemm_pack_b(int vector_bytes, const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols,
+                 float* out) {
+  for (const Width& w : kWidths)
+    if (w.bytes == vector_bytes) return w.pack_b_f32(b, rs, cs, kc, cols, out);
+  throw Error(detail::concat("gemm_pack_b: no GEMM kernels for ", vector_bytes, "-byte vectors"));
+}
+
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta, float* c,
           int64_t ldc) {
+  if (GemmProvider p = provider().load(std::memory_order_acquire); p && p(m, n, k, a, b, beta, c, ldc)) return;
   width().f32(m, n, k, a, b, beta, c, ldc);
 }
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,

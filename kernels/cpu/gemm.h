@@ -28,6 +28,30 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
 
+// A faster float32 GEMM that a layer above this one provides (the JIT's,
+// jit/gemm_jit.h), with the same contract as gemm(). It returns false for a
+// product it leaves to the kernels here (sizes it does not take, no JIT for
+// the CPU or the ISA forced to portable). Set once, when the library loads.
+using GemmProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b,
+                              float beta, float* c, int64_t ldc);
+void set_gemm_provider(GemmProvider provider);
+GemmProvider gemm_provider();
+
+// A per-thread, 64-byte aligned buffer of at least `count` elements that
+// only grows: slots 0 and 1 are two buffers (the packed blocks of A and B).
+// A thread runs one product at a time, so the kernels here and the JIT's share them.
+template <class T> T* gemm_scratch(int slot, int64_t count);
+extern template float* gemm_scratch<float>(int, int64_t);
+extern template double* gemm_scratch<double>(int, int64_t);
+
+// Packs rows [0, kc) × columns [0, cols) of B (cols <= 2 · vector_bytes / 4)
+// into one micro-panel, row by row, 2 · vector_bytes / 4 floats a row, the
+// columns past `cols` zero: the layout the micro-kernels of `vector_bytes`
+// wide vectors read, here and in the JIT's GEMM. A transposed B is
+// transposed in registers a block at a time.
+void gemm_pack_b(int vector_bytes, const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols,
+                 float* out);
+
 // The kernels exist for 64-, 32- and 16-byte vectors (AVX-512F, AVX2 with
 // FMA, SSE2), and the widest this CPU runs is used, whatever the flags the
 // library was built with (gemm.cpp, Note [GEMM widths]). Every width sums each

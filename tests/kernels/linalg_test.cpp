@@ -37,8 +37,17 @@ std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, DimVector* sh
 }
 
 // Runs body once per GEMM vector width this CPU runs (64, 32, 16 bytes: the
-// AVX-512, AVX2 and SSE2 kernels), whatever the build's flags.
+// AVX-512, AVX2 and SSE2 kernels), whatever the build's flags, and once more
+// with the JIT's GEMM (jit/gemm_jit.h) where it is cpu::gemm's provider.
 template <class F> void for_each_gemm_width(F body) {
+  if (const cpu::GemmProvider jit = cpu::gemm_provider()) {
+    SCOPED_TRACE("the JIT GEMM");
+    body();
+    cpu::set_gemm_provider(nullptr);
+    for_each_gemm_width(body);
+    cpu::set_gemm_provider(jit);
+    return;
+  }
   const int before = cpu::gemm_vector_bytes();
   for (int bytes : cpu::gemm_vector_widths()) {
     SCOPED_TRACE(::testing::Message() << "GEMM vectors of " << bytes << " bytes");

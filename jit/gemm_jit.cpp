@@ -1,0 +1,462 @@
+#include "nnvm/jit/gemm_jit.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "nnvm/core/error.h"
+#include "nnvm/core/knobs.h"
+#include "nnvm/core/thread_pool.h"
+#include "nnvm/jit/kernel_dump.h"
+#include "nnvm/jit/x86/gemm_kernel.h"
+#include "nnvm/jit/x86/isa.h"
+#include "nnvm/kernels/cpu/cpu_features.h"
+
+namespace nnvm::jit {
+
+namespace {
+
+using x86::GemmStore;
+using x86::GemmTileCall;
+using x86::GemmTileKernel;
+using x86::GemmTileSpec;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+constexpr int kMaxRows = 18;
+// Below this many multiply-adds a product is not worth timing: the
+// candidates' default runs.
+constexpr int64_t kTuneWork = int64_t(1) << 22;
+constexpr int kTrialsPerCandidate = 2;
+
+int lanes(Isa isa) { return isa == Isa::kAvx512 ? 16 : 8; }
+
+// ---- compiled kernels: one per (ISA, rows, vectors), compiled at first use, kept for the process.
+
+struct KernelTable {
+  std::atomic<const GemmTileKernel*> slot[2][3][kMaxRows + 1] = {};
+  std::mutex mutex;
+  std::vector<std::unique_ptr<GemmTileKernel>> owned;
+};
+
+KernelTable& kernels() {
+  static KernelTable* table = new KernelTable;  // never destroyed: pool threads may run at exit
+  return *table;
+}
+
+const GemmTileKernel& tile_kernel(Isa isa, int mr, int vectors) {
+  std::atomic<const GemmTileKernel*>& slot = kernels().slot[isa == Isa::kAvx512][vectors][mr];
+  if (const GemmTileKernel* k = slot.load(std::memory_order_acquire)) return *k;
+  std::lock_guard<std::mutex> lock(kernels().mutex);
+  if (const GemmTileKernel* k = slot.load(std::memory_order_acquire)) return *k;
+  const auto start = std::chrono::steady_clock::now();
+  const GemmTileSpec spec{mr, vectors};
+  auto kernel = std::make_unique<GemmTileKernel>(isa, spec);
+  publish_kernel("gemm", spec.name(), isa, kernel->entry(), kernel->code_bytes(), spec.name());
+  if (log_enabled("jit")) {
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "jit compile %.0f us %s %s (%zu bytes)\n", us, spec.name().c_str(), isa_name(isa),
+                 kernel->code_bytes());
+  }
+  slot.store(kernel.get(), std::memory_order_release);
+  kernels().owned.push_back(std::move(kernel));
+  return *kernels().owned.back();
+}
+
+// ---- tile heights and tuning.
+
+std::atomic<int>& forced_rows() {
+  static std::atomic<int> mr{0};
+  return mr;
+}
+
+std::vector<int> candidates(Isa isa) {
+  if (isa == Isa::kAvx512) return {12, 14, 8};
+  return {6};
+}
+
+struct Choice {
+  int chosen = 0;  // the tile height; 0 while measuring
+  int trials = 0;
+  std::array<double, 4> best{};  // the fastest time of each candidate so far
+};
+
+struct Tuning {
+  std::mutex mutex;
+  std::string dir = knobs().cache_dir;
+  std::unordered_map<std::string, Choice> choices;
+  std::unordered_set<std::string> logged;
+  bool loaded = false;
+};
+
+Tuning& tuning() {
+  static Tuning* t = new Tuning;
+  return *t;
+}
+
+std::string tuning_file(Isa isa) {
+  const std::string& dir = tuning().dir;
+  if (dir.empty()) return {};
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016" PRIx64, kernel_hash(cpu::cpu_features().model));
+  return dir + "/gemm-" + isa_name(isa) + "-" + hash + ".txt";
+}
+
+// Reads the choices earlier processes made on this CPU (the tuning lock held).
+void load_tuning(Tuning& t, Isa isa) {
+  if (t.loaded) return;
+  t.loaded = true;
+  const std::string path = tuning_file(isa);
+  if (path.empty()) return;
+  std::ifstream in(path);
+  const std::vector<int> allowed = candidates(isa);
+  for (std::string line; std::getline(in, line);) {
+    const size_t tab = line.rfind('\t');
+    if (tab == std::string::npos) continue;
+    const int mr = std::atoi(line.c_str() + tab + 1);
+    if (std::find(allowed.begin(), allowed.end(), mr) == allowed.end()) continue;  // stale or damaged
+    t.choices[line.substr(0, tab)].chosen = mr;
+  }
+}
+
+void save_choice(Isa isa, const std::string& key, int mr) {
+  const std::string path = tuning_file(isa);
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::app);
+  if (out) out << key << '\t' << mr << '\n';
+  if (!out && log_enabled("jit")) std::fprintf(stderr, "jit gemm: cannot write %s\n", path.c_str());
+}
+
+int lg(int64_t v) {
+  int bits = 0;
+  while ((int64_t(1) << bits) < v) ++bits;
+  return bits;
+}
+
+// ---- blocking.
+
+const char* layout(cpu::MatrixRef<float> x) {
+  if (x.cs == 1) return "rows";
+  if (x.rs == 1) return "cols";
+  return "strided";
+}
+
+struct Blocking {
+  Isa isa;
+  int nr;
+  int64_t kc_max, mc_elems, nc_max;
+};
+
+Blocking blocking(Isa isa, int threads) {
+  const cpu::CpuFeatures& cpu = cpu::cpu_features();
+  Blocking b{isa, 2 * lanes(isa), 0, 0, 0};
+  // B's micro-panel (kc × NR floats) in half of L1.
+  b.kc_max = std::clamp<int64_t>(cpu.l1d_bytes / 2 / (b.nr * 4) / 8 * 8, 64, 512);
+  // The rows of A that meet a micro-panel of B: half of L2, as a count of
+  // floats (mc = mc_elems / kc).
+  b.mc_elems = std::max<int64_t>(cpu.l2_bytes / 2 / 4, 64 * b.kc_max);
+  // A packed panel of B: a thread's share of half of L3.
+  b.nc_max = std::clamp<int64_t>(cpu.l3_bytes / 2 / std::max(threads, 1) / 4 / b.kc_max / b.nr * b.nr, 4 * b.nr,
+                                 8192);
+  return b;
+}
+
+// The thread grid: the tm × tn split of C whose slowest block costs least,
+// counting a block's multiply-adds (32 a cycle) and the copies it makes
+// (packing its columns of B, reading its rows of A once per panel of B).
+std::pair<int, int> thread_grid(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t nc, int threads) {
+  std::pair<int, int> best{1, threads};
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int tm = 1; tm <= threads; ++tm) {
+    if (threads % tm != 0) continue;
+    const int tn = threads / tm;
+    const double rows = double(round_up(ceil_div(m, tm), mr)), cols = double(round_up(ceil_div(n, tn), nr));
+    const double cost = rows * cols * double(k) / 32 + 0.5 * double(k) * cols +
+                        0.25 * double(k) * rows * double(ceil_div(int64_t(cols), nc));
+    if (cost < best_cost) best_cost = cost, best = {tm, tn};
+  }
+  return best;
+}
+
+// ---- the product.
+
+struct Product {
+  int64_t m, n, k;
+  cpu::MatrixRef<float> a, b;
+  float beta;
+  float* c;
+  int64_t ldc;
+  GemmPlan plan;
+  Isa isa;
+};
+
+// Rows [0, rows) × [0, kc) of A into panels of `mr` rows, each panel column
+// by column (a last panel of fewer rows is as tall as its rows).
+void pack_a(const float* a, int64_t rs, int64_t cs, int64_t rows, int64_t kc, int mr, float* out) {
+  for (int64_t i0 = 0; i0 < rows; i0 += mr) {
+    const int64_t h = std::min<int64_t>(mr, rows - i0);
+    const float* src = a + i0 * rs;
+    if (rs == 1) {
+      for (int64_t p = 0; p < kc; ++p) std::copy(src + p * cs, src + p * cs + h, out + p * h);
+    } else {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t i = 0; i < h; ++i) out[p * h + i] = src[i * rs + p * cs];
+    }
+    out += h * kc;
+  }
+}
+
+// C[m0:m1, n0:n1] on the calling thread.
+void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const GemmPlan& plan = x.plan;
+  const int mr = plan.mr, nr = plan.nr, L = lanes(x.isa), vector_bytes = L * 4;
+  const int64_t nkb = ceil_div(x.k, plan.kc);  // k in nkb blocks as equal as can be
+  // Copied rows: an odd number of cache lines apart, so the rows of a tile fall in different sets.
+  const int64_t a_stride = (ceil_div(plan.kc, 16) | 1) * 16;
+  float* abuf = plan.a == GemmA::kInPlace ? nullptr : cpu::gemm_scratch<float>(0, round_up(plan.mc, mr) * a_stride);
+  float* bbuf = cpu::gemm_scratch<float>(1, plan.kc * round_up(std::min(plan.nc, n1 - n0), nr));
+  GemmTileCall call;
+  for (int64_t jc = n0; jc < n1; jc += plan.nc) {
+    const int64_t ncb = std::min(plan.nc, n1 - jc);
+    int64_t pc = 0;
+    for (int64_t kb = 0; kb < nkb; ++kb) {
+      const int64_t kcb = x.k / nkb + (kb < x.k % nkb ? 1 : 0);
+      call.kc = kcb;
+      if (pc > 0) call.store = GemmStore::kAccumulate;
+      else if (x.beta == 0.f) call.store = GemmStore::kOverwrite;
+      else if (x.beta == 1.f) call.store = GemmStore::kAccumulate;
+      else call.store = GemmStore::kBeta;
+      call.beta = x.beta;
+      const float* bpanel = x.b.data + pc * x.b.rs + jc * x.b.cs;
+      // Packed: every micro-panel; in place: only a last, narrower one,
+      // whose full vectors would read past B.
+      for (int64_t jr = plan.b_direct ? ncb / nr * nr : 0; jr < ncb; jr += nr)
+        cpu::gemm_pack_b(vector_bytes, bpanel + jr * x.b.cs, x.b.rs, x.b.cs, kcb, std::min<int64_t>(nr, ncb - jr),
+                         bbuf + jr * kcb);
+      for (int64_t ic = m0; ic < m1; ic += plan.mc) {
+        const int64_t mcb = std::min(plan.mc, m1 - ic);
+        const float* ablock = x.a.data + ic * x.a.rs + pc * x.a.cs;
+        if (plan.a == GemmA::kPanels) pack_a(ablock, x.a.rs, x.a.cs, mcb, kcb, mr, abuf);
+        if (plan.a == GemmA::kCopiedRows)
+          for (int64_t i = 0; i < mcb; ++i) std::memcpy(abuf + i * a_stride, ablock + i * x.a.rs, size_t(kcb) * 4);
+        for (int64_t jr = 0; jr < ncb; jr += nr) {
+          const int cols = int(std::min<int64_t>(nr, ncb - jr));
+          const int vectors = cols > L ? 2 : 1;
+          if (plan.b_direct && cols == nr) {
+            call.b = bpanel + jr;
+            call.b_k_bytes = x.b.rs * 4;
+          } else {
+            call.b = bbuf + jr * kcb;
+            call.b_k_bytes = nr * 4;
+          }
+          call.cols = cols;
+          call.ldc_bytes = x.ldc * 4;
+          for (int64_t ir = 0; ir < mcb; ir += mr) {
+            const int rows = int(std::min<int64_t>(mr, mcb - ir));
+            if (plan.a == GemmA::kInPlace) {
+              call.a = ablock + ir * x.a.rs;
+              call.a_row_bytes = x.a.rs * 4;
+              call.a_k_bytes = 4;
+            } else if (plan.a == GemmA::kCopiedRows) {
+              call.a = abuf + ir * a_stride;
+              call.a_row_bytes = a_stride * 4;
+              call.a_k_bytes = 4;
+            } else {
+              call.a = abuf + ir * kcb;
+              call.a_row_bytes = 4;
+              call.a_k_bytes = rows * 4;
+            }
+            call.c = x.c + (ic + ir) * x.ldc + jc + jr;
+            tile_kernel(x.isa, rows, vectors).run(call);
+          }
+        }
+      }
+      pc += kcb;
+    }
+  }
+}
+
+void run_product(const Product& x) {
+  const GemmPlan& plan = x.plan;
+  const int64_t rows = round_up(ceil_div(x.m, plan.tm), plan.mr), cols = round_up(ceil_div(x.n, plan.tn), plan.nr);
+  const int blocks = plan.tm * plan.tn;
+  auto block = [&](int64_t t) {
+    const int64_t m0 = (t / plan.tn) * rows, n0 = (t % plan.tn) * cols;
+    if (m0 < x.m && n0 < x.n) run_block(x, m0, std::min(x.m, m0 + rows), n0, std::min(x.n, n0 + cols));
+  };
+  if (blocks == 1) return block(0);
+  parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) block(t);
+  });
+}
+
+// Whether `rows` rows `stride` bytes apart, read in place along k, fall in
+// enough different sets of L1 (64 sets of 64-byte lines) to stay there
+// beside B's micro-panel. Rows 4 KiB apart (a 1024-float leading dim) all
+// map to the same sets and evict each other: that A is packed instead.
+bool rows_spread_over_l1(int64_t stride, int rows) {
+  uint64_t sets = 0;
+  for (int i = 0; i < rows; ++i) sets |= uint64_t(1) << ((int64_t(i) * stride / 64) % 64);
+  return std::popcount(sets) * 4 >= rows * 3;
+}
+
+GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
+                   int threads, int mr) {
+  const Blocking blk = blocking(isa, threads);
+  GemmPlan plan;
+  plan.mr = mr;
+  plan.nr = blk.nr;
+  plan.kc = ceil_div(k, ceil_div(k, blk.kc_max));
+  plan.nc = blk.nc_max;
+  std::tie(plan.tm, plan.tn) = thread_grid(m, n, k, mr, plan.nr, plan.nc, threads);
+  const int64_t block_rows = ceil_div(m, plan.tm);
+  plan.mc = std::max<int64_t>(mr, blk.mc_elems / plan.kc / mr * mr);
+  plan.mc = std::min(plan.mc, round_up(block_rows, mr));
+  plan.nc = std::min(plan.nc, round_up(ceil_div(n, plan.tn), plan.nr));
+  if (a.cs == 1) plan.a = rows_spread_over_l1(a.rs * 4, mr) ? GemmA::kInPlace : GemmA::kCopiedRows;
+  // B in place when its rows are contiguous and one row tile meets each panel.
+  plan.b_direct = b.cs == 1 && block_rows <= mr;
+  return plan;
+}
+
+}  // namespace
+
+std::string GemmPlan::describe() const {
+  std::ostringstream s;
+  s << mr << "x" << nr << " tile, kc " << kc << " mc " << mc << " nc " << nc << ", threads " << tm << "x" << tn
+    << ", A " << (a == GemmA::kInPlace ? "in place" : a == GemmA::kCopiedRows ? "rows copied" : "packed") << ", B " << (b_direct ? "in place" : "packed");
+  return s.str();
+}
+
+GemmPlan gemm_plan(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
+                   int threads) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kPortable) return GemmPlan{};
+  const int forced = forced_rows().load(std::memory_order_relaxed);
+  return make_plan(isa, m, n, k, a, b, threads, forced ? forced : candidates(isa)[0]);
+}
+
+std::vector<int> gemm_tile_rows_candidates() {
+  const Isa isa = active_isa();
+  return isa == Isa::kPortable ? std::vector<int>{} : candidates(isa);
+}
+
+void set_gemm_tile_rows(int mr) {
+  const Isa isa = active_isa();
+  NNVM_CHECK(mr == 0 || GemmTileKernel::fits(isa, mr, 2), "set_gemm_tile_rows", "a tile of ", mr,
+             " rows does not fit ", isa_name(isa), "'s registers (at most ", GemmTileKernel::max_rows(isa, 2), ")");
+  forced_rows().store(mr, std::memory_order_relaxed);
+}
+
+void reset_gemm_tuning() {
+  Tuning& t = tuning();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.choices.clear();
+  t.logged.clear();
+  t.loaded = false;
+}
+
+void set_gemm_tuning_dir(std::string dir) {
+  reset_gemm_tuning();
+  std::lock_guard<std::mutex> lock(tuning().mutex);
+  tuning().dir = std::move(dir);
+}
+
+std::string gemm_tuning_file() {
+  std::lock_guard<std::mutex> lock(tuning().mutex);
+  return tuning_file(active_isa());
+}
+
+int gemm_tuned_rows(const std::string& key) {
+  Tuning& t = tuning();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.choices.find(key);
+  return it == t.choices.end() ? 0 : it->second.chosen;
+}
+
+bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
+              float* c, int64_t ldc) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0 || cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+  const int threads = m * n * k < cpu::kGemmParallelWork ? 1 : parallel_threads();
+  const std::vector<int> tiles = candidates(isa);
+  const int forced = forced_rows().load(std::memory_order_relaxed);
+  const bool tune = forced == 0 && tiles.size() > 1 && m * n * k >= kTuneWork;
+  const bool log = log_enabled("jit");
+  auto product = [&](int mr) { return Product{m, n, k, a, b, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa}; };
+  if (!tune && !log) {
+    run_product(product(forced ? forced : tiles[0]));
+    return true;
+  }
+  std::ostringstream text;
+  text << isa_name(isa) << " m" << lg(m) << " n" << lg(n) << " k" << lg(k) << " a:" << layout(a)
+       << " b:" << layout(b) << " t" << threads;
+  const std::string key = text.str();
+  Tuning& t = tuning();
+  int trial = -1, chosen = 0;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    load_tuning(t, isa);
+    Choice& choice = t.choices[key];
+    if (!tune) choice.chosen = forced ? forced : tiles[0];
+    chosen = choice.chosen;
+    if (!chosen) trial = choice.trials++;
+  }
+  if (chosen) {
+    const Product x = product(chosen);
+    if (log) {
+      std::lock_guard<std::mutex> lock(t.mutex);
+      if (t.logged.insert(key).second)
+        std::fprintf(stderr, "jit gemm %" PRId64 "x%" PRId64 "x%" PRId64 " [%s]: %s\n", m, n, k, key.c_str(),
+                     x.plan.describe().c_str());
+    }
+    run_product(x);
+    return true;
+  }
+  const size_t candidate = size_t(trial) % tiles.size();
+  const auto start = std::chrono::steady_clock::now();
+  run_product(product(tiles[candidate]));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  Choice& choice = t.choices[key];
+  if (choice.chosen) return true;
+  double& best = choice.best[candidate];
+  if (best == 0 || seconds < best) best = seconds;
+  if (choice.trials < kTrialsPerCandidate * int(tiles.size())) return true;
+  for (size_t i = 0; i < tiles.size(); ++i)
+    if (choice.best[i] == 0) return true;  // a trial still running on another thread
+  size_t fastest = 0;
+  for (size_t i = 1; i < tiles.size(); ++i)
+    if (choice.best[i] < choice.best[fastest]) fastest = i;
+  choice.chosen = tiles[fastest];
+  save_choice(isa, key, choice.chosen);
+  if (log) {
+    std::ostringstream measured;
+    for (size_t i = 0; i < tiles.size(); ++i)
+      measured << (i ? ", " : "") << tiles[i] << " rows " << choice.best[i] * 1e3 << " ms";
+    std::fprintf(stderr, "jit gemm tuned [%s]: %d rows (%s)\n", key.c_str(), choice.chosen, measured.str().c_str());
+  }
+  return true;
+}
+
+namespace {
+// cpu::gemm's provider from the moment the library is loaded.
+const bool registered = (cpu::set_gemm_provider(&jit_gemm), true);
+}  // namespace
+
+}  // namespace nnvm::jit

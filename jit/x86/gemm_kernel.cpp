@@ -1,0 +1,185 @@
+#include "nnvm/jit/x86/gemm_kernel.h"
+
+#include <cstddef>
+
+#include "nnvm/core/error.h"
+
+namespace nnvm::jit::x86 {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+
+namespace {
+
+// Rows are addressed from three base pointers, six rows each: base + 0,
+// + s, + 2s, + 3s, + 4s, + 5s with s, 3s and 5s in registers.
+constexpr int kRowsPerBase = 6;
+constexpr int kMaxRows = 3 * kRowsPerBase;
+// The k loop's unrolling.
+constexpr int kUnroll = 4;
+
+// Registers besides the accumulators: the B vectors, one broadcast
+// temporary, and on AVX2 one more so the store has a mask, a loaded C and
+// beta at once (AVX-512 keeps the mask in k1 and reads C from memory).
+int registers_needed(Isa isa, int mr, int vectors) {
+  return mr * vectors + vectors + 1 + (isa == Isa::kAvx2 ? 1 : 0);
+}
+
+}  // namespace
+
+std::string GemmTileSpec::name() const {
+  return "gemm-" + std::to_string(mr) + "x" + std::to_string(vectors);
+}
+
+bool GemmTileKernel::fits(Isa isa, int mr, int vectors) {
+  if (isa == Isa::kPortable || mr < 1 || mr > kMaxRows || vectors < 1 || vectors > 2) return false;
+  return registers_needed(isa, mr, vectors) <= (isa == Isa::kAvx512 ? 32 : 16);
+}
+
+int GemmTileKernel::max_rows(Isa isa, int vectors) {
+  int mr = 0;
+  while (fits(isa, mr + 1, vectors)) ++mr;
+  return mr;
+}
+
+GemmTileKernel::GemmTileKernel(Isa isa, const GemmTileSpec& spec) : Generator(isa), spec_(spec) {
+  NNVM_CHECK(fits(isa, spec.mr, spec.vectors), "GemmTileKernel", "a ", spec.mr, "x", spec.vectors,
+             " tile does not fit ", isa_name(isa), "'s registers");
+  generate();
+  finalize();
+}
+
+void GemmTileKernel::generate() {
+  const int mr = spec_.mr, nv = spec_.vectors, width = lanes();
+  const int bases = (mr + kRowsPerBase - 1) / kRowsPerBase;
+  const Reg64 args = rdi, c = rsi, ldc = rax, kleft = rdx;
+  const Reg64 base[3] = {r8, r9, r10};
+  const Reg64 s1 = r11, s3 = r12, s5 = r13, a_step = r14, b = r15, b_step = rbx;
+  auto acc = [&](int i, int h) { return vreg(i * nv + h); };
+  auto bvec = [&](int h) { return vreg(mr * nv + h); };
+  const Xmm tmp = vreg(mr * nv + nv);
+  auto row_of_a = [&](int i) -> Address {
+    const Reg64& p = base[i / kRowsPerBase];
+    switch (i % kRowsPerBase) {
+      case 0: return ptr[p];
+      case 1: return ptr[p + s1];
+      case 2: return ptr[p + s1 * 2];
+      case 3: return ptr[p + s3];
+      case 4: return ptr[p + s1 * 4];
+      default: return ptr[p + s5];
+    }
+  };
+  auto arg = [&](size_t offset) { return ptr[args + int(offset)]; };
+
+  preamble(0);
+  mov(base[0], arg(offsetof(GemmTileCall, a)));
+  mov(s1, arg(offsetof(GemmTileCall, a_row_bytes)));
+  lea(s3, ptr[s1 + s1 * 2]);
+  lea(s5, ptr[s1 + s1 * 4]);
+  for (int q = 1; q < bases; ++q) {
+    mov(base[q], s3);
+    add(base[q], base[q]);  // 6 rows on from the previous base
+    add(base[q], base[q - 1]);
+  }
+  mov(a_step, arg(offsetof(GemmTileCall, a_k_bytes)));
+  mov(b, arg(offsetof(GemmTileCall, b)));
+  mov(b_step, arg(offsetof(GemmTileCall, b_k_bytes)));
+  mov(c, arg(offsetof(GemmTileCall, c)));
+  mov(ldc, arg(offsetof(GemmTileCall, ldc_bytes)));
+  mov(kleft, arg(offsetof(GemmTileCall, kc)));
+
+  // The tile of C is written last: ask for its lines now, owned.
+  for (int i = 0; i < mr; ++i) {
+    prefetchw(ptr[c]);
+    if (nv * width * 4 > 64) prefetchw(ptr[c + nv * width * 4 - 4]);
+    add(c, ldc);
+  }
+  mov(c, arg(offsetof(GemmTileCall, c)));
+
+  for (int i = 0; i < mr; ++i)
+    for (int h = 0; h < nv; ++h) vxor(acc(i, h), acc(i, h), acc(i, h));
+
+  // One step of k: a row of B, then each row's broadcast element of A.
+  auto step = [&]() {
+    for (int h = 0; h < nv; ++h) vmovups(bvec(h), ptr[b + h * width * 4]);
+    for (int i = 0; i < mr; ++i) {
+      if (avx512() && nv == 1) {
+        vfmadd231ps(acc(i, 0), bvec(0), ptr_b[row_of_a(i).getRegExp()]);
+        continue;
+      }
+      vbroadcastss(tmp, row_of_a(i));
+      for (int h = 0; h < nv; ++h) vfmadd231ps(acc(i, h), bvec(h), tmp);
+    }
+    for (int q = 0; q < bases; ++q) add(base[q], a_step);
+    add(b, b_step);
+  };
+  Label unrolled, single, stored;
+  L(unrolled);
+  cmp(kleft, kUnroll);
+  jl(single, T_NEAR);
+  for (int u = 0; u < kUnroll; ++u) step();
+  sub(kleft, kUnroll);
+  jmp(unrolled, T_NEAR);
+  Label single_loop;
+  L(single);
+  test(kleft, kleft);
+  jz(stored, T_NEAR);
+  L(single_loop);
+  step();
+  dec(kleft);
+  jnz(single_loop, T_NEAR);
+  L(stored);
+
+  // The last vector of a row stores `cols - (vectors - 1) · lanes` lanes
+  // (1..lanes) under a mask: k1 on AVX-512, a vector of lane masks on AVX2.
+  const Xmm mask = bvec(0), loaded = nv > 1 ? bvec(1) : tmp;
+  const Xmm beta = avx512() ? tmp : vreg(mr * nv + nv + 1);
+  mov(ecx, dword[args + int(offsetof(GemmTileCall, cols))]);
+  sub(ecx, (nv - 1) * width);
+  emit_tail_mask(k1, mask.getIdx());  // (clobbers eax: ldc)
+  mov(ldc, arg(offsetof(GemmTileCall, ldc_bytes)));
+  vbroadcastss(beta, dword[args + int(offsetof(GemmTileCall, beta))]);
+
+  auto store_rows = [&](GemmStore mode) {
+    for (int i = 0; i < mr; ++i) {
+      for (int h = 0; h < nv; ++h) {
+        const Xmm v = acc(i, h);
+        const Address at = ptr[c + h * width * 4];
+        const bool last = h == nv - 1;
+        if (mode != GemmStore::kOverwrite) {
+          // The old C; for the last vector under the mask (an AVX-512
+          // masked memory operand never faults on a lane it does not read).
+          const Operand* old = &at;  // (an Address copied into an Operand would lose its address)
+          if (last && !avx512()) {
+            vmaskmovps(loaded, mask, at);
+            old = &loaded;
+          }
+          const Xmm dst = last && avx512() ? Xmm(v | k1) : v;
+          if (mode == GemmStore::kAccumulate) vaddps(dst, v, *old);
+          else vfmadd231ps(dst, beta, *old);
+        }
+        if (!last) vmovups(at, v);
+        else if (avx512()) vmovups(at | k1, v);
+        else vmaskmovps(at, mask, v);
+      }
+      add(c, ldc);
+    }
+  };
+  Label accumulate, scaled, done;
+  mov(ecx, dword[args + int(offsetof(GemmTileCall, store))]);
+  cmp(ecx, int(GemmStore::kAccumulate));
+  je(accumulate, T_NEAR);
+  cmp(ecx, int(GemmStore::kBeta));
+  je(scaled, T_NEAR);
+  store_rows(GemmStore::kOverwrite);
+  jmp(done, T_NEAR);
+  L(accumulate);
+  store_rows(GemmStore::kAccumulate);
+  jmp(done, T_NEAR);
+  L(scaled);
+  store_rows(GemmStore::kBeta);
+  L(done);
+  postamble();
+}
+
+}  // namespace nnvm::jit::x86
