@@ -13,6 +13,11 @@ shift || true
 packages=(cmake ninja-build g++ ccache libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
           libxbyak-dev zlib1g-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev protobuf-compiler
           libonnx-testdata)
+# A job's own packages: the bench job's outside references (oneDNN, OpenBLAS;
+# bench/CMakeLists.txt finds them), which no other job needs.
+case "$job" in
+  bench) packages+=(libdnnl-dev libopenblas-dev) ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
