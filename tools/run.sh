@@ -56,6 +56,14 @@ case "$job" in
     ;;
   bench)
     configure build -DNNVM_BUILD_TESTS=OFF -DNNVM_BUILD_BENCH=ON
+    # OpenBLAS picks its kernels from the CPU model when it loads and takes a
+    # model it does not know (a virtual machine's) for an SSE3 Prescott: name
+    # the kernels by the vector width the CPU has, unless the caller did.
+    if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+      if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+      elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell
+      fi
+    fi
     ./build/bench/nnvm_bench "$@"
     ;;
   *)
