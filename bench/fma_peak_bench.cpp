@@ -87,9 +87,10 @@ double fma_peak_gflops(int threads) {
   if (peak > 0) return peak;
   const PoolSizeGuard guard;
   run_chains(threads);  // wakes the workers and lets the clock settle
-  // Best of several runs: the machine is shared, and a run that lost its core
-  // to another process says nothing about the peak.
-  constexpr int kRuns = 8, kCalls = 4;
+  // Best of many short runs: on a shared machine a run that lost its core to
+  // another process says nothing about the peak, and a run shorter than the
+  // scheduler's time slice (a few ms) often has the core to itself.
+  constexpr int kRuns = 40, kCalls = 1;
   for (int run = 0; run < kRuns; ++run) {
     const auto start = std::chrono::steady_clock::now();
     for (int call = 0; call < kCalls; ++call) run_chains(threads);
