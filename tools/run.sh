@@ -13,6 +13,11 @@ shift || true
 packages=(cmake ninja-build g++ ccache libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
           libxbyak-dev zlib1g-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev protobuf-compiler
           libonnx-testdata)
+# A job's own packages: the bench job's outside references (oneDNN, OpenBLAS;
+# bench/CMakeLists.txt finds them), which no other job needs.
+case "$job" in
+  bench) packages+=(libdnnl-dev libopenblas-dev) ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,6 +56,14 @@ case "$job" in
     ;;
   bench)
     configure build -DNNVM_BUILD_TESTS=OFF -DNNVM_BUILD_BENCH=ON
+    # OpenBLAS picks its kernels from the CPU model when it loads and takes a
+    # model it does not know (a virtual machine's) for an SSE3 Prescott: name
+    # the kernels by the vector width the CPU has, unless the caller did.
+    if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+      if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+      elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell
+      fi
+    fi
     ./build/bench/nnvm_bench "$@"
     ;;
   *)
