@@ -4,7 +4,9 @@
 //                                        op as a program calls it, the result
 //                                        allocated by the caching allocator)
 //   BM_Gemm/nnvm_gemm/<shape>/threads:t  the kernel under it, cpu::gemm, into a
-//                                        preallocated C
+//                                        preallocated C (the JIT GEMM where the
+//                                        CPU has one: jit/gemm_jit.h)
+//   BM_Gemm/nnvm_cpp/<shape>/threads:t   cpu::gemm's C++ kernels, the fallback
 //   BM_Gemm/onednn/<shape>/threads:t     oneDNN's matmul primitive, made once
 //                                        outside the timed loop
 //   BM_Gemm/openblas/<shape>/threads:t   cblas_sgemm
@@ -53,7 +55,7 @@ struct GemmShape {
   int64_t ldb() const { return transposed_b ? k : n; }
 };
 
-enum class GemmImpl { kNnvm, kNnvmGemm, kOneDnn, kOpenBlas };
+enum class GemmImpl { kNnvm, kNnvmGemm, kNnvmCpp, kOneDnn, kOpenBlas };
 
 // The operands as stored (A: M x K or K x M, B: K x N or N x K) and nnvm's
 // product, the result every implementation is checked against.
@@ -137,6 +139,13 @@ void BM_Gemm(benchmark::State& state, GemmImpl impl, GemmShape s, int threads) {
   switch (impl) {
     case GemmImpl::kNnvm: run_nnvm(state, s, ops); break;
     case GemmImpl::kNnvmGemm: run_nnvm_gemm(state, s, ops, want_data); break;
+    case GemmImpl::kNnvmCpp: {
+      const cpu::GemmProvider jit = cpu::gemm_provider();
+      cpu::set_gemm_provider(nullptr);
+      run_nnvm_gemm(state, s, ops, want_data);
+      cpu::set_gemm_provider(jit);
+      break;
+    }
 #ifdef NNVM_BENCH_HAVE_DNNL
     case GemmImpl::kOneDnn: run_onednn(state, s, ops, want_data); break;
 #endif
@@ -158,7 +167,8 @@ void BM_Gemm(benchmark::State& state, GemmImpl impl, GemmShape s, int threads) {
       {4096, 1024, 256, true, false},   {1, 4096, 1024, false, false},   {1024, 1024, 64, false, false},
   };
   std::vector<std::pair<const char*, GemmImpl>> impls = {{"nnvm", GemmImpl::kNnvm},
-                                                         {"nnvm_gemm", GemmImpl::kNnvmGemm}};
+                                                         {"nnvm_gemm", GemmImpl::kNnvmGemm},
+                                                         {"nnvm_cpp", GemmImpl::kNnvmCpp}};
 #ifdef NNVM_BENCH_HAVE_DNNL
   impls.emplace_back("onednn", GemmImpl::kOneDnn);
 #endif

@@ -9,9 +9,9 @@
 //
 // Blocking, from the CPU found at run time:
 //   - register tile: `mr` rows × 2 vectors (AVX-512: 32 columns, AVX2: 16);
-//   - kc, the k block: B's micro-panel (kc × NR) fills half of L1, so it
-//     stays there while the row tiles stream past it; k is cut into equal
-//     blocks of at most that size;
+//   - kc, the k block: B's micro-panel (kc × NR) a 32nd of L2 (it streams
+//     from L2 while the row tiles pass it); k is cut into equal blocks of at
+//     most that size;
 //   - mc, the rows of A one pass over B's panel meets: half of L2;
 //   - nc, the columns of a packed panel of B: a share of L3.
 // A row-major A is read in place (each row a stream along k) or, where its
