@@ -205,6 +205,7 @@ std::pair<int, int> thread_grid(int64_t m, int64_t n, int64_t k, int mr, int nr,
 struct Product {
   int64_t m, n, k;
   cpu::MatrixRef<float> a, b;
+  const cpu::PackedB* packed_b;  // B packed by a function (b unused), or null
   float beta;
   float* c;
   int64_t ldc;
@@ -252,9 +253,11 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       const float* bpanel = x.b.data + pc * x.b.rs + jc * x.b.cs;
       // Packed: every micro-panel; in place: only a last, narrower one,
       // whose full vectors would read past B.
-      for (int64_t jr = plan.b_direct ? ncb / nr * nr : 0; jr < ncb; jr += nr)
-        cpu::gemm_pack_b(vector_bytes, bpanel + jr * x.b.cs, x.b.rs, x.b.cs, kcb, std::min<int64_t>(nr, ncb - jr),
-                         bbuf + jr * kcb);
+      if (x.packed_b) x.packed_b->pack(x.packed_b->ctx, pc, kcb, jc, ncb, nr, bbuf);
+      else
+        for (int64_t jr = plan.b_direct ? ncb / nr * nr : 0; jr < ncb; jr += nr)
+          cpu::gemm_pack_b(vector_bytes, bpanel + jr * x.b.cs, x.b.rs, x.b.cs, kcb, std::min<int64_t>(nr, ncb - jr),
+                           bbuf + jr * kcb);
       for (int64_t ic = m0; ic < m1; ic += plan.mc) {
         const int64_t mcb = std::min(plan.mc, m1 - ic);
         const float* ablock = x.a.data + ic * x.a.rs + pc * x.a.cs;
@@ -395,23 +398,22 @@ int gemm_tuned_rows(const std::string& key) {
   return it == t.choices.end() ? 0 : it->second.chosen;
 }
 
-bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
-              float* c, int64_t ldc) {
-  const Isa isa = active_isa();
-  if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0 || cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+namespace {
+
+void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
+                  const cpu::PackedB* packed_b, float beta, float* c, int64_t ldc) {
   const int threads = m * n * k < cpu::kGemmParallelWork ? 1 : parallel_threads();
   const std::vector<int> tiles = candidates(isa);
   const int forced = forced_rows().load(std::memory_order_relaxed);
   const bool tune = forced == 0 && tiles.size() > 1 && m * n * k >= kTuneWork;
   const bool log = log_enabled("jit");
-  auto product = [&](int mr) { return Product{m, n, k, a, b, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa}; };
-  if (!tune && !log) {
-    run_product(product(forced ? forced : tiles[0]));
-    return true;
-  }
+  auto product = [&](int mr) {
+    return Product{m, n, k, a, b, packed_b, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa};
+  };
+  if (!tune && !log) return run_product(product(forced ? forced : tiles[0]));
   std::ostringstream text;
   text << isa_name(isa) << " m" << lg(m) << " n" << lg(n) << " k" << lg(k) << " a:" << layout(a)
-       << " b:" << layout(b) << " t" << threads;
+       << " b:" << (packed_b ? "packed" : layout(b)) << " t" << threads;
   const std::string key = text.str();
   Tuning& t = tuning();
   int trial = -1, chosen = 0;
@@ -431,8 +433,7 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
         std::fprintf(stderr, "jit gemm %" PRId64 "x%" PRId64 "x%" PRId64 " [%s]: %s\n", m, n, k, key.c_str(),
                      x.plan.describe().c_str());
     }
-    run_product(x);
-    return true;
+    return run_product(x);
   }
   const size_t candidate = size_t(trial) % tiles.size();
   const auto start = std::chrono::steady_clock::now();
@@ -440,12 +441,12 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(t.mutex);
   Choice& choice = t.choices[key];
-  if (choice.chosen) return true;
+  if (choice.chosen) return;
   double& best = choice.best[candidate];
   if (best == 0 || seconds < best) best = seconds;
-  if (choice.trials < kTrialsPerCandidate * int(tiles.size())) return true;
+  if (choice.trials < kTrialsPerCandidate * int(tiles.size())) return;
   for (size_t i = 0; i < tiles.size(); ++i)
-    if (choice.best[i] == 0) return true;  // a trial still running on another thread
+    if (choice.best[i] == 0) return;  // a trial still running on another thread
   size_t fastest = 0;
   for (size_t i = 1; i < tiles.size(); ++i)
     if (choice.best[i] < choice.best[fastest]) fastest = i;
@@ -457,12 +458,29 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
       measured << (i ? ", " : "") << tiles[i] << " rows " << choice.best[i] * 1e3 << " ms";
     std::fprintf(stderr, "jit gemm tuned [%s]: %d rows (%s)\n", key.c_str(), choice.chosen, measured.str().c_str());
   }
+}
+
+}  // namespace
+
+bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
+              float* c, int64_t ldc) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0 || cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+  gemm_product(isa, m, n, k, a, b, nullptr, beta, c, ldc);
+  return true;
+}
+
+bool jit_gemm_packed_b(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, const cpu::PackedB& b,
+                       float beta, float* c, int64_t ldc) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0) return false;
+  gemm_product(isa, m, n, k, a, {nullptr, 0, 0}, &b, beta, c, ldc);
   return true;
 }
 
 namespace {
 // cpu::gemm's provider from the moment the library is loaded.
-const bool registered = (cpu::set_gemm_provider(&jit_gemm), true);
+const bool registered = (cpu::set_gemm_provider(&jit_gemm), cpu::set_gemm_packed_b_provider(&jit_gemm_packed_b), true);
 }  // namespace
 
 }  // namespace nnvm::jit

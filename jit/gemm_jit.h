@@ -51,6 +51,11 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
 // dim), or packed into panels of the tile's rows, column by column (any other).
 enum class GemmA : uint8_t { kInPlace, kCopiedRows, kPanels };
 
+// The same with B packed by a function (cpu::PackedB: a convolution's
+// im2col matrix read from the image); any m, n and k.
+bool jit_gemm_packed_b(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, const cpu::PackedB& b,
+                       float beta, float* c, int64_t ldc);
+
 // The blocking a product gets (for logs, tests and benchmarks).
 struct GemmPlan {
   int mr = 0;           // rows of the register tile

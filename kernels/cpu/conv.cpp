@@ -11,9 +11,12 @@
 // GEMM the whole pool.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "nnvm/core/op.h"
+#include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/cpu_features.h"
 #include "nnvm/kernels/cpu/gemm.h"
 #include "nnvm/kernels/cpu/staging.h"
 #include "nnvm/kernels/cpu/window.h"
@@ -193,6 +196,60 @@ template <class T> void col2im(T* col, int64_t channels, const Geometry& g, T* o
     }
 }
 
+// The im2col matrix of one image and group as the GEMM's packed right
+// operand (an implicit GEMM, gemm.h PackedB): the GEMM packs rows [p0, p0 +
+// kc) × columns [j0, j0 + cols) straight from the image when it needs them,
+// so the matrix (k × pixels: 7 MB for a 3×3 64-channel layer at 56×56) is
+// never written out and read back. Per row (a tap) and output row, the
+// columns inside the image are one strided copy, the rest zeros.
+struct Im2colOperand {
+  const float* x;
+  int64_t sc, sh, sw;
+  const Geometry* g;
+};
+
+// Row p of the im2col matrix, columns [j0, j0 + cols), into row[0, cols).
+void im2col_row(const Im2colOperand& op, int64_t p, int64_t j0, int64_t cols, float* row) {
+  const Geometry& g = *op.g;
+  const WindowAxis rows{g.kernel_h, g.stride_h, g.pad_h, g.dil_h, g.height, g.out_height};
+  const WindowAxis columns{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
+  const int64_t taps = g.kernel_h * g.kernel_w, step = g.stride_w * op.sw;
+  const int64_t c = p / taps, kh = p % taps / g.kernel_w, kw = p % g.kernel_w;
+  const auto [lo, hi] = columns.outputs_of_tap(kw);
+  int64_t oh = j0 / g.out_width, ow = j0 % g.out_width;
+  for (int64_t q = 0; q < cols; ++oh, ow = 0) {
+    const int64_t run = std::min(cols - q, g.out_width - ow), ih = rows.at(oh, kh);
+    float* d = row + q - ow;  // output column o of this output row at d[o]
+    q += run;
+    const int64_t begin = std::clamp(lo, ow, ow + run), end = std::clamp(hi, begin, ow + run);
+    if (ih < 0 || ih >= g.height || begin == end) {
+      std::fill(d + ow, d + ow + run, 0.f);
+      continue;
+    }
+    std::fill(d + ow, d + begin, 0.f);
+    const float* src = op.x + c * op.sc + ih * op.sh + columns.at(begin, kw) * op.sw;
+    float* inside = d + begin;
+    with_step(step, [&, n = end - begin](auto s) {
+      for (int64_t j = 0; j < n; ++j) inside[j] = src[j * s];
+    });
+    std::fill(d + end, d + ow + run, 0.f);
+  }
+}
+
+// Each row gathered whole into a buffer (long runs of copies), then cut into
+// the micro-panels' rows.
+void pack_im2col(const void* ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* out) {
+  const Im2colOperand& op = *static_cast<const Im2colOperand*>(ctx);
+  const int64_t panels = (cols + nr - 1) / nr;
+  float* row = thread_buffer<float>(panels * nr);
+  std::fill(row + cols, row + panels * nr, 0.f);
+  for (int64_t r = 0; r < kc; ++r) {
+    im2col_row(op, p0 + r, j0, cols, row);
+    for (int64_t panel = 0; panel < panels; ++panel)
+      std::memcpy(out + (panel * kc + r) * nr, row + panel * nr, size_t(nr) * sizeof(float));
+  }
+}
+
 template <class T> void add_bias(const T* pb, const Geometry& g, T* out) {
   const int64_t pixels = g.out_height * g.out_width;
   for (int64_t o = 0; o < g.out_channels; ++o)
@@ -212,14 +269,29 @@ void conv2d(const Tensor& x, const Tensor& weight, const Tensor* bias, const Geo
   // A 1×1, stride-1, unpadded kernel reads the image itself as the GEMM's right operand.
   const bool pointwise = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
                          g.pad_h == 0 && g.pad_w == 0 && (g.height == 1 || sh == g.width * sw);
+  // The GEMM reads the im2col matrix from the image (pack_im2col) where the
+  // matrix would not fit in L2 and the images are fewer than the threads, so
+  // one image's GEMM runs on several: measured on the Xeon of
+  // docs/BENCHMARKS.md, 3×3 64→64 at 56×56, one image on 2 threads 17%
+  // faster; 8 images on 2 threads, or small images (the demo CNN's), faster
+  // with the matrix written out, where it stays in cache.
+  const bool implicit = !pointwise && k * pixels * int64_t(sizeof(T)) > cpu_features().l2_bytes / 2 &&
+                        g.batch < parallel_threads();
   parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
-    T* col = pointwise ? nullptr : thread_buffer<T>(k * pixels);
+    T* col = nullptr;  // im2col's matrix, where the GEMM does not read it from the image
     for (int64_t n = begin; n < end; ++n) {
       T* image_out = out + n * g.out_channels * pixels;
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const T* image = px + n * sn + grp * cg * sc;
         MatrixRef<T> rhs{image, sc, sw};
+        if constexpr (std::is_same_v<T, float>) {
+          const Im2colOperand op{image, sc, sh, sw, &g};
+          if (implicit && gemm_packed_b(og, pixels, k, MatrixRef<T>{pw + grp * og * k, k, 1},
+                                          PackedB{&pack_im2col, &op}, T(0), image_out + grp * og * pixels, pixels))
+            continue;
+        }
         if (!pointwise) {
+          if (!col) col = thread_buffer<T>(k * pixels);
           im2col(image, sc, sh, sw, cg, g, col, pixels);
           rhs = {col, pixels, 1};
         }

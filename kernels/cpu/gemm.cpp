@@ -149,7 +149,21 @@ std::atomic<GemmProvider>& provider() {
   static std::atomic<GemmProvider> p{nullptr};
   return p;
 }
+
+std::atomic<GemmPackedBProvider>& packed_b_provider() {
+  static std::atomic<GemmPackedBProvider> p{nullptr};
+  return p;
+}
 }  // namespace
+
+void set_gemm_packed_b_provider(GemmPackedBProvider p) { packed_b_provider().store(p, std::memory_order_release); }
+GemmPackedBProvider gemm_packed_b_provider() { return packed_b_provider().load(std::memory_order_acquire); }
+
+bool gemm_packed_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b, float beta, float* c,
+                   int64_t ldc) {
+  const GemmPackedBProvider p = packed_b_provider().load(std::memory_order_acquire);
+  return p && p(m, n, k, a, b, beta, c, ldc);
+}
 
 void set_gemm_provider(GemmProvider p) { provider().store(p, std::memory_order_release); }
 GemmProvider gemm_provider() { return provider().load(std::memory_order_acquire); }

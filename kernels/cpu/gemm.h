@@ -37,6 +37,25 @@ using GemmProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> 
 void set_gemm_provider(GemmProvider provider);
 GemmProvider gemm_provider();
 
+// A right operand given by a function that packs it rather than by strides:
+// a convolution's im2col matrix read straight from the image (an implicit
+// GEMM), so the matrix is never written out whole. pack(ctx, p0, kc, j0,
+// cols, nr, out) packs rows [p0, p0 + kc) × columns [j0, j0 + cols) of B as
+// gemm_pack_b does, in micro-panels of nr columns, each kc × nr row by row,
+// one after another; columns past the last one zero.
+struct PackedB {
+  void (*pack)(const void* ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* out);
+  const void* ctx;
+};
+using GemmPackedBProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b,
+                                     float beta, float* c, int64_t ldc);
+void set_gemm_packed_b_provider(GemmPackedBProvider provider);
+GemmPackedBProvider gemm_packed_b_provider();
+// C = A·B + beta·C with B packed by `b`, when a provider (the JIT's) takes
+// it; false otherwise, and the caller materialises B and calls gemm().
+bool gemm_packed_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b, float beta, float* c,
+                   int64_t ldc);
+
 // A per-thread, 64-byte aligned buffer of at least `count` elements that
 // only grows: slots 0 and 1 are two buffers (the packed blocks of A and B).
 // A thread runs one product at a time, so the kernels here and the JIT's share them.

@@ -1,4 +1,8 @@
 // conv1d, conv2d and conv_transpose2d against direct convolution loops over doubles.
+#include <cstring>
+
+#include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/gemm.h"
 #include "reference.h"
 
 namespace nnvm {
@@ -89,6 +93,39 @@ TEST(Conv2d, MatchesDirectLoops) {
         testing::expect_values(y, naive_conv(x, w, b, p, false, shape), testing::rtol_for(dt),
                                dt == kFloat64 ? 1e-12 : 1e-4);
       }
+}
+
+// One image too large for its im2col matrix to stay in L2, on 2 threads:
+// the GEMM packs the matrix straight from the image (conv.cpp
+// pack_im2col). The result is the same bits as with the matrix written out
+// (the GEMM sums in the same order), and matches the direct loops.
+TEST(Conv2d, ImplicitGemmEqualsIm2colBitForBit) {
+  const Conv convs[] = {
+      {1, 32, 64, 64, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {1, 64, 65, 63, 7, 3, 3, {2, 2}, {1, 0}, {1, 1}, 1, false},
+      {1, 48, 70, 50, 12, 3, 5, {1, 2}, {2, 2}, {2, 1}, 2, true},
+  };
+  const int threads = get_num_threads();
+  set_num_threads(2);
+  uint64_t seed = 40;
+  for (const Conv& p : convs)
+    for (testing::Layout l : testing::kLayouts) {
+      const Tensor x = testing::with_layout(testing::random({p.n, p.c, p.h, p.w}, kFloat32, seed++), l);
+      const Tensor w = testing::random({p.o, p.c / p.groups, p.kh, p.kw}, kFloat32, seed++);
+      const Tensor b = p.bias ? testing::random({p.o}, kFloat32, seed++) : Tensor();
+      SCOPED_TRACE(shape_str(x.sizes()) + shape_str(w.sizes()) + " " + testing::layout_name(l));
+      const Tensor implicit = conv2d(x, w, b, p.stride, p.pad, p.dil, p.groups).contiguous();
+      const cpu::GemmPackedBProvider provider = cpu::gemm_packed_b_provider();
+      cpu::set_gemm_packed_b_provider(nullptr);
+      const Tensor explicit_ = conv2d(x, w, b, p.stride, p.pad, p.dil, p.groups).contiguous();
+      cpu::set_gemm_packed_b_provider(provider);
+      ASSERT_EQ(shape_str(implicit.sizes()), shape_str(explicit_.sizes()));
+      EXPECT_TRUE(std::memcmp(implicit.data_ptr<float>(), explicit_.data_ptr<float>(),
+                              size_t(implicit.numel()) * sizeof(float)) == 0);
+      const DimVector shape(implicit.sizes().begin(), implicit.sizes().end());
+      testing::expect_values(implicit, naive_conv(x, w, b, p, false, shape), testing::rtol_for(kFloat32), 1e-4);
+    }
+  set_num_threads(threads);
 }
 
 TEST(Conv2d, UnbatchedHalfAndConv1d) {
