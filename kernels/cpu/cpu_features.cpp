@@ -21,7 +21,7 @@ std::string brand() {
   std::string s;
 #if defined(__x86_64__)
   unsigned regs[12] = {};
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000004u) return s;
+  if (unsigned(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000004u) return s;
   for (unsigned leaf = 0; leaf < 3; ++leaf)
     __get_cpuid(0x80000002u + leaf, &regs[4 * leaf], &regs[4 * leaf + 1], &regs[4 * leaf + 2], &regs[4 * leaf + 3]);
   char text[sizeof(regs) + 1] = {};
