@@ -30,5 +30,16 @@ TEST(CpuFeatures, TheGemmAndTheJitRunTheSameWidths) {
   EXPECT_TRUE(runs(16));
 }
 
+// The JIT GEMM's blocking reads the data caches' sizes (a default where the
+// C library cannot tell), and the tuning file is named by the CPU's brand.
+TEST(CpuFeatures, CacheSizesArePlausible) {
+  const cpu::CpuFeatures& f = cpu::cpu_features();
+  EXPECT_GE(f.l1d_bytes, 8 << 10);
+  EXPECT_GE(f.l2_bytes, f.l1d_bytes);
+  EXPECT_GE(f.l3_bytes, 0);
+  const Xbyak::util::Cpu xbyak;
+  if (xbyak.has(Xbyak::util::Cpu::tAVX2)) EXPECT_FALSE(f.model.empty()) << "a CPU with AVX2 has a brand string";
+}
+
 }  // namespace
 }  // namespace nnvm
