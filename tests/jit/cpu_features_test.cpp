@@ -38,7 +38,9 @@ TEST(CpuFeatures, CacheSizesArePlausible) {
   EXPECT_GE(f.l2_bytes, f.l1d_bytes);
   EXPECT_GE(f.l3_bytes, 0);
   const Xbyak::util::Cpu xbyak;
-  if (xbyak.has(Xbyak::util::Cpu::tAVX2)) EXPECT_FALSE(f.model.empty()) << "a CPU with AVX2 has a brand string";
+  if (xbyak.has(Xbyak::util::Cpu::tAVX2)) {
+    EXPECT_FALSE(f.model.empty()) << "a CPU with AVX2 has a brand string";
+  }
 }
 
 }  // namespace
