@@ -205,7 +205,7 @@ std::pair<int, int> thread_grid(int64_t m, int64_t n, int64_t k, int mr, int nr,
 struct Product {
   int64_t m, n, k;
   cpu::MatrixRef<float> a, b;
-  const cpu::PackedB* packed_b;  // B packed by a function (b unused), or null
+  cpu::GemmExtras extras;  // B packed by a function (b unused), an epilogue per finished tile
   float beta;
   float* c;
   int64_t ldc;
@@ -239,6 +239,7 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   float* abuf = plan.a == GemmA::kInPlace ? nullptr : cpu::gemm_scratch<float>(0, round_up(plan.mc, mr) * a_stride);
   float* bbuf = cpu::gemm_scratch<float>(1, plan.kc * round_up(std::min(plan.nc, n1 - n0), nr));
   GemmTileCall call;
+  const cpu::GemmEpilogue* epilogue = x.extras.epilogue;
   for (int64_t jc = n0; jc < n1; jc += plan.nc) {
     const int64_t ncb = std::min(plan.nc, n1 - jc);
     int64_t pc = 0;
@@ -253,7 +254,7 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       const float* bpanel = x.b.data + pc * x.b.rs + jc * x.b.cs;
       // Packed: every micro-panel; in place: only a last, narrower one,
       // whose full vectors would read past B.
-      if (x.packed_b) x.packed_b->pack(x.packed_b->ctx, pc, kcb, jc, ncb, nr, bbuf);
+      if (x.extras.packed_b) x.extras.packed_b->pack(x.extras.packed_b->ctx, pc, kcb, jc, ncb, nr, bbuf);
       else
         for (int64_t jr = plan.b_direct ? ncb / nr * nr : 0; jr < ncb; jr += nr)
           cpu::gemm_pack_b(vector_bytes, bpanel + jr * x.b.cs, x.b.rs, x.b.cs, kcb, std::min<int64_t>(nr, ncb - jr),
@@ -290,6 +291,8 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
           }
           call.c = x.c + (ic + ir) * x.ldc + jc + jr;
           tile_kernel(x.isa, rows, cols > L ? 2 : 1).run(call);
+          if (epilogue && kb == nkb - 1)  // the tile is final: its epilogue while it is in L1
+            epilogue->apply(epilogue->ctx, ic + ir, ic + ir + rows, jc + jr, jc + jr + cols);
         };
         // B's micro-panel stays in L1/L2 while A's row tiles pass it.
         for (int64_t jr = 0; jr < ncb; jr += nr)
@@ -401,19 +404,19 @@ int gemm_tuned_rows(const std::string& key) {
 namespace {
 
 void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
-                  const cpu::PackedB* packed_b, float beta, float* c, int64_t ldc) {
+                  const cpu::GemmExtras& extras, float beta, float* c, int64_t ldc) {
   const int threads = m * n * k < cpu::kGemmParallelWork ? 1 : parallel_threads();
   const std::vector<int> tiles = candidates(isa);
   const int forced = forced_rows().load(std::memory_order_relaxed);
   const bool tune = forced == 0 && tiles.size() > 1 && m * n * k >= kTuneWork;
   const bool log = log_enabled("jit");
   auto product = [&](int mr) {
-    return Product{m, n, k, a, b, packed_b, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa};
+    return Product{m, n, k, a, b, extras, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa};
   };
   if (!tune && !log) return run_product(product(forced ? forced : tiles[0]));
   std::ostringstream text;
   text << isa_name(isa) << " m" << lg(m) << " n" << lg(n) << " k" << lg(k) << " a:" << layout(a)
-       << " b:" << (packed_b ? "packed" : layout(b)) << " t" << threads;
+       << " b:" << (extras.packed_b ? "packed" : layout(b)) << " t" << threads;
   const std::string key = text.str();
   Tuning& t = tuning();
   int trial = -1, chosen = 0;
@@ -463,24 +466,18 @@ void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float
 }  // namespace
 
 bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
-              float* c, int64_t ldc) {
-  const Isa isa = active_isa();
-  if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0 || cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
-  gemm_product(isa, m, n, k, a, b, nullptr, beta, c, ldc);
-  return true;
-}
-
-bool jit_gemm_packed_b(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, const cpu::PackedB& b,
-                       float beta, float* c, int64_t ldc) {
+              float* c, int64_t ldc, const cpu::GemmExtras& extras) {
   const Isa isa = active_isa();
   if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0) return false;
-  gemm_product(isa, m, n, k, a, {nullptr, 0, 0}, &b, beta, c, ldc);
+  // the few-row products' order of sums is the C++ kernels' (gemm_adds_c_last)
+  if (!extras.packed_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+  gemm_product(isa, m, n, k, a, b, extras, beta, c, ldc);
   return true;
 }
 
 namespace {
 // cpu::gemm's provider from the moment the library is loaded.
-const bool registered = (cpu::set_gemm_provider(&jit_gemm), cpu::set_gemm_packed_b_provider(&jit_gemm_packed_b), true);
+const bool registered = (cpu::set_gemm_provider(&jit_gemm), true);
 }  // namespace
 
 }  // namespace nnvm::jit

@@ -41,20 +41,17 @@
 
 namespace nnvm::jit {
 
-// The JIT GEMM, or false when it leaves the product to the C++ kernels.
+// The JIT GEMM, or false when it leaves the product to the C++ kernels:
+// cpu::gemm's provider. `extras`: B packed by a function (any m, n, k), an
+// epilogue applied to each tile of C after its last k block.
 bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
-              float* c, int64_t ldc);
+              float* c, int64_t ldc, const cpu::GemmExtras& extras = {});
 
 // How the kernel reads A: where it is (a row-major A whose rows fall in
 // different sets of L1), its rows of a block copied a padded stride apart
 // (a row-major A whose rows would evict each other: a power-of-two leading
 // dim), or packed into panels of the tile's rows, column by column (any other).
 enum class GemmA : uint8_t { kInPlace, kCopiedRows, kPanels };
-
-// The same with B packed by a function (cpu::PackedB: a convolution's
-// im2col matrix read from the image); any m, n and k.
-bool jit_gemm_packed_b(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, const cpu::PackedB& b,
-                       float beta, float* c, int64_t ldc);
 
 // The blocking a product gets (for logs, tests and benchmarks).
 struct GemmPlan {

@@ -264,6 +264,70 @@ void PointwiseJit::replay_launch(const void* state, const char* const* ptrs) {
   r.jit->run_launch(*r.launch, ptrs, r.lanes);
 }
 
+struct PointwiseJit::TileLaunch {
+  std::shared_ptr<const Launch> launch;
+  ScalarLanes lanes;
+  int64_t cols = 0;  // the loop's inner extent: a merged (1-D) space's row length
+};
+
+std::shared_ptr<const PointwiseJit::TileLaunch> PointwiseJit::tile_launch(absl::Span<const trace::ValueId> ids,
+                                                                          const std::vector<Tensor>& env,
+                                                                          absl::Span<const Attrs* const> attrs,
+                                                                          IntArrayRef loop, uint64_t layouts) const {
+  const Isa isa = active_isa();
+  if (!lowering_.ok() || isa == Isa::kPortable || loop.size() != 2 || numel_of(loop) == 0) return nullptr;
+  // Streaming stores would race the GEMM's tiles for the same lines; and a
+  // run that might stream keys its launch on the outputs' alignment.
+  if (wants_stream(numel_of(loop))) return nullptr;
+  const size_t count = operands();
+  auto describe = [&](auto& key) {
+    key.value(int64_t(isa));
+    key_ints(key, loop);
+    for (size_t k = 0; k < count; ++k) key_layout(key, env[size_t(ids[k])]);
+    key.value(false);
+  };
+  std::shared_ptr<const Launch> kept;
+  const Launch* launch = find_launch(
+      id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); },
+      LaunchStamp{layouts, int64_t(isa)}, &kept);
+  if (!launch || launch->space.sizes.size() > 2) return nullptr;
+  // a 2-D space is the loop itself (no dim merged away); a 1-D one is rows of `cols`
+  if (launch->space.sizes.size() == 2 && (launch->space.sizes[0] != loop[0] || launch->space.sizes[1] != loop[1]))
+    return nullptr;
+  auto t = std::make_shared<TileLaunch>();
+  t->launch = kept ? kept : nullptr;
+  if (!t->launch) return nullptr;
+  t->lanes = scalar_lanes(lowering_.ir, attrs);
+  t->cols = loop[1];
+  return t;
+}
+
+void PointwiseJit::run_tile(const TileLaunch& t, const char* const* base, int64_t i0, int64_t i1, int64_t j0,
+                            int64_t j1) {
+  const Launch& l = *t.launch;
+  const LoopSpace& space = l.space;
+  const size_t operands = space.strides.size();
+  x86::PointwiseCall call;
+  for (size_t a = 0; a < t.lanes.size(); ++a) std::fill_n(call.args[a], 16, t.lanes[a]);
+  std::copy_n(l.row_stride, operands, call.row_stride);
+  std::copy_n(l.vec_step, operands, call.vec_step);
+  std::copy_n(l.lane_stride, operands, call.lane_stride);
+  const x86::PointwiseKernel& kernel = l.compiled->kernel();
+  call.cols = j1 - j0;
+  if (space.sizes.size() == 2) {
+    for (size_t k = 0; k < operands; ++k)
+      call.ptr[k] = base[k] + (i0 * space.strides[k][0] + j0 * space.strides[k][1]) * l.bytes[k];
+    call.rows = i1 - i0;
+    kernel(&call);
+    return;
+  }
+  call.rows = 1;  // a merged space: each row of the tile is one run
+  for (int64_t i = i0; i < i1; ++i) {
+    for (size_t k = 0; k < operands; ++k) call.ptr[k] = base[k] + (i * t.cols + j0) * space.strides[k][0] * l.bytes[k];
+    kernel(&call);
+  }
+}
+
 void PointwiseJit::run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const {
   const size_t operands = size_t(lowering_.ir.inputs) + lowering_.ir.stores.size();
   const LoopSpace& space = l.space;

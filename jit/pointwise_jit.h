@@ -66,6 +66,20 @@ class PointwiseJit {
   const std::string& declined() const { return lowering_.declined; }
   const LoopIR& ir() const { return lowering_.ir; }
 
+  // This group as a GEMM's epilogue applied tile by tile (cpu::GemmEpilogue):
+  // the launch of a run over the 2-D `loop` (the GEMM's output, m × n),
+  // whose kernel then runs on rectangles of it. Null when the run cannot go
+  // tile by tile (no JIT, the group did not lower, streaming stores, another
+  // rank); then nothing was decided and run() serves as before.
+  struct TileLaunch;
+  std::shared_ptr<const TileLaunch> tile_launch(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
+                                                absl::Span<const Attrs* const> attrs, IntArrayRef loop,
+                                                uint64_t layouts = 0) const;
+  // Rows [i0, i1) × columns [j0, j1) of t's loop, operand k's first element at base[k].
+  static void run_tile(const TileLaunch& t, const char* const* base, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+  // The operands a tile launch reads and writes: the group's inputs, then its outputs.
+  size_t operands() const { return size_t(lowering_.ir.inputs) + lowering_.ir.stores.size(); }
+
   // The variants this group has run: "<isa>-<accesses>[-nt]" (-nt: streaming stores).
   std::vector<std::string> variant_names() const;
   // "<name>: <why>" for each variant whose code could not be generated.

@@ -1,5 +1,7 @@
 #include "nnvm/trace/group_program.h"
 
+#include <atomic>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -218,7 +220,9 @@ void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, 
                        const Tiling& tiling, uint64_t layouts) const {
   if (jit_ && jit_->run(ids, env, attrs, tiling.loop, layouts)) return;
   if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
-    if (!run_gemm(ids, env)) run_steps(ids, env, attrs, 0, 1);
+    bool epilogue_ran = false;  // tile by tile, inside the GEMM
+    if (!run_gemm(ids, env, attrs, layouts, &epilogue_ran)) run_steps(ids, env, attrs, 0, 1);
+    if (epilogue_ran) return;
     absl::InlinedVector<ValueId, 8> operands;
     for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
     if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes(), layouts))
@@ -246,7 +250,21 @@ struct GemmCall {
   int64_t k[2] = {};
   int64_t rs[4] = {}, cs[4] = {};  // per operand
   std::atomic<bool>* reverse = nullptr;  // the program's order on its last run
+  // The epilogue applied tile by tile as the last product finishes them:
+  // its operands' addresses follow c's in the call's pointers.
+  std::shared_ptr<const jit::PointwiseJit::TileLaunch> tiles;
 };
+
+// The epilogue's operands for one run, and its launch: a GemmEpilogue's context.
+struct EpilogueTiles {
+  const jit::PointwiseJit::TileLaunch* launch;
+  const char* const* base;
+};
+
+void apply_epilogue(const void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const EpilogueTiles& e = *static_cast<const EpilogueTiles*>(ctx);
+  jit::PointwiseJit::run_tile(*e.launch, e.base, i0, i1, j0, j1);
+}
 
 void run_gemm_call(const GemmCall& g, const char* const* ptrs) {
   // A loop that runs the group again and again (an RNN step) reads both B
@@ -268,7 +286,18 @@ void run_gemm_call(const GemmCall& g, const char* const* ptrs) {
   // As the reference kernel: c = a b, then c += c' d' (GEMM beta 1), or the other way round.
   for (int32_t q = 0; q < g.products; ++q) {
     const int32_t p = reverse ? g.products - 1 - q : q;
-    cpu::gemm(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), q == 0 ? 0.f : 1.f, out, g.n);
+    const float beta = q == 0 ? 0.f : 1.f;
+    if (g.tiles && q == g.products - 1) {
+      const EpilogueTiles tiles{g.tiles.get(), ptrs + 2 * g.products + 1};
+      if (cpu::gemm_with_epilogue(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), beta, out, g.n,
+                                  cpu::GemmEpilogue{&apply_epilogue, &tiles}))
+        continue;
+      // (the JIT took every product of this size, so it takes this one: not reached)
+      cpu::gemm(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), beta, out, g.n);
+      jit::PointwiseJit::run_tile(*g.tiles, ptrs + 2 * g.products + 1, 0, g.m, 0, g.n);
+      continue;
+    }
+    cpu::gemm(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), beta, out, g.n);
   }
 }
 
@@ -278,7 +307,27 @@ void replay_gemm(const void* state, const char* const* ptrs) {
 
 }  // namespace
 
-bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env) const {
+namespace {
+
+// Whether two tensors' storages share any byte.
+bool share_memory(const TensorImpl& x, const TensorImpl& y) {
+  const char* a = static_cast<const char*>(x.storage->data());
+  const char* b = static_cast<const char*>(y.storage->data());
+  return a < b + y.storage->nbytes() && b < a + x.storage->nbytes();
+}
+
+// Below this many multiply-adds the epilogue runs after the GEMM, in one
+// call over the whole output: a tile's call costs more than it saves there.
+constexpr int64_t kTiledEpilogueWork = int64_t(1) << 20;
+
+std::atomic<int64_t> tiled_epilogues{0};
+
+}  // namespace
+
+int64_t tiled_epilogue_runs() { return tiled_epilogues.load(std::memory_order_relaxed); }
+
+bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env,
+                            absl::Span<const Attrs* const> attrs, uint64_t layouts, bool* epilogue_ran) const {
   if (gemm_products_ == 0) return false;
   const Step& step = steps_[0];
   const TensorImpl* out_impl = env[size_t(ids[size_t(step.outputs[0])])].impl();
@@ -292,26 +341,49 @@ bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Ten
   g.reverse = &reverse_products_;
   if (c.strides[1] != 1 && g.n > 1) return false;
   if (c.strides[0] != g.n && g.m > 1) return false;
-  const char* ptrs[5];
+  absl::InlinedVector<const char*, 16> ptrs;
   const size_t operands = step.inputs.size();
   for (size_t i = 0; i < operands; ++i) {
     const TensorImpl* x = env[size_t(ids[size_t(step.inputs[i])])].impl();
     if (!x || x->dtype != kFloat32 || x->shape.size() != 2) return false;
-    ptrs[i] = static_cast<const char*>(x->storage->data()) + x->offset * int64_t(sizeof(float));
+    ptrs.push_back(static_cast<const char*>(x->storage->data()) + x->offset * int64_t(sizeof(float)));
     g.rs[i] = x->strides[0];
     g.cs[i] = x->strides[1];
     if (i % 2 == 0) g.k[i / 2] = x->shape[1];
   }
-  ptrs[operands] = static_cast<const char*>(c.storage->data()) + c.offset * int64_t(sizeof(float));
+  ptrs.push_back(static_cast<const char*>(c.storage->data()) + c.offset * int64_t(sizeof(float)));
   g.alternates = g.products == 2 && cpu::gemm_adds_c_last(g.m, g.n, g.k[0], g.cs[1]) &&
                  cpu::gemm_adds_c_last(g.m, g.n, g.k[1], g.cs[3]);
+  // The epilogue tile by tile as the GEMM finishes them, while each is in L1
+  // (jit/gemm_jit.h), where the JIT GEMM takes the last product and no
+  // output of the epilogue shares memory with a product's operand (the
+  // tiles are written while the GEMM still reads them).
+  absl::InlinedVector<ValueId, 8> epilogue_ids;
+  const int32_t last = g.products - 1;
+  if (epilogue_ran && epilogue_ && !g.alternates && g.m * g.n * g.k[last] >= kTiledEpilogueWork &&
+      !cpu::gemm_takes_few_rows(g.m, g.n, g.k[last], g.cs[2 * last + 1])) {
+    for (int32_t i : epilogue_values_) epilogue_ids.push_back(ids[size_t(i)]);
+    g.tiles = epilogue_->tile_launch(epilogue_ids, env, attrs.subspan(1), c.shape, layouts);
+    const size_t first_output = epilogue_ids.size() - epilogue_->ir().stores.size();
+    for (size_t k = first_output; k < epilogue_ids.size() && g.tiles; ++k)
+      for (size_t i = 0; i < operands && g.tiles; ++i)
+        if (share_memory(*env[size_t(epilogue_ids[k])].impl(), *env[size_t(ids[size_t(step.inputs[i])])].impl()))
+          g.tiles = nullptr;
+    if (g.tiles) {
+      for (ValueId v : epilogue_ids) ptrs.push_back(static_cast<const char*>(env[size_t(v)].data_ptr()));
+      *epilogue_ran = true;
+      tiled_epilogues.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   if (jit::ReplayCapture* capture = jit::replay_capture()) [[unlikely]] {
     jit::ReplayCall call{&replay_gemm, std::make_shared<const GemmCall>(g), {}};
     for (size_t i = 0; i < operands; ++i) call.operands.push_back({ids[size_t(step.inputs[i])], 0});
     call.operands.push_back({ids[size_t(step.outputs[0])], 0});
+    if (g.tiles)
+      for (ValueId v : epilogue_ids) call.operands.push_back({v, 0});
     capture->add(std::move(call));
   }
-  run_gemm_call(g, ptrs);
+  run_gemm_call(g, ptrs.data());
   return true;
 }
 

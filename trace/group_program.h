@@ -72,6 +72,10 @@ struct Tiling {
 // Elements per tile: the values of a few nodes stay in L1/L2 while a tile runs.
 inline constexpr int64_t kTileElements = 4096;
 
+// Epilogue groups run so far with their epilogue inside the GEMM, tile by
+// tile (tests; replays through a hot plan's captured calls not counted).
+int64_t tiled_epilogue_runs();
+
 class GroupProgram final : public jit::CompiledKernel {
  public:
   struct Step {
@@ -114,8 +118,11 @@ class GroupProgram final : public jit::CompiledKernel {
   void build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
   // An epilogue group's matmul (or matmul_sum) straight through the GEMM
   // when its operands are 2-D float32 and its output contiguous; false when
-  // they are not (the reference kernel runs it).
-  bool run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env) const;
+  // they are not (the reference kernel runs it). With `epilogue_ran`, the
+  // epilogue may run inside the GEMM, on each tile it finishes; then
+  // *epilogue_ran is set.
+  bool run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
+                uint64_t layouts, bool* epilogue_ran) const;
   void run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  const Tiling& tiling) const;
 

@@ -150,23 +150,25 @@ std::atomic<GemmProvider>& provider() {
   return p;
 }
 
-std::atomic<GemmPackedBProvider>& packed_b_provider() {
-  static std::atomic<GemmPackedBProvider> p{nullptr};
-  return p;
+bool provided(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta, float* c,
+              int64_t ldc, const GemmExtras& extras) {
+  const GemmProvider p = provider().load(std::memory_order_acquire);
+  return p && p(m, n, k, a, b, beta, c, ldc, extras);
 }
 }  // namespace
 
-void set_gemm_packed_b_provider(GemmPackedBProvider p) { packed_b_provider().store(p, std::memory_order_release); }
-GemmPackedBProvider gemm_packed_b_provider() { return packed_b_provider().load(std::memory_order_acquire); }
+void set_gemm_provider(GemmProvider p) { provider().store(p, std::memory_order_release); }
+GemmProvider gemm_provider() { return provider().load(std::memory_order_acquire); }
 
 bool gemm_packed_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b, float beta, float* c,
                    int64_t ldc) {
-  const GemmPackedBProvider p = packed_b_provider().load(std::memory_order_acquire);
-  return p && p(m, n, k, a, b, beta, c, ldc);
+  return provided(m, n, k, a, {nullptr, 0, 0}, beta, c, ldc, GemmExtras{&b, nullptr});
 }
 
-void set_gemm_provider(GemmProvider p) { provider().store(p, std::memory_order_release); }
-GemmProvider gemm_provider() { return provider().load(std::memory_order_acquire); }
+bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,
+                        float* c, int64_t ldc, const GemmEpilogue& epilogue) {
+  return provided(m, n, k, a, b, beta, c, ldc, GemmExtras{nullptr, &epilogue});
+}
 
 void gemm_pack_b(int vector_bytes, const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols,
                  float* out) {
@@ -177,7 +179,7 @@ void gemm_pack_b(int vector_bytes, const float* b, int64_t rs, int64_t cs, int64
 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta, float* c,
           int64_t ldc) {
-  if (GemmProvider p = provider().load(std::memory_order_acquire); p && p(m, n, k, a, b, beta, c, ldc)) return;
+  if (provided(m, n, k, a, b, beta, c, ldc, {})) return;
   width().f32(m, n, k, a, b, beta, c, ldc);
 }
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,

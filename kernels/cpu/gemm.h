@@ -28,15 +28,6 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
 
-// A faster float32 GEMM that a layer above this one provides (the JIT's,
-// jit/gemm_jit.h), with the same contract as gemm(). It returns false for a
-// product it leaves to the kernels here (sizes it does not take, no JIT for
-// the CPU or the ISA forced to portable). Set once, when the library loads.
-using GemmProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b,
-                              float beta, float* c, int64_t ldc);
-void set_gemm_provider(GemmProvider provider);
-GemmProvider gemm_provider();
-
 // A right operand given by a function that packs it rather than by strides:
 // a convolution's im2col matrix read straight from the image (an implicit
 // GEMM), so the matrix is never written out whole. pack(ctx, p0, kc, j0,
@@ -47,14 +38,40 @@ struct PackedB {
   void (*pack)(const void* ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* out);
   const void* ctx;
 };
-using GemmPackedBProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b,
-                                     float beta, float* c, int64_t ldc);
-void set_gemm_packed_b_provider(GemmPackedBProvider provider);
-GemmPackedBProvider gemm_packed_b_provider();
-// C = A·B + beta·C with B packed by `b`, when a provider (the JIT's) takes
-// it; false otherwise, and the caller materialises B and calls gemm().
+
+// Work on each tile of C the GEMM finishes (after its last addition), called
+// on the thread that computed it while the tile is in L1: a matmul's
+// pointwise epilogue. apply(ctx, i0, i1, j0, j1) covers rows [i0, i1) ×
+// columns [j0, j1); the tiles cover C once, in no particular order, on
+// several threads at once.
+struct GemmEpilogue {
+  void (*apply)(const void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+  const void* ctx;
+};
+
+// What a product asks of the GEMM besides C = A·B + beta·C.
+struct GemmExtras {
+  const PackedB* packed_b = nullptr;        // B packed by a function (the MatrixRef b unused)
+  const GemmEpilogue* epilogue = nullptr;
+};
+
+// A faster float32 GEMM that a layer above this one provides (the JIT's,
+// jit/gemm_jit.h), with the same contract as gemm(). It returns false, having
+// done nothing, for a product it leaves to the kernels here (sizes it does
+// not take, no JIT for the CPU or the ISA forced to portable). Set once,
+// when the library loads.
+using GemmProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b,
+                              float beta, float* c, int64_t ldc, const GemmExtras& extras);
+void set_gemm_provider(GemmProvider provider);
+GemmProvider gemm_provider();
+
+// C = A·B + beta·C with B packed by `b`, or with `epilogue` applied to each
+// finished tile, when the provider takes it; false otherwise (nothing ran),
+// and the caller materialises B (im2col) or runs its epilogue after gemm().
 bool gemm_packed_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b, float beta, float* c,
                    int64_t ldc);
+bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,
+                        float* c, int64_t ldc, const GemmEpilogue& epilogue);
 
 // A per-thread, 64-byte aligned buffer of at least `count` elements that
 // only grows: slots 0 and 1 are two buffers (the packed blocks of A and B).

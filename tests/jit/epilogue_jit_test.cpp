@@ -106,6 +106,61 @@ TEST(EpilogueJit, BatchedMatmulWithABroadcastBias) {
   expect_matches(cell(in, Scalar(1)), in, true);
 }
 
+// Products of at least 2^20 multiply-adds take their epilogue inside the
+// GEMM, tile by tile as it finishes them (cpu::GemmEpilogue): a transposed
+// weight, ragged sizes, a full-size, a per-row and a per-column operand, two
+// outputs, a run-time Scalar; and a matmul_sum (two products added).
+TEST(EpilogueJit, TiledInsideTheGemmMatchesTheInterpreter) {
+  for (const DimVector& mkn : {DimVector{130, 65, 300}, DimVector{257, 40, 129}, DimVector{64, 1024, 33}}) {
+    SCOPED_TRACE(shape_str(mkn));
+    const std::vector<Tensor> in = {testing::random({mkn[0], mkn[1]}, kFloat32, 21),
+                                    testing::random({mkn[2], mkn[1]}, kFloat32, 22),  // read transposed
+                                    testing::random({mkn[2]}, kFloat32, 23),
+                                    testing::random({mkn[0], mkn[2]}, kFloat32, 24),
+                                    testing::random({mkn[0], 1}, kFloat32, 25)};
+    Trace t;
+    const ValueId x = t.add_input(in[0]), w = t.add_input(in[1]), bias = t.add_input(in[2]);
+    const ValueId residual = t.add_input(in[3]), row = t.add_input(in[4]);
+    const ValueId wt = t.add_node1(op("transpose"), {w}, {int64_t(0), int64_t(1)});
+    const ValueId pre = t.add_node1(op("add"), {t.add_node1(op("matmul"), {x, wt}), bias}, {Scalar(0.5)});
+    const ValueId act = t.add_node1(op("tanh"), {pre});
+    const ValueId y = t.add_node1(op("add"), {t.add_node1(op("mul"), {act, row}), residual}, {Scalar(1)});
+    t.mark_output(y);
+    t.mark_output(pre);
+    const int64_t before = trace::tiled_epilogue_runs();
+    expect_matches(t, in, true);
+    expect_matches(t, in, true, {Scalar(-2.0), Scalar(1)});
+    if (!jit_isas().empty()) {
+      EXPECT_GT(trace::tiled_epilogue_runs(), before);
+    }
+  }
+}
+
+// The same through the public API, traced: the trace turns hot, its plan
+// captures the GEMM with its tiled epilogue as one call and replays it with
+// each step's new operands; every step equals the eager program's.
+TEST(EpilogueJit, TiledEpilogueReplaysInAHotTrace) {
+  const Tensor w = testing::random({96, 200}, kFloat32, 31), b = testing::random({96}, kFloat32, 32);
+  const int64_t before = trace::tiled_epilogue_runs();
+  for (int step = 0; step < 6; ++step) {
+    SCOPED_TRACE(step);
+    const Tensor x = testing::random({150, 200}, kFloat32, uint64_t(40 + step));
+    const Tensor r = testing::random({150, 96}, kFloat32, uint64_t(60 + step));
+    auto program = [&] { return gelu(matmul(x, w.t()) + b) * 0.5 + r; };
+    Tensor want;
+    {
+      EagerGuard eager;
+      want = program();
+    }
+    const Tensor got = program();
+    mark_step();
+    testing::expect_tensors_close(got, want, 2e-5, 1e-5);
+  }
+  if (!jit_isas().empty() && mode() == Mode::Traced) {
+    EXPECT_GT(trace::tiled_epilogue_runs(), before);
+  }
+}
+
 TEST(EpilogueJit, Float64RunsTheEpilogueNodeByNode) {
   const std::vector<Tensor> in = {testing::random({4, 9}, kFloat64, 9), testing::random({9, 5}, kFloat64, 10),
                                   testing::random({5}, kFloat64, 11), testing::random({4, 5}, kFloat64, 12)};
