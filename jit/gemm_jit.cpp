@@ -43,6 +43,8 @@ constexpr int kMaxRows = 18;
 // candidates' default runs.
 constexpr int64_t kTuneWork = int64_t(1) << 22;
 constexpr int kTrialsPerCandidate = 2;
+// The columns of C an epilogue call covers (GemmExtras::epilogue).
+constexpr int64_t kEpilogueColumns = 512;
 
 int lanes(Isa isa) { return isa == Isa::kAvx512 ? 16 : 8; }
 
@@ -291,12 +293,23 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
           }
           call.c = x.c + (ic + ir) * x.ldc + jc + jr;
           tile_kernel(x.isa, rows, cols > L ? 2 : 1).run(call);
-          if (epilogue && kb == nkb - 1)  // the tile is final: its epilogue while it is in L1
-            epilogue->apply(epilogue->ctx, ic + ir, ic + ir + rows, jc + jr, jc + jr + cols);
         };
-        // B's micro-panel stays in L1/L2 while A's row tiles pass it.
-        for (int64_t jr = 0; jr < ncb; jr += nr)
+        // B's micro-panel stays in L1/L2 while A's row tiles pass it. After
+        // the last k block, C's columns are final a panel at a time: the
+        // epilogue runs on every kEpilogueColumns of them (mcb rows) while
+        // they are in L2. Narrower calls cost more than they save: per
+        // register tile the epilogue took 2.7x its time in one pass over C,
+        // per micro-panel (32 columns) 2.5x (each call sets up its constants
+        // and each row its operands again), in the MLP step's gelu backward.
+        int64_t settled = 0;  // columns [0, settled) of this block have had their epilogue
+        for (int64_t jr = 0; jr < ncb; jr += nr) {
           for (int64_t ir = 0; ir < mcb; ir += mr) tile(ir, jr);
+          const int64_t done = std::min<int64_t>(jr + nr, ncb);
+          if (epilogue && kb == nkb - 1 && (done - settled >= kEpilogueColumns || done == ncb)) {
+            epilogue->apply(epilogue->ctx, ic, ic + mcb, jc + settled, jc + done);
+            settled = done;
+          }
+        }
       }
       pc += kcb;
     }

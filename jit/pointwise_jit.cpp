@@ -314,18 +314,17 @@ void PointwiseJit::run_tile(const TileLaunch& t, const char* const* base, int64_
   std::copy_n(l.lane_stride, operands, call.lane_stride);
   const x86::PointwiseKernel& kernel = l.compiled->kernel();
   call.cols = j1 - j0;
+  call.rows = i1 - i0;
   if (space.sizes.size() == 2) {
     for (size_t k = 0; k < operands; ++k)
       call.ptr[k] = base[k] + (i0 * space.strides[k][0] + j0 * space.strides[k][1]) * l.bytes[k];
-    call.rows = i1 - i0;
-    kernel(&call);
-    return;
+  } else {  // a merged space: the loop's rows are t.cols flat elements apart
+    for (size_t k = 0; k < operands; ++k) {
+      call.ptr[k] = base[k] + (i0 * t.cols + j0) * space.strides[k][0] * l.bytes[k];
+      call.row_stride[k] = t.cols * space.strides[k][0] * l.bytes[k];
+    }
   }
-  call.rows = 1;  // a merged space: each row of the tile is one run
-  for (int64_t i = i0; i < i1; ++i) {
-    for (size_t k = 0; k < operands; ++k) call.ptr[k] = base[k] + (i * t.cols + j0) * space.strides[k][0] * l.bytes[k];
-    kernel(&call);
-  }
+  kernel(&call);
 }
 
 void PointwiseJit::run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const {
