@@ -105,6 +105,14 @@ inline Tensor nan_to_num(const Tensor& x, std::optional<double> nan = 0.0,
                          std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt) {
   return x.nan_to_num(nan, posinf, neginf);
 }
+inline Tensor isclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                      bool equal_nan = false) {
+  return self.isclose(other, rtol, atol, equal_nan);
+}
+inline bool allclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                     bool equal_nan = false) {
+  return self.allclose(other, rtol, atol, equal_nan);
+}
 
 inline Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1) { return a.add(b, alpha); }
 inline Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1) { return a.add(b, alpha); }

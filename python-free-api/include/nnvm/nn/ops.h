@@ -52,13 +52,4 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
               bool log_target = false);
 
-// ---- comparisons ----
-// Elementwise |self - other| <= atol + rtol |other| (bool), as libtorch: equal
-// values (infinities included) are close, NaN only to NaN and only with equal_nan.
-Tensor isclose(const Tensor& self, const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
-               bool equal_nan = false);
-// Whether every element is close (isclose); reads the data, so it ends a trace.
-bool allclose(const Tensor& self, const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
-              bool equal_nan = false);
-
 }  // namespace nnvm
