@@ -275,7 +275,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 Tensor cat(TensorList tensors, int64_t dim = 0);
 Tensor stack(TensorList tensors, int64_t dim = 0);
 // pad: pairs (before, after) from the last dim backwards, like torch::nn::functional::pad.
-// mode: "constant" or "reflect".
+// mode: "constant", "reflect", "replicate" (the edge repeated) or "circular"
+// (the other end's elements); as PyTorch's, a negative pad crops.
 Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant", double value = 0.0);
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);

@@ -12,6 +12,14 @@ Tensor maybe_in_place(Tensor& input, const Tensor& result, bool inplace) {
   return input.copy_(result);
 }
 
+// The core pad's name of a mode; kZeros belongs to Conv2d's padding_mode.
+std::string_view pad_mode_name(PadMode mode) {
+  NNVM_CHECK(mode != PadMode::Zeros, "pad", "mode kZeros is Conv2d's padding_mode: expected kConstant, kReflect, ",
+             "kReplicate or kCircular");
+  static constexpr std::string_view names[] = {"constant", "reflect", "replicate", "circular"};
+  return names[int(mode)];
+}
+
 }  // namespace
 
 Tensor relu(Tensor input, const ReLUFuncOptions& options) {
@@ -125,7 +133,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncO
 Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return nnvm::one_hot(tensor, num_classes); }
 
 Tensor pad(const Tensor& input, const PadFuncOptions& options) {
-  return nnvm::pad(input, options.pad(), options.mode() == kReflect ? "reflect" : "constant", options.value());
+  return nnvm::pad(input, options.pad(), pad_mode_name(options.mode()), options.value());
 }
 
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {

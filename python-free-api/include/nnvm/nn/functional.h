@@ -25,18 +25,6 @@
 #include "nnvm/nn/ops.h"
 #include "nnvm/nn/pooling.h"
 
-namespace nnvm {
-
-// pad's and interpolate's modes (torch::kReflect, torch::kBilinear): those nnvm's ops implement.
-enum class PadMode { Constant, Reflect };
-inline constexpr PadMode kConstant = PadMode::Constant;
-inline constexpr PadMode kReflect = PadMode::Reflect;
-enum class InterpolateMode { Nearest, Bilinear };
-inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
-inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
-
-}  // namespace nnvm
-
 namespace nnvm::nn::functional {
 
 // ---- activations (inplace overwrites the input and returns it) ----

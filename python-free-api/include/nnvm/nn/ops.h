@@ -1,7 +1,8 @@
 // Free functions that libtorch has in namespace torch and nnvm's op table has
 // no op for: losses, activations and channel dropout composed from existing
 // ops, so autograd, tracing and fusion handle them with nothing new. Also the
-// reduction tokens of libtorch's loss options (torch::kMean -> nnvm::kMean).
+// reduction tokens of libtorch's loss options (torch::kMean -> nnvm::kMean)
+// and the mode tokens of pad, interpolate and Conv2d's padding_mode.
 // nn::functional (nn/functional.h) and the nn modules call these.
 #pragma once
 
@@ -16,6 +17,18 @@ inline constexpr Reduction kSum = Reduction::Sum;
 // size, the true mean of the KL divergence.
 struct BatchMean {};
 inline constexpr BatchMean kBatchMean{};
+
+// pad's modes (torch::kReflect), and kZeros, which only Conv2d's padding_mode
+// takes (libtorch's F::pad has no kZeros; Conv2d none of kConstant).
+enum class PadMode { Constant, Reflect, Replicate, Circular, Zeros };
+inline constexpr PadMode kConstant = PadMode::Constant;
+inline constexpr PadMode kReflect = PadMode::Reflect;
+inline constexpr PadMode kReplicate = PadMode::Replicate;
+inline constexpr PadMode kCircular = PadMode::Circular;
+inline constexpr PadMode kZeros = PadMode::Zeros;
+enum class InterpolateMode { Nearest, Bilinear };
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
 
 // ---- activations ----
 // x clamped to [min_val, max_val]; min_val must be below max_val.
