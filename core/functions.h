@@ -327,7 +327,10 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
 template <Index I> Tensor adaptive_avg_pool2d(const Tensor& x, I output_size) {
   return adaptive_avg_pool2d(x, IntArrayRef({int64_t(output_size)}));
 }
-// mode: "nearest" or "bilinear"; give either size or scale_factor.
+// Resamples the spatial dims (all after N and C) to `size` or by
+// `scale_factor`, as PyTorch: mode "nearest" or "bilinear" for 4-D inputs,
+// "linear" (3-D), "bicubic" (4-D), "trilinear" (5-D) or "area" (adaptive
+// average pooling; 3- to 5-D). align_corners applies to the linear modes and bicubic.
 Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
                    std::optional<std::vector<double>> scale_factor = std::nullopt,
                    std::string_view mode = "nearest", bool align_corners = false);

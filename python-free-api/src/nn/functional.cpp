@@ -137,11 +137,13 @@ Tensor pad(const Tensor& input, const PadFuncOptions& options) {
 }
 
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
-  const bool bilinear = options.mode() == kBilinear;
-  NNVM_CHECK(bilinear || !options.align_corners(), "interpolate",
-             "align_corners can only be set with mode kBilinear, not kNearest");
-  return nnvm::interpolate(input, options.size(), options.scale_factor(), bilinear ? "bilinear" : "nearest",
-                           options.align_corners().value_or(false));
+  static constexpr std::string_view names[] = {"nearest", "linear", "bilinear", "bicubic", "trilinear", "area"};
+  const std::string_view mode = names[int(options.mode())];
+  // Set, even to false, it is an error with nearest and area, as in libtorch.
+  NNVM_CHECK(!options.align_corners() || (mode != "nearest" && mode != "area"), "interpolate",
+             "align_corners can only be set with mode kLinear, kBilinear, kBicubic or kTrilinear, not k",
+             mode == "area" ? "Area" : "Nearest");
+  return nnvm::interpolate(input, options.size(), options.scale_factor(), mode, options.align_corners().value_or(false));
 }
 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& options) {

@@ -160,12 +160,14 @@ struct PadFuncOptions {
   NNVM_ARG(double, value) = 0.0;
 };
 
-// Give exactly one of size and scale_factor ([H, W] of a [N, C, H, W] input).
+// Give exactly one of size and scale_factor: a value per spatial dim ([H, W]
+// of a [N, C, H, W] input), or one for all of them.
 struct InterpolateFuncOptions {
   NNVM_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
   NNVM_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
   NNVM_ARG(InterpolateMode, mode) = kNearest;
-  NNVM_ARG(std::optional<bool>, align_corners) = std::nullopt;  // bilinear only; unset is false
+  // linear, bilinear, bicubic and trilinear only; unset is false
+  NNVM_ARG(std::optional<bool>, align_corners) = std::nullopt;
 };
 
 struct CosineSimilarityFuncOptions {

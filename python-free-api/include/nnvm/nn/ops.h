@@ -26,9 +26,13 @@ inline constexpr PadMode kReflect = PadMode::Reflect;
 inline constexpr PadMode kReplicate = PadMode::Replicate;
 inline constexpr PadMode kCircular = PadMode::Circular;
 inline constexpr PadMode kZeros = PadMode::Zeros;
-enum class InterpolateMode { Nearest, Bilinear };
+enum class InterpolateMode { Nearest, Linear, Bilinear, Bicubic, Trilinear, Area };
 inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
 inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
+inline constexpr InterpolateMode kBicubic = InterpolateMode::Bicubic;
+inline constexpr InterpolateMode kTrilinear = InterpolateMode::Trilinear;
+inline constexpr InterpolateMode kArea = InterpolateMode::Area;
 
 // ---- activations ----
 // x clamped to [min_val, max_val]; min_val must be below max_val.
