@@ -48,6 +48,11 @@ void AutogradContext::mark_non_differentiable(const variable_list& outputs) {
     if (t.defined()) non_differentiable_.push_back(t.impl());
 }
 
+void AutogradContext::mark_dirty(const variable_list& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined()) dirty_.push_back(t.impl());
+}
+
 bool AutogradContext::needs_input_grad(size_t index) const {
   NNVM_CHECK(index < needs_input_grad_.size(), node_->name(), "needs_input_grad(", index, "): forward has ",
              needs_input_grad_.size(), " tensor arguments");
@@ -87,9 +92,30 @@ void FunctionNode::begin(std::vector<bool> is_tensor, const variable_list& tenso
   for (const Tensor& t : tensors) ctx.needs_input_grad_.push_back(t.defined() && t.requires_grad());
 }
 
+// Tensors marked dirty must be arguments of forward and among its outputs;
+// while gradients are recorded, not leaves that require grad nor views, for
+// which a built-in in-place op is refused too (core/autograd.cpp).
+void FunctionNode::check_dirty(const variable_list& outputs, bool record) const {
+  for (const TensorImpl* d : ctx.dirty_) {
+    const auto is_d = [d](const Tensor& t) { return t.defined() && t.impl() == d; };
+    const auto in = std::find_if(inputs_.begin(), inputs_.end(), is_d);
+    NNVM_CHECK(in != inputs_.end(), function_, "mark_dirty was given a tensor of shape ", shape_str(d->shape),
+               " that is not an argument of forward; expected the arguments forward modified in place");
+    NNVM_CHECK(std::any_of(outputs.begin(), outputs.end(), is_d), function_, "the argument of shape ",
+               shape_str(d->shape), " marked dirty is not returned by forward; expected it among the outputs");
+    if (!record) continue;
+    NNVM_CHECK(!(in->requires_grad() && in->is_leaf()), function_, "a leaf tensor that requires grad (shape ",
+               shape_str(d->shape), ") was modified in place and marked dirty; modify a copy, or run under "
+               "nnvm::NoGradGuard");
+    NNVM_CHECK(!d->is_view, function_, "in-place modification of a view (shape ", shape_str(d->shape),
+               ") marked dirty is not supported while gradients are recorded; modify a copy");
+  }
+}
+
 variable_list FunctionNode::finish(variable_list outputs) {
   const bool record = grad_enabled() && std::any_of(ctx.needs_input_grad_.begin(), ctx.needs_input_grad_.end(),
                                                     [](bool b) { return b; });
+  check_dirty(outputs, record);
   variable_list to_save = std::move(ctx.to_save_);
   if (!record) {
     inputs_.clear();
@@ -114,7 +140,10 @@ variable_list FunctionNode::finish(variable_list outputs) {
     if (!is_floating(out.dtype()) || std::find(nd.begin(), nd.end(), out.impl()) != nd.end()) continue;
     // An input returned as it is, or an output that already has a history,
     // is handed on as a new handle: its own gradient edge stays as it was.
-    if (out.impl()->autograd) out = out.detach();
+    // A dirty input is the exception: its history now runs through this node
+    // (its old edge is this node's next edge), as after an in-place op.
+    const auto& dirty = ctx.dirty_;
+    if (out.impl()->autograd && std::find(dirty.begin(), dirty.end(), out.impl()) == dirty.end()) out = out.detach();
     set_gradient_edge(out, self, int(i));
   }
   for (const Tensor& t : to_save) {

@@ -97,6 +97,10 @@ class AutogradContext {
   // Outputs of forward that get no gradient (indices, masks): they do not
   // require grad, and backward receives undefined (or zero) gradients for them.
   void mark_non_differentiable(const variable_list& outputs);
+  // Arguments of forward it modified in place. Each must be returned as an
+  // output; its history then continues through this function's node (as a
+  // built-in in-place op's does), so a leaf that requires grad cannot be one.
+  void mark_dirty(const variable_list& inputs);
   // Whether backward receives zeros (the default) or undefined tensors for
   // outputs no gradient reached.
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
@@ -111,6 +115,7 @@ class AutogradContext {
   variable_list to_save_;                          // until apply() links the outputs
   std::vector<SavedTensor> saved_;
   std::vector<const TensorImpl*> non_differentiable_;
+  std::vector<const TensorImpl*> dirty_;
   std::vector<bool> needs_input_grad_;
   bool materialize_grads_ = true;
   bool released_ = false;
@@ -132,6 +137,7 @@ struct FunctionNode : Node {
   void begin(std::vector<bool> is_tensor, const variable_list& tensors);
   // After forward: links `outputs` into the graph and keeps what was saved.
   variable_list finish(variable_list outputs);
+  void check_dirty(const variable_list& outputs, bool record) const;
 
   AutogradContext ctx;
 

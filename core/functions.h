@@ -105,6 +105,14 @@ inline Tensor nan_to_num(const Tensor& x, std::optional<double> nan = 0.0,
                          std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt) {
   return x.nan_to_num(nan, posinf, neginf);
 }
+inline Tensor isclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                      bool equal_nan = false) {
+  return self.isclose(other, rtol, atol, equal_nan);
+}
+inline bool allclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                     bool equal_nan = false) {
+  return self.allclose(other, rtol, atol, equal_nan);
+}
 
 inline Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1) { return a.add(b, alpha); }
 inline Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1) { return a.add(b, alpha); }
@@ -267,7 +275,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 Tensor cat(TensorList tensors, int64_t dim = 0);
 Tensor stack(TensorList tensors, int64_t dim = 0);
 // pad: pairs (before, after) from the last dim backwards, like torch::nn::functional::pad.
-// mode: "constant" or "reflect".
+// mode: "constant", "reflect", "replicate" (the edge repeated) or "circular"
+// (the other end's elements); as PyTorch's, a negative pad crops.
 Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode = "constant", double value = 0.0);
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
@@ -318,7 +327,10 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
 template <Index I> Tensor adaptive_avg_pool2d(const Tensor& x, I output_size) {
   return adaptive_avg_pool2d(x, IntArrayRef({int64_t(output_size)}));
 }
-// mode: "nearest" or "bilinear"; give either size or scale_factor.
+// Resamples the spatial dims (all after N and C) to `size` or by
+// `scale_factor`, as PyTorch: mode "nearest" or "bilinear" for 4-D inputs,
+// "linear" (3-D), "bicubic" (4-D), "trilinear" (5-D) or "area" (adaptive
+// average pooling; 3- to 5-D). align_corners applies to the linear modes and bicubic.
 Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
                    std::optional<std::vector<double>> scale_factor = std::nullopt,
                    std::string_view mode = "nearest", bool align_corners = false);

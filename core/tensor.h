@@ -242,6 +242,12 @@ class Tensor {
   Tensor isfinite() const;
   Tensor nan_to_num(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
                     std::optional<double> neginf = std::nullopt) const;
+  // Elementwise |self - other| <= atol + rtol |other| (bool), as libtorch: equal
+  // values (infinities included) are close, NaN only to NaN and only with
+  // equal_nan. The operands broadcast and must have one dtype.
+  Tensor isclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
+  // Whether every element is close (isclose); reads the data, so it ends a trace.
+  bool allclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
 
   // ---- pointwise binary, with broadcasting and type promotion ----
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;

@@ -247,6 +247,24 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   return into(op, *this, {*this, mask}, {value});
 }
 
+Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  constexpr std::string_view op = "isclose";
+  NNVM_CHECK(defined() && other.defined(), op, "self and other must be defined tensors");
+  NNVM_CHECK(dtype() == other.dtype(), op, "expected self and other of one dtype, got ", dtype(), " ",
+             shape_str(sizes()), " and ", other.dtype(), " ", shape_str(other.sizes()));
+  NNVM_CHECK(rtol >= 0 && atol >= 0, op, "rtol and atol must be non-negative, got rtol ", rtol, " and atol ", atol);
+  broadcast_shapes(sizes(), other.sizes(), op);  // names isclose, not the sub inside it
+  // As libtorch: equal values (infinities too) are close; otherwise the error
+  // must be finite, so an infinity is never within an infinite tolerance.
+  const Tensor error = (*this - other).abs();
+  const Tensor close = eq(other) || (error.isfinite() && error <= other.abs() * rtol + atol);
+  return equal_nan ? close || (isnan() && other.isnan()) : close;
+}
+
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return isclose(other, rtol, atol, equal_nan).all().item<bool>();
+}
+
 Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
 Tensor operator+(const Tensor& a, const Scalar& b) { return a.add(b); }
 Tensor operator+(const Scalar& a, const Tensor& b) { return b.add(a); }

@@ -1,7 +1,9 @@
 // Tensor::index and index_put_ with libtorch's index lists (core/indexing.h):
 // the basic indices become views (select, slice, unsqueeze); the tensor
-// indices, one group of adjacent dims, become one index_select (reading) or
-// one index_put (writing) over those dims.
+// indices become one index_select (reading) or one index_put (writing) over
+// the dims they index. As in PyTorch and NumPy, the dims of the indices'
+// broadcast shape take the place of the indexed dims when those are
+// adjacent, and go first when other indices separate them (x[i, :, j]).
 #include "nnvm/core/indexing.h"
 
 #include <algorithm>
@@ -133,8 +135,8 @@ void mask_to_indices(const Tensor& t, const Advanced& a, std::vector<Advanced>& 
   }
 }
 
-// The tensor indices as int64 indices of adjacent dims, negatives wrapped and
-// every index checked against its dim's size.
+// The tensor indices as int64 indices, one per dim, in the order of the dims,
+// negatives wrapped and every index checked against its dim's size.
 std::vector<Advanced> integer_indices(const Tensor& t, const std::vector<Advanced>& advanced,
                                       absl::Span<const TensorIndex> indices, std::string_view op) {
   std::vector<Advanced> ints;
@@ -142,9 +144,6 @@ std::vector<Advanced> integer_indices(const Tensor& t, const std::vector<Advance
     if (a.index.dtype() == kBool) mask_to_indices(t, a, ints, op);
     else ints.push_back({a.dim, a.index.to(kInt64)});
   }
-  for (size_t j = 1; j < ints.size(); ++j)
-    NNVM_CHECK(ints[j].dim == ints[j - 1].dim + 1, op, "tensor indices must index adjacent dims; ",
-               list_str(indices), " separates them by other indices");
   for (Advanced& a : ints) {
     const int64_t size = t.size(a.dim);
     a.index = where(a.index < 0, a.index + size, a.index);
@@ -160,6 +159,22 @@ DimVector broadcast_index_shape(const std::vector<Advanced>& ints, std::string_v
   DimVector shape;
   for (const Advanced& a : ints) shape = broadcast_shapes(shape, a.index.sizes(), op);
   return shape;
+}
+
+bool adjacent(const std::vector<Advanced>& ints) {
+  for (size_t j = 1; j < ints.size(); ++j)
+    if (ints[j].dim != ints[j - 1].dim + 1) return false;
+  return true;
+}
+
+// The indexed dims first, in order, then the others: where separated indices
+// put their broadcast dims.
+DimVector indexed_first(const std::vector<Advanced>& ints, int64_t rank) {
+  DimVector order;
+  for (const Advanced& a : ints) order.push_back(a.dim);
+  for (int64_t j = 0; j < rank; ++j)
+    if (std::none_of(ints.begin(), ints.end(), [j](const Advanced& a) { return a.dim == j; })) order.push_back(j);
+  return order;
 }
 
 // t's shape with dims [first, first + k) replaced by `with`.
@@ -181,12 +196,17 @@ Tensor Tensor::index(absl::Span<const TensorIndex> indices) const {
   const Tensor t = apply_basic(*this, indices, advanced, "index");
   if (advanced.empty()) return t;
   const std::vector<Advanced> ints = integer_indices(t, advanced, indices, "index");
-  const int64_t first = ints[0].dim, k = int64_t(ints.size());
+  const int64_t k = int64_t(ints.size());
   const DimVector shape = broadcast_index_shape(ints, "index");
+  // Separated indices: the indexed dims moved to the front, where the
+  // broadcast dims belong, then indexed as adjacent ones.
+  const bool in_place = adjacent(ints);
+  const Tensor source = in_place ? t : t.permute(indexed_first(ints, t.dim()));
+  const int64_t first = in_place ? ints[0].dim : 0;
   // One linear index into the k dims flattened: a single index_select.
   Tensor linear = zeros({}, kInt64);
   for (const Advanced& a : ints) linear = linear * t.size(a.dim) + a.index;
-  const Tensor picked = t.flatten(first, first + k - 1).index_select(first, linear.expand(shape).reshape({-1}));
+  const Tensor picked = source.flatten(first, first + k - 1).index_select(first, linear.expand(shape).reshape({-1}));
   return picked.reshape(replace_dims(picked.sizes(), first, 1, shape));
 }
 
@@ -217,14 +237,16 @@ Tensor& Tensor::index_put_(absl::Span<const TensorIndex> indices, const Tensor& 
   }
   // Otherwise the indexed dims are moved to the front of a view, where the
   // op writes them, and the values with them.
+  // The values have the shape indexing gives: the broadcast dims in place of
+  // adjacent indexed dims, or first for separated ones (then no reordering).
   const std::vector<Advanced> ints = integer_indices(t, advanced, indices, "index_put_");
-  const int64_t first = ints[0].dim, k = int64_t(ints.size());
+  const bool in_place = adjacent(ints);
+  const int64_t first = in_place ? ints[0].dim : 0, k = int64_t(ints.size());
   const DimVector shape = broadcast_index_shape(ints, "index_put_");
-  const DimVector result = replace_dims(t.sizes(), first, k, shape);
-  DimVector order, value_order;
-  for (int64_t j = 0; j < k; ++j) order.push_back(first + j);
-  for (int64_t j = 0; j < t.dim(); ++j)
-    if (j < first || j >= first + k) order.push_back(j);
+  const DimVector order = indexed_first(ints, t.dim());
+  const DimVector result = in_place ? replace_dims(t.sizes(), first, k, shape)
+                                    : replace_dims(t.permute(order).sizes(), 0, k, shape);
+  DimVector value_order;
   const int64_t b = int64_t(shape.size());
   for (int64_t j = 0; j < b; ++j) value_order.push_back(first + j);
   for (int64_t j = 0; j < int64_t(result.size()); ++j)

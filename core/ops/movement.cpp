@@ -70,19 +70,25 @@ OutputSpecs infer_stack(absl::Span<const Tensor> in, const Attrs& a) {
   return {{std::move(shape), promoted_dtype(in)}};
 }
 
-// attrs: pad (before, after pairs from the last dim), mode, value
-OutputSpecs infer_pad(absl::Span<const Tensor> in, const Attrs& a) {
-  const Tensor& x = in[0];
-  const IntArrayRef pad = a.ints(0);
-  const std::string& mode = a.str(1);
-  NNVM_CHECK(mode == "constant" || mode == "reflect", "pad", "mode must be \"constant\" or \"reflect\", got \"",
-             mode, "\"");
+// The padding is (before, after) pairs, at most one per dim of x.
+void check_pad_pairs(const Tensor& x, IntArrayRef pad) {
   NNVM_CHECK(pad.size() % 2 == 0, "pad", "the padding must be (before, after) pairs, got ", pad.size(),
              " values ", list_str(pad));
   const int64_t pairs = int64_t(pad.size()) / 2;
   NNVM_CHECK(pairs <= x.dim(), "pad", "padding ", list_str(pad), " has ", pairs,
              " (before, after) pairs but the input of shape ", shape_str(x.sizes()), " has only ", x.dim(),
              " dims");
+}
+
+// attrs: pad (before, after pairs from the last dim), mode, value
+OutputSpecs infer_pad(absl::Span<const Tensor> in, const Attrs& a) {
+  const Tensor& x = in[0];
+  const IntArrayRef pad = a.ints(0);
+  const std::string& mode = a.str(1);
+  NNVM_CHECK(mode == "constant" || mode == "reflect", "pad", "the pad op's mode must be \"constant\" or ",
+             "\"reflect\", got \"", mode, "\"");
+  check_pad_pairs(x, pad);
+  const int64_t pairs = int64_t(pad.size()) / 2;
   DimVector shape = dims(x.sizes());
   for (int64_t p = 0; p < pairs; ++p) {
     const int64_t d = x.dim() - 1 - p, before = pad[2 * p], after = pad[2 * p + 1], n = x.size(d);
@@ -283,8 +289,49 @@ Tensor stack(TensorList tensors, int64_t dim) {
   return call1(op, tensors, {wrap_dim(dim, tensors[0].dim() + 1, "stack")});
 }
 
+namespace {
+
+// Replicate and circular padding are views and a cat per padded dim, so they
+// differentiate (the cat's and expand's gradients add the copies back) and
+// trace as those ops do. As in PyTorch, a negative pad crops first and the
+// padding copies from what is left.
+Tensor copy_pad(const Tensor& x, IntArrayRef pad, bool circular) {
+  const std::string_view mode = circular ? "circular" : "replicate";
+  check_pad_pairs(x, pad);
+  Tensor r = x;
+  for (size_t p = 0; p < pad.size() / 2; ++p) {
+    const int64_t d = x.dim() - 1 - int64_t(p), before = pad[2 * p], after = pad[2 * p + 1];
+    const int64_t n = r.size(d) - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
+    NNVM_CHECK(n >= 0, "pad", mode, " padding (", before, ", ", after, ") of dim ", d, " crops more than the ",
+               "dim's size ", r.size(d), " (input shape ", shape_str(x.sizes()), ")");
+    r = r.narrow(d, std::max<int64_t>(-before, 0), n);
+    const int64_t head = std::max<int64_t>(before, 0), tail = std::max<int64_t>(after, 0);
+    if (head == 0 && tail == 0) continue;
+    if (circular) {
+      NNVM_CHECK(head <= n && tail <= n, "pad", "circular padding (", before, ", ", after, ") of dim ", d,
+                 " wraps around more than once: expected each side at most the dim's size ", n,
+                 " (input shape ", shape_str(x.sizes()), ")");
+      r = cat({r.narrow(d, n - head, head), r, r.narrow(d, 0, tail)}, d);
+    } else {
+      NNVM_CHECK(n > 0, "pad", "replicate padding (", before, ", ", after, ") of dim ", d,
+                 " needs a non-empty dim to copy (input shape ", shape_str(x.sizes()), ")");
+      DimVector edge = dims(r.sizes());
+      edge[size_t(d)] = head;
+      const Tensor front = r.narrow(d, 0, 1).expand(edge);
+      edge[size_t(d)] = tail;
+      r = cat({front, r, r.narrow(d, n - 1, 1).expand(edge)}, d);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value) {
   static const OpDef& op = find_op("pad");
+  if (mode == "replicate" || mode == "circular") return copy_pad(x, pad, mode == "circular");
+  NNVM_CHECK(mode == "constant" || mode == "reflect", "pad", "mode must be \"constant\", \"reflect\", ",
+             "\"replicate\" or \"circular\", got \"", mode, "\" (input shape ", shape_str(x.sizes()), ")");
   return call1(op, {x}, {dims(pad), std::string(mode), Scalar(value)});
 }
 

@@ -1,9 +1,8 @@
 // Pooling and resampling over NCHW inputs: max_pool2d, avg_pool2d,
-// adaptive_avg_pool2d, and interpolate (as "upsample_nearest2d" and
-// "upsample_bilinear2d"). An unbatched (CHW) pooling input is a batch of one,
-// viewed in the public function. Kernels: kernels/cpu/pool.cpp.
-#include <cmath>
-
+// adaptive_avg_pool2d, and the ops of interpolate's nearest and bilinear
+// modes, "upsample_nearest2d" and "upsample_bilinear2d" (the public
+// interpolate is core/ops/interpolate.cpp). An unbatched (CHW) pooling input
+// is a batch of one, viewed in the public function. Kernels: kernels/cpu/pool.cpp.
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
 #include "nnvm/core/ops/image.h"
@@ -149,36 +148,6 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
   static const OpDef& op = find_op("adaptive_avg_pool2d");
   const Attrs attrs = {pair_param(output_size, "adaptive_avg_pool2d", "output_size", 0)};
   return with_batch(x, "adaptive_avg_pool2d", [&](const Tensor& xb) { return call1(op, {xb}, attrs); });
-}
-
-Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
-                   std::optional<std::vector<double>> scale_factor, std::string_view mode, bool align_corners) {
-  static const OpDef& nearest = find_op("upsample_nearest2d");
-  static const OpDef& bilinear = find_op("upsample_bilinear2d");
-  const char* name = "interpolate";
-  NNVM_CHECK(x.defined(), name, "the input is an undefined tensor");
-  NNVM_CHECK(mode == "nearest" || mode == "bilinear", name, "mode must be \"nearest\" or \"bilinear\", got \"",
-             mode, "\"");
-  NNVM_CHECK(size.has_value() != scale_factor.has_value(), name, "give exactly one of size and scale_factor");
-  NNVM_CHECK(mode == "bilinear" || !align_corners, name, "align_corners only applies to bilinear mode");
-  check_image(x, name);
-  DimVector out;
-  double scales[2] = {0.0, 0.0};
-  if (size) {
-    out = pair_param(*size, name, "size", 1);
-  } else {
-    const std::vector<double>& f = *scale_factor;
-    NNVM_CHECK(f.size() == 1 || f.size() == 2, name, "scale_factor must have 1 or 2 values, got ", f.size());
-    for (int d = 0; d < 2; ++d) {
-      scales[d] = f[f.size() == 1 ? 0 : d];
-      NNVM_CHECK(scales[d] > 0 && std::isfinite(scales[d]), name, "scale_factor must be positive, got ", scales[d]);
-      out.push_back(int64_t(std::floor(double(x.size(2 + d)) * scales[d])));
-      NNVM_CHECK(out.back() > 0, name, "scale_factor ", scales[d], " gives an empty output for input ",
-                 shape_str(x.sizes()));
-    }
-  }
-  if (mode == "nearest") return call1(nearest, {x}, {out, Scalar(scales[0]), Scalar(scales[1])});
-  return call1(bilinear, {x}, {out, Scalar(scales[0]), Scalar(scales[1]), align_corners});
 }
 
 }  // namespace nnvm

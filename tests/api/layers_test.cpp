@@ -291,8 +291,14 @@ TEST(ApiLayers, MultiheadAttention) {
 }
 
 TEST(ApiLayers, TransformerEncoderLayer) {
+  // libtorch's activations: the tokens kReLU and kGELU, or any function
+  const std::function<Tensor(const Tensor&)> tanh_fn = [](const Tensor& t) { return t.tanh(); };
+  const std::vector<std::pair<nn::TransformerActivation, std::function<Tensor(const Tensor&)>>> activations = {
+      {kReLU, [](const Tensor& t) { return t.relu(); }},
+      {kGELU, [](const Tensor& t) { return gelu(t); }},
+      {tanh_fn, tanh_fn}};
   for (const bool norm_first : {false, true}) {
-    for (const std::string activation : {"relu", "gelu"}) {
+    for (const auto& [activation, reference] : activations) {
       nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerOptions(8, 2)
                                             .dim_feedforward(16)
                                             .batch_first(true)
@@ -304,7 +310,7 @@ TEST(ApiLayers, TransformerEncoderLayer) {
       auto sa = [&](const Tensor& t) { return std::get<0>(layer->self_attn(t, t, t)); };
       auto ff = [&](const Tensor& t) {
         const Tensor h = layer->linear1(t);
-        return layer->linear2(activation == "gelu" ? gelu(h) : h.relu());
+        return layer->linear2(reference(h));
       };
       auto ln1 = [&](const Tensor& t) { return layer_norm(t, {8}, layer->norm1->weight, layer->norm1->bias); };
       auto ln2 = [&](const Tensor& t) { return layer_norm(t, {8}, layer->norm2->weight, layer->norm2->bias); };
@@ -322,8 +328,12 @@ TEST(ApiLayers, TransformerEncoderLayer) {
   nn::TransformerEncoderLayer layer(8, 2);
   EXPECT_EQ(layer->named_parameters().size(), 12u);
   EXPECT_EQ(layer->num_parameters(), (3 * 8 * 8 + 3 * 8) + (8 * 8 + 8) + (8 * 2048 + 2048) + (2048 * 8 + 8) + 4 * 8);
-  testing::expect_error([] { nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).activation("tanh")); },
-                        {"TransformerEncoderLayer", "tanh"});
+  testing::expect_error(
+      [] {
+        nn::TransformerEncoderLayer(
+            nn::TransformerEncoderLayerOptions(8, 2).activation(std::function<Tensor(const Tensor&)>()));
+      },
+      {"TransformerEncoderLayer", "empty function", "kReLU, kGELU or a callable"});
 }
 
 TEST(ApiLayers, TransformerEncoderStacksCopiesOfTheLayer) {
@@ -342,7 +352,37 @@ TEST(ApiLayers, TransformerEncoderStacksCopiesOfTheLayer) {
   for (const auto& layer : *encoder->layers) expected = layer->as<nn::TransformerEncoderLayer>()->forward(expected, mask);
   testing::expect_tensors_close(encoder(x, mask), expected, 0, 0);
   EXPECT_EQ(nn::TransformerEncoder(prototype, 2)->layers->size(), 2u);
+  EXPECT_TRUE(encoder->norm.is_empty());
   testing::expect_error([&] { nn::TransformerEncoder(prototype, 0); }, {"TransformerEncoder", "num_layers", "0"});
+}
+
+// libtorch's TransformerEncoderOptions(layer, n).norm(AnyModule(LayerNorm(...))): the stack, then the norm.
+TEST(ApiLayers, TransformerEncoderFinalNorm) {
+  nn::TransformerEncoderLayer prototype(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0));
+  nn::LayerNorm final_norm(nn::LayerNormOptions({8}).eps(1e-6));
+  final_norm->weight.detach().uniform_(0.5, 1.5);
+  nn::TransformerEncoder encoder(nn::TransformerEncoderOptions(prototype, 2).norm(nn::AnyModule(final_norm)));
+  // the norm is the encoder's own copy, under PyTorch's name
+  EXPECT_EQ(encoder->named_parameters().size(), 2 * 12u + 2);
+  EXPECT_TRUE(encoder->named_parameters().contains("norm.weight"));
+  auto& norm = encoder->norm.get<nn::LayerNorm>();
+  EXPECT_FALSE(norm.weight.is_same(final_norm->weight));
+  testing::expect_tensors_close(norm.weight, final_norm->weight, 0, 0);
+  EXPECT_EQ(norm.options.eps(), 1e-6);
+
+  const Tensor x = testing::random({5, 2, 8}, kFloat32, 20);
+  Tensor expected = x;
+  for (const auto& layer : *encoder->layers) expected = layer->as<nn::TransformerEncoderLayer>()->forward(expected);
+  expected = layer_norm(expected, {8}, final_norm->weight, final_norm->bias, 1e-6);
+  testing::expect_tensors_close(encoder(x), expected, 1e-5, 1e-6);
+
+  // AnyModule: forward without the type, forward<Tensor> as libtorch spells it, errors for misuse
+  nn::AnyModule any(final_norm);
+  testing::expect_tensors_close(any.forward<Tensor>(x), final_norm(x), 0, 0);
+  testing::expect_error([] { nn::AnyModule().forward(ones({2})); }, {"AnyModule", "empty"});
+  testing::expect_error([&] { any.get<nn::Linear>(); }, {"AnyModule", "holds a LayerNorm"});
+  testing::expect_error([] { nn::AnyModule(nn::Sequential(nn::Linear(2, 2))).clone(); },
+                        {"AnyModule", "clone of a Sequential", "options"});
 }
 
 TEST(ApiLayers, GRUCellAndLSTMCell) {

@@ -80,7 +80,36 @@ struct PassThrough : Function<PassThrough> {
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0] * 2}; }
 };
 
+// Modifies its input in place and says so (libtorch's in-place custom function).
+struct ScaleInPlace : Function<ScaleInPlace> {
+  static Tensor forward(AutogradContext* ctx, Tensor x, double k) {
+    x.mul_(k);
+    ctx->mark_dirty({x});
+    ctx->saved_data["k"] = k;
+    return x;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {grads[0] * ctx->saved_data["k"].toDouble(), Tensor()};
+  }
+};
+
 // Mistakes.
+struct DirtyNotReturned : Function<DirtyNotReturned> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    x.mul_(2);
+    ctx->mark_dirty({x});
+    return x * 1;
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0] * 2}; }
+};
+struct DirtyNotAnArgument : Function<DirtyNotAnArgument> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    Tensor y = x * 2;
+    ctx->mark_dirty({y});
+    return y;
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0] * 2}; }
+};
 struct TooFewGradients : Function<TooFewGradients> {
   static Tensor forward(AutogradContext*, Tensor a, Tensor b) { return a * b; }
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
@@ -150,6 +179,30 @@ TEST(CustomFunction, AnInputReturnedAsItIsKeepsItsOwnHistory) {
   testing::expect_tensors_close(x.grad(), full({3}, 2.0, kFloat64), 0, 0);
 }
 
+// mark_dirty: the modified input is the output, and its history now runs
+// through the function's node, whose next edge is the input's old history.
+TEST(CustomFunction, MarkDirtyContinuesTheInputsHistory) {
+  const Tensor a = testing::leaf({2, 3}, 16);
+  Tensor x = a * 3;  // not a leaf: it may be modified in place
+  const Tensor y = ScaleInPlace::apply(x, 2.0);
+  EXPECT_TRUE(y.is_same(x));
+  EXPECT_EQ(x.grad_fn()->name(), "nnvm::autograd::CppNode<nnvm::autograd::(anonymous namespace)::ScaleInPlace>");
+  testing::expect_tensors_close(x, a * 6, 1e-12, 1e-12);
+  x.sum().backward();
+  testing::expect_tensors_close(a.grad(), full({2, 3}, 6.0, kFloat64), 0, 0);
+  testing::gradcheck([](const std::vector<Tensor>& in) { return ScaleInPlace::apply(in[0] * 1.5, -0.5).exp(); },
+                     {testing::leaf({4}, 17)});
+  // Where no input requires grad, nothing is recorded.
+  const Tensor plain = testing::random({3}, kFloat64, 18);
+  ScaleInPlace::apply(plain, 3.0);
+  EXPECT_FALSE(plain.requires_grad());
+  // A saved tensor modified through the function fails its version check.
+  Tensor s = testing::leaf({2}, 19) * 1.0;
+  const Tensor sq = Square::apply(s).sum();
+  ScaleInPlace::apply(s, 2.0);
+  testing::expect_error([&] { sq.backward(); }, {"Square", "modified by an in-place operation"});
+}
+
 // The function's forward and backward ops are recorded like any other ops:
 // three traced runs (cold, turning hot, hot) give eager mode's values and
 // gradients.
@@ -189,6 +242,13 @@ TEST(CustomFunction, MistakesNameTheFunction) {
     testing::expect_error([&] { y.backward(); }, {"Square", "modified by an in-place operation"});
   }
   testing::expect_error([] { IValue(2.0).toTensor(); }, {"IValue", "holds a double, not a Tensor"});
+  // mark_dirty: a leaf that requires grad, a tensor not returned, a tensor not an argument
+  testing::expect_error([] { ScaleInPlace::apply(testing::leaf({2}, 20), 2.0); },
+                        {"ScaleInPlace", "leaf tensor that requires grad", "[2]", "marked dirty"});
+  testing::expect_error([] { DirtyNotReturned::apply(testing::leaf({2}, 21) * 1.0); },
+                        {"DirtyNotReturned", "marked dirty is not returned", "[2]"});
+  testing::expect_error([] { DirtyNotAnArgument::apply(testing::leaf({2}, 22)); },
+                        {"DirtyNotAnArgument", "not an argument of forward", "[2]"});
 }
 
 // Built-in ops' gradient nodes carry libtorch's names.

@@ -162,6 +162,30 @@ TEST(Tensor, CopiesAndCasts) {
   expect_values(dst, {0, 1.5, 1.5, 0, 1.5, 1.5});
 }
 
+// libtorch's methods a.isclose(b) / a.allclose(b), with its defaults rtol 1e-05, atol 1e-08.
+TEST(Tensor, IsCloseAndAllCloseMethods) {
+  const Tensor a = tensor<double>({1.0, 1.0, 100.0, 0.0});
+  const Tensor b = tensor<double>({1.0 + 1e-9, 1.0 + 2e-5, 100.0005, 2e-8});
+  // the bound is 1e-08 + 1e-05 |b|: 1e-9 and 5e-4 (of 1e-3) pass, 2e-5 (of 1e-5) and 2e-8 (of 1e-8) fail
+  expect_values(a.isclose(b), {1, 0, 1, 0});
+  EXPECT_EQ(a.isclose(b).dtype(), kBool);
+  EXPECT_FALSE(a.allclose(b));
+  EXPECT_TRUE(a.allclose(b, /*rtol=*/1e-4, /*atol=*/1e-7));
+  EXPECT_TRUE(a.narrow(0, 2, 1).allclose(b.narrow(0, 2, 1)));
+  // broadcasting, and NaN close to NaN only with equal_nan
+  const Tensor nan = tensor<double>({NAN, 1.0});
+  expect_values(nan.isclose(tensor<double>({NAN})), {0, 0});
+  expect_values(nan.isclose(tensor<double>({NAN}), 1e-05, 1e-08, /*equal_nan=*/true), {1, 0});
+  EXPECT_TRUE(ones({2, 3}).allclose(ones({3})));
+  // the free functions are the methods
+  expect_values(isclose(a, b), testing::values(a.isclose(b)));
+  EXPECT_EQ(allclose(a, b, 1e-4, 1e-7), a.allclose(b, 1e-4, 1e-7));
+
+  expect_error([] { ones({2, 3}).isclose(ones({4})); }, {"isclose", "[2, 3]", "[4]", "broadcastable"});
+  expect_error([] { ones({2}).allclose(ones({2}, kFloat64)); }, {"isclose", "one dtype", "float32", "float64"});
+  expect_error([&] { a.isclose(b, -1.0); }, {"isclose", "non-negative", "rtol -1"});
+}
+
 TEST(Tensor, InPlaceBumpsVersion) {
   Tensor x = zeros({4});
   const uint64_t v = x.storage()->version();

@@ -36,6 +36,7 @@
 #include "nnvm/data/types.h"
 #include "nnvm/model.h"
 #include "nnvm/nn/activation.h"
+#include "nnvm/nn/any_module.h"
 #include "nnvm/nn/attention.h"
 #include "nnvm/nn/container.h"
 #include "nnvm/nn/conv.h"

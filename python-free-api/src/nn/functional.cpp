@@ -12,6 +12,14 @@ Tensor maybe_in_place(Tensor& input, const Tensor& result, bool inplace) {
   return input.copy_(result);
 }
 
+// The core pad's name of a mode; kZeros belongs to Conv2d's padding_mode.
+std::string_view pad_mode_name(PadMode mode) {
+  NNVM_CHECK(mode != PadMode::Zeros, "pad", "mode kZeros is Conv2d's padding_mode: expected kConstant, kReflect, ",
+             "kReplicate or kCircular");
+  static constexpr std::string_view names[] = {"constant", "reflect", "replicate", "circular"};
+  return names[int(mode)];
+}
+
 }  // namespace
 
 Tensor relu(Tensor input, const ReLUFuncOptions& options) {
@@ -125,15 +133,17 @@ Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncO
 Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return nnvm::one_hot(tensor, num_classes); }
 
 Tensor pad(const Tensor& input, const PadFuncOptions& options) {
-  return nnvm::pad(input, options.pad(), options.mode() == kReflect ? "reflect" : "constant", options.value());
+  return nnvm::pad(input, options.pad(), pad_mode_name(options.mode()), options.value());
 }
 
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
-  const bool bilinear = options.mode() == kBilinear;
-  NNVM_CHECK(bilinear || !options.align_corners(), "interpolate",
-             "align_corners can only be set with mode kBilinear, not kNearest");
-  return nnvm::interpolate(input, options.size(), options.scale_factor(), bilinear ? "bilinear" : "nearest",
-                           options.align_corners().value_or(false));
+  static constexpr std::string_view names[] = {"nearest", "linear", "bilinear", "bicubic", "trilinear", "area"};
+  const std::string_view mode = names[int(options.mode())];
+  // Set, even to false, it is an error with nearest and area, as in libtorch.
+  NNVM_CHECK(!options.align_corners() || (mode != "nearest" && mode != "area"), "interpolate",
+             "align_corners can only be set with mode kLinear, kBilinear, kBicubic or kTrilinear, not k",
+             mode == "area" ? "Area" : "Nearest");
+  return nnvm::interpolate(input, options.size(), options.scale_factor(), mode, options.align_corners().value_or(false));
 }
 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& options) {

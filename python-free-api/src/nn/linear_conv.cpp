@@ -6,6 +6,7 @@
 
 #include "nnvm/core/functions.h"
 #include "nnvm/nn/conv.h"
+#include "nnvm/nn/functional.h"
 #include "nnvm/nn/init.h"
 
 namespace nnvm::nn {
@@ -48,6 +49,8 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : Module("Conv2d"), options
   const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();
   const ExpandingArray<2>& k = options.kernel_size();
   check_conv_options("Conv2d", in, out, groups, k);
+  NNVM_CHECK(options.padding_mode() != kConstant, "Conv2d",
+             "padding_mode must be kZeros, kReflect, kReplicate or kCircular, got kConstant");
   weight = register_parameter("weight", empty({out, in / groups, k[0], k[1]}));
   bias = register_parameter("bias", options.bias() ? empty({out}) : Tensor());
   reset_parameters();
@@ -55,8 +58,15 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : Module("Conv2d"), options
 
 void Conv2dImpl::reset_parameters() { reset_kaiming(weight, bias); }
 
+// A padding mode other than zeros pads the input first and convolves without
+// padding, as libtorch does.
 Tensor Conv2dImpl::forward(const Tensor& x) {
-  return conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  if (options.padding_mode() == kZeros)
+    return conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  const ExpandingArray<2>& p = options.padding();
+  const auto pad = functional::PadFuncOptions({p[1], p[1], p[0], p[0]}).mode(options.padding_mode());
+  const Tensor padded = functional::pad(x, pad);
+  return conv2d(padded, weight, bias, options.stride(), {0, 0}, options.dilation(), options.groups());
 }
 
 ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options)

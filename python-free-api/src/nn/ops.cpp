@@ -115,19 +115,4 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bo
   return reduce(loss, reduction, "kl_div");
 }
 
-Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
-  NNVM_CHECK(self.defined() && other.defined(), "isclose", "self and other must be defined tensors");
-  NNVM_CHECK(rtol >= 0 && atol >= 0, "isclose", "rtol and atol must be non-negative, got rtol ", rtol,
-             " and atol ", atol);
-  // As libtorch: equal values (infinities too) are close; otherwise the error
-  // must be finite, so an infinity is never within an infinite tolerance.
-  const Tensor error = (self - other).abs();
-  Tensor close = self.eq(other) || (error.isfinite() && error <= other.abs() * rtol + atol);
-  return equal_nan ? close || (self.isnan() && other.isnan()) : close;
-}
-
-bool allclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
-  return isclose(self, other, rtol, atol, equal_nan).all().item<bool>();
-}
-
 }  // namespace nnvm

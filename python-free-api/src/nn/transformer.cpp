@@ -5,8 +5,9 @@ namespace nnvm::nn {
 
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options)
     : Module("TransformerEncoderLayer"), options(options) {
-  NNVM_CHECK(options.activation() == "relu" || options.activation() == "gelu", "TransformerEncoderLayer",
-             "activation must be \"relu\" or \"gelu\", got \"", options.activation(), "\"");
+  const auto* function = std::get_if<std::function<Tensor(const Tensor&)>>(&options.activation());
+  NNVM_CHECK(function == nullptr || *function, "TransformerEncoderLayer",
+             "activation is an empty function: expected kReLU, kGELU or a callable");
   const int64_t d = options.d_model();
   self_attn = register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
                                                                   .dropout(options.dropout())
@@ -28,7 +29,17 @@ Tensor TransformerEncoderLayerImpl::self_attention_block(const Tensor& x, const 
 
 Tensor TransformerEncoderLayerImpl::feed_forward_block(const Tensor& x) {
   const Tensor hidden = linear1->forward(x);
-  const Tensor activated = options.activation() == "gelu" ? gelu(hidden) : hidden.relu();
+  const Tensor activated = std::visit(
+      [&](const auto& activation) -> Tensor {
+        using A = std::decay_t<decltype(activation)>;
+        if constexpr (std::is_same_v<A, enumtype::kReLU>)
+          return hidden.relu();
+        else if constexpr (std::is_same_v<A, enumtype::kGELU>)
+          return gelu(hidden);
+        else
+          return activation(hidden);
+      },
+      options.activation());
   return dropout2->forward(linear2->forward(dropout->forward(activated)));
 }
 
@@ -56,12 +67,16 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderOptions& 
     layer->train(prototype->is_training());
     layers->push_back(layer);
   }
+  if (!options.norm().is_empty()) {
+    norm = options.norm().clone();
+    register_module("norm", norm.ptr());
+  }
 }
 
 Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask) {
   Tensor x = src;
   for (const auto& layer : *layers) x = layer->as<TransformerEncoderLayer>()->forward(x, src_mask, src_key_padding_mask);
-  return x;
+  return norm.is_empty() ? x : norm.forward(x);
 }
 
 }  // namespace nnvm::nn

@@ -5,6 +5,7 @@
 
 #include "nnvm/nn/expanding_array.h"
 #include "nnvm/nn/module.h"
+#include "nnvm/nn/ops.h"
 
 namespace nnvm::nn {
 
@@ -19,6 +20,8 @@ struct Conv2dOptions {
   NNVM_ARG(ExpandingArray<2>, dilation) = 1;
   NNVM_ARG(int64_t, groups) = 1;
   NNVM_ARG(bool, bias) = true;
+  // How the padding is filled: kZeros, kReflect, kReplicate or kCircular.
+  NNVM_ARG(PadMode, padding_mode) = kZeros;
 };
 
 // weight [out, in / groups, kh, kw] kaiming-uniform (a = √5), bias uniform in ±1/√fan_in, as libtorch.

@@ -25,18 +25,6 @@
 #include "nnvm/nn/ops.h"
 #include "nnvm/nn/pooling.h"
 
-namespace nnvm {
-
-// pad's and interpolate's modes (torch::kReflect, torch::kBilinear): those nnvm's ops implement.
-enum class PadMode { Constant, Reflect };
-inline constexpr PadMode kConstant = PadMode::Constant;
-inline constexpr PadMode kReflect = PadMode::Reflect;
-enum class InterpolateMode { Nearest, Bilinear };
-inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
-inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
-
-}  // namespace nnvm
-
 namespace nnvm::nn::functional {
 
 // ---- activations (inplace overwrites the input and returns it) ----
@@ -172,12 +160,14 @@ struct PadFuncOptions {
   NNVM_ARG(double, value) = 0.0;
 };
 
-// Give exactly one of size and scale_factor ([H, W] of a [N, C, H, W] input).
+// Give exactly one of size and scale_factor: a value per spatial dim ([H, W]
+// of a [N, C, H, W] input), or one for all of them.
 struct InterpolateFuncOptions {
   NNVM_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
   NNVM_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
   NNVM_ARG(InterpolateMode, mode) = kNearest;
-  NNVM_ARG(std::optional<bool>, align_corners) = std::nullopt;  // bilinear only; unset is false
+  // linear, bilinear, bicubic and trilinear only; unset is false
+  NNVM_ARG(std::optional<bool>, align_corners) = std::nullopt;
 };
 
 struct CosineSimilarityFuncOptions {

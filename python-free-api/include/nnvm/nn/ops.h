@@ -1,7 +1,8 @@
 // Free functions that libtorch has in namespace torch and nnvm's op table has
 // no op for: losses, activations and channel dropout composed from existing
 // ops, so autograd, tracing and fusion handle them with nothing new. Also the
-// reduction tokens of libtorch's loss options (torch::kMean -> nnvm::kMean).
+// reduction tokens of libtorch's loss options (torch::kMean -> nnvm::kMean)
+// and the mode tokens of pad, interpolate and Conv2d's padding_mode.
 // nn::functional (nn/functional.h) and the nn modules call these.
 #pragma once
 
@@ -16,6 +17,22 @@ inline constexpr Reduction kSum = Reduction::Sum;
 // size, the true mean of the KL divergence.
 struct BatchMean {};
 inline constexpr BatchMean kBatchMean{};
+
+// pad's modes (torch::kReflect), and kZeros, which only Conv2d's padding_mode
+// takes (libtorch's F::pad has no kZeros; Conv2d none of kConstant).
+enum class PadMode { Constant, Reflect, Replicate, Circular, Zeros };
+inline constexpr PadMode kConstant = PadMode::Constant;
+inline constexpr PadMode kReflect = PadMode::Reflect;
+inline constexpr PadMode kReplicate = PadMode::Replicate;
+inline constexpr PadMode kCircular = PadMode::Circular;
+inline constexpr PadMode kZeros = PadMode::Zeros;
+enum class InterpolateMode { Nearest, Linear, Bilinear, Bicubic, Trilinear, Area };
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
+inline constexpr InterpolateMode kBicubic = InterpolateMode::Bicubic;
+inline constexpr InterpolateMode kTrilinear = InterpolateMode::Trilinear;
+inline constexpr InterpolateMode kArea = InterpolateMode::Area;
 
 // ---- activations ----
 // x clamped to [min_val, max_val]; min_val must be below max_val.
@@ -51,14 +68,5 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 // batch mean (the true KL mean) is nn::functional::kl_div with kBatchMean.
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
               bool log_target = false);
-
-// ---- comparisons ----
-// Elementwise |self - other| <= atol + rtol |other| (bool), as libtorch: equal
-// values (infinities included) are close, NaN only to NaN and only with equal_nan.
-Tensor isclose(const Tensor& self, const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
-               bool equal_nan = false);
-// Whether every element is close (isclose); reads the data, so it ends a trace.
-bool allclose(const Tensor& self, const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
-              bool equal_nan = false);
 
 }  // namespace nnvm
