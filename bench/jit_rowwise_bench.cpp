@@ -191,11 +191,13 @@ void run_rowwise(benchmark::State& state, Variant variant, Decomposed decomposed
     const float* px = x.data_ptr<float>();
     auto run = [&] { parallel_for(0, kRows, 32, [&](int64_t r0, int64_t r1) { rows(px, out.data(), r0, r1); }); };
     // A fast loop that computes something else is no baseline: check it once
-    // against the JIT's row kernel (the single op, traced).
+    // against the JIT's row kernel (the single op, traced). The two sum in
+    // different orders, so they agree to float rounding: 1e-4 of the larger
+    // of a value and a hundredth of the largest.
     run();
     const Tensor want = op(x);
     const double error = max_relative_error(out.data(), want.data_ptr<float>(), kRows * kCols);
-    if (error > 1e-5) state.SkipWithError(("differs from the JIT's result: " + std::to_string(error)).c_str());
+    if (error > 1e-4) state.SkipWithError(("differs from the JIT's result: " + std::to_string(error)).c_str());
     for (auto _ : state) {
       run();
       benchmark::DoNotOptimize(out.data());

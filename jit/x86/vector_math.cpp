@@ -88,6 +88,26 @@ void emit_exp(Generator& g, const Xmm& v, const Xmm* scratch) {
   exp_tail(g, v, scratch);
 }
 
+// e^v for v <= 0 (softmax's x - max): emit_exp's reduction and polynomial,
+// bit for bit the same on [-87.33, 0], with one factor 2^n (normal for n >=
+// -126) instead of two; below, where e^v is under FLT_MIN, 0 instead of a
+// denormal (v is clamped to -88: n = -127 gives the factor 0). -inf gives 0
+// and NaN stays NaN.
+void emit_exp_nonpositive(Generator& g, const Xmm& v, const Xmm* scratch) {
+  const Xmm &n = scratch[0], &y = scratch[1];
+  g.vmovups(y, g.vconst(-88.0f));
+  g.vmaxps(v, y, v);  // NaN kept: vmaxps returns the second operand when either is NaN
+  reduce_ln2(g, v, n);
+  exp_polynomial(g, y, v);
+  g.vmulps(y, y, v);
+  g.vfmadd213ps(y, v, v);
+  g.vaddps(y, y, g.vconst_b(1.0f));
+  g.vcvtps2dq(n, n);
+  g.vpaddd(n, n, g.vconst_bits_b(127));
+  g.vpslld(n, n, 23);
+  g.vmulps(v, y, n);
+}
+
 // 2^x = e^(r ln2) 2^n with n = round(x), r = x - n exact, r ln2 formed with
 // ln2 in two floats; x clamped to [-150, 129] as emit_exp's range.
 void emit_exp2(Generator& g, const Xmm& v, const Xmm* scratch) {

@@ -64,6 +64,8 @@ void emit_log(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_tanh(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_sigmoid(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_exp_reference(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
+// e^v for v <= 0 or NaN only (2 scratch): emit_exp's bits on [-87.33, 0], 0 below.
+void emit_exp_nonpositive(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_erf(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_expm1(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_log1p(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);

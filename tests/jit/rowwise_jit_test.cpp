@@ -5,6 +5,8 @@
 // fallbacks (transposed input, dim not last, float64, portable) with their
 // reasons; one compile per (ISA, op) across batch sizes and row lengths; the
 // decomposed softmax and the layer_norm op of the public API reaching the kernel.
+#include <cmath>
+
 #include "guard_page.h"
 #include "jit_test_util.h"
 #include "reference.h"
@@ -58,6 +60,33 @@ TEST(RowwiseJit, LayerNormWithAndWithoutAffine) {
         expect_matches(single("layer_norm", in, {DimVector{shape.back()}, w, b, Scalar(1e-5)}), in, isa, true, 5e-5,
                        5e-5);
       }
+}
+
+// Rows whose mean is large against their spread (1000 ± 1): the kernel's one
+// pass shifted by each row's first element keeps the variance accurate. The
+// output against layer norm computed in double from the same floats.
+TEST(RowwiseJit, LayerNormOfRowsWithALargeMean) {
+  for (int64_t cols : {1, 7, 100, 1000, 4099}) {
+    SCOPED_TRACE(cols);
+    const Tensor x = testing::random({3, cols}, kFloat32, 9, 999, 1001);
+    for (Isa isa : jit_isas())
+      expect_plan_matches<RowKernel>(
+          single("layer_norm", {x}, {DimVector{cols}, false, false, Scalar(1e-5)}), {x}, isa, true,
+          [&](const std::vector<Tensor>& actual, const std::vector<Tensor>&) {
+            const float* px = x.data_ptr<float>();
+            std::vector<double> want(size_t(3 * cols));
+            for (int64_t r = 0; r < 3; ++r) {
+              double mean = 0, var = 0;
+              for (int64_t j = 0; j < cols; ++j) mean += px[r * cols + j];
+              mean /= double(cols);
+              for (int64_t j = 0; j < cols; ++j) var += (px[r * cols + j] - mean) * (px[r * cols + j] - mean);
+              var /= double(cols);
+              for (int64_t j = 0; j < cols; ++j)
+                want[size_t(r * cols + j)] = (px[r * cols + j] - mean) / std::sqrt(var + 1e-5);
+            }
+            testing::expect_values(actual[0], want, 1e-4, 1e-4);
+          });
+  }
 }
 
 TEST(RowwiseJit, LayerNormOverTwoTrailingDims) {
