@@ -207,7 +207,7 @@ std::pair<int, int> thread_grid(int64_t m, int64_t n, int64_t k, int mr, int nr,
 struct Product {
   int64_t m, n, k;
   cpu::MatrixRef<float> a, b;
-  cpu::GemmExtras extras;  // B packed by a function (b unused), an epilogue per finished tile
+  cpu::GemmExtras extras;  // B packed by a function (b unused), an epilogue on finished columns
   float beta;
   float* c;
   int64_t ldc;
