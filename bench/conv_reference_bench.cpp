@@ -193,13 +193,9 @@ void BM_Conv(benchmark::State& state, ConvImpl impl, ConvPass pass, ConvLayerSha
     for (int threads : {1, 2})
       for (const auto& [layer_name, layer] : layers)
         for (const auto& [pass_name, pass] : passes)
-          benchmark::RegisterBenchmark((std::string("BM_Conv/") + impl_name + "/" + pass_name + "/" + layer_name +
-                                        "/threads:" + std::to_string(threads))
-                                           .c_str(),
-                                       BM_Conv, impl, pass, layer, threads)
-              ->UseRealTime()
-              ->MinTime(0.1)
-              ->Unit(benchmark::kMillisecond);
+          register_reference_row(std::string("BM_Conv/") + impl_name + "/" + pass_name + "/" + layer_name +
+                                     "/threads:" + std::to_string(threads),
+                                 BM_Conv, impl, pass, layer, threads);
   return true;
 }();
 

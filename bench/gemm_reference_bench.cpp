@@ -178,12 +178,9 @@ void BM_Gemm(benchmark::State& state, GemmImpl impl, GemmShape s, int threads) {
   for (const auto& [impl_name, impl] : impls)
     for (int threads : {1, 2})
       for (const GemmShape& s : shapes)
-        benchmark::RegisterBenchmark(
-            ("BM_Gemm/" + std::string(impl_name) + "/" + s.name() + "/threads:" + std::to_string(threads)).c_str(),
-            BM_Gemm, impl, s, threads)
-            ->UseRealTime()
-            ->MinTime(0.1)
-            ->Unit(benchmark::kMillisecond);
+        register_reference_row(
+            "BM_Gemm/" + std::string(impl_name) + "/" + s.name() + "/threads:" + std::to_string(threads), BM_Gemm,
+            impl, s, threads);
   return true;
 }();
 

@@ -101,6 +101,12 @@ inline double process_cpu_seconds() {
 // when `want` is null). Counter cpus_used: the process's CPU seconds per
 // second in the loop, which shows whether a library ran on the threads it was
 // given (a threads:1 row near 1, threads:2 near 2 unless the machine is busy).
+// Registers one row of the reference comparisons under `name`, as every
+// row of them runs: real time, short (the whole set in a few minutes), ms.
+template <class Fn, class... Args> void register_reference_row(const std::string& name, Fn fn, Args... args) {
+  benchmark::RegisterBenchmark(name.c_str(), fn, args...)->UseRealTime()->MinTime(0.1)->Unit(benchmark::kMillisecond);
+}
+
 template <class Product>
 void time_product(benchmark::State& state, Product&& product, const float* got, const float* want, int64_t n) {
   product();

@@ -1,4 +1,4 @@
-// The tracing runtime's own costs (DESIGN §1): recording an op, replaying a
+// The tracing runtime's own costs (docs/DESIGN.md §1): recording an op, replaying a
 // hot trace from the cache, and a dynamic-length RNN whose every step reads a
 // value (item()), so every step is one short trace: traced against eager and
 // a handwritten loop.

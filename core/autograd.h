@@ -1,4 +1,4 @@
-// Reverse-mode automatic differentiation over the op table (DESIGN §3.1, §3.3).
+// Reverse-mode automatic differentiation over the op table (docs/DESIGN.md §3.1, §3.3).
 //
 // When grad mode is on and an op's input requires grad, `call` records a Node
 // holding the op, its attributes and the tensors its gradient needs. Every

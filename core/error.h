@@ -1,4 +1,4 @@
-// nnvm::Error: the one exception type for user mistakes (DESIGN §3.12).
+// nnvm::Error: the one exception type for user mistakes (docs/DESIGN.md §3.12).
 // Every message names the op, the shapes involved and what was expected, so a
 // user can fix the call without reading nnvm's source. Internal invariants use
 // NNVM_DCHECK, which aborts in debug builds only.

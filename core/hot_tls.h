@@ -1,4 +1,4 @@
-// The model of the few thread-locals every op reads (DESIGN §1: the per-op
+// The model of the few thread-locals every op reads (docs/DESIGN.md §1: the per-op
 // path). The library's thread-locals go through TLS descriptors
 // (CMakeLists.txt), a call per access that keeps it loadable with dlopen;
 // the ones marked NNVM_HOT_TLS use the initial-exec model instead, a load at

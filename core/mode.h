@@ -1,4 +1,4 @@
-// Eager or traced (DESIGN §1). In traced mode (the default) each computing op
+// Eager or traced (docs/DESIGN.md §1). In traced mode (the default) each computing op
 // appends a node to the calling thread's trace and returns a lazy tensor;
 // the trace runs (flushes) when a value is needed: data access, item(),
 // printing, mark_step(), an optimizer step, or the trace size cap. In eager

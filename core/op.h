@@ -1,4 +1,4 @@
-// The op table (DESIGN §3.1). Every op, built-in or a user's, is declared once
+// The op table (docs/DESIGN.md §3.1). Every op, built-in or a user's, is declared once
 // here: its name, how many inputs it takes, how it infers output shapes and
 // dtypes (or, for a view, the view's layout), and a kernel per device. Ops are
 // called only through `call`/`call_inplace`, which is where autograd and the

@@ -1,6 +1,6 @@
 // A Storage is one block of device memory shared by every view of it. It owns
 // the version counter that in-place ops bump (autograd refuses saved tensors
-// whose version moved, DESIGN §3.3).
+// whose version moved, docs/DESIGN.md §3.3).
 #pragma once
 
 #include <atomic>

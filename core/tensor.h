@@ -1,4 +1,4 @@
-// nnvm::Tensor: a handle to a view of a Storage (DESIGN §3.2). Copying a Tensor
+// nnvm::Tensor: a handle to a view of a Storage (docs/DESIGN.md §3.2). Copying a Tensor
 // copies the handle, not the data, as in libtorch. Methods follow libtorch's
 // names and argument order; each forwards to one op of the op table. As in
 // libtorch, in-place methods (add_, zero_, ...) are const: they change the

@@ -1,4 +1,4 @@
-// The process-wide thread pool (DESIGN §3.11). Kernels split their outer
+// The process-wide thread pool (docs/DESIGN.md §3.11). Kernels split their outer
 // iteration space with parallel_for. The split depends only on the range, the
 // grain and the thread count, so a kernel that reduces each chunk in a fixed
 // order gives bit-identical results for the same thread count.

@@ -1,4 +1,4 @@
-// The kernel cache (DESIGN §3.5): a fusion group's signature -> its compiled
+// The kernel cache (docs/DESIGN.md §3.5): a fusion group's signature -> its compiled
 // code, shared by every trace and thread of the process. Traces that differ
 // outside a group (dynamic control flow, another batch size) share the
 // group's kernel, so each kernel compiles once. The key is the group's own

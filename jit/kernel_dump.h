@@ -1,4 +1,4 @@
-// What a compiled kernel is, for people and profilers (DESIGN §3.13):
+// What a compiled kernel is, for people and profilers (docs/DESIGN.md §3.13):
 //   - NNVM_DUMP=DIR writes each kernel beside the plans (trace/dump.h):
 //       kernel-<hash>-<isa>.bin       its machine code and constant table, as
 //                                     mapped (objdump -D -b binary -mi386:x86-64)

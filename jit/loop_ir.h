@@ -1,4 +1,4 @@
-// LoopIR (DESIGN §3.8): a pointwise fusion group lowered for code generation.
+// LoopIR (docs/DESIGN.md §3.8): a pointwise fusion group lowered for code generation.
 // Two halves, split by when they are known:
 //   - LoopIR, built once per group signature: the group's expression DAG over
 //     primitives a vector unit has (add, mul, exp, tanh, ...), which operands

@@ -1,4 +1,4 @@
-// The JIT path of a pointwise group program (DESIGN §3.8). A group is lowered
+// The JIT path of a pointwise group program (docs/DESIGN.md §3.8). A group is lowered
 // to LoopIR once, when its program is built; a run whose operand layouts
 // differ from the last run's computes its LoopSpace and takes the kernel for
 // (ISA, access pattern) from the KernelCache under

@@ -1,4 +1,4 @@
-// The JIT path of a reduction group (DESIGN §3.8): a pointwise prologue closed
+// The JIT path of a reduction group (docs/DESIGN.md §3.8): a pointwise prologue closed
 // by sum, mean, amax/max, amin/min, prod or logsumexp, or one such reduction
 // alone, computed in float32 and double (lower_reduction says which dtypes);
 // or argmax/argmin, alone or after a prologue (int64 indices out). A result that is not float32

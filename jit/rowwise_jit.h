@@ -1,5 +1,5 @@
 // The JIT path of a single-op group whose op works row by row along the last
-// dim (DESIGN §3.8): softmax, log_softmax, layer_norm, layer_norm_backward,
+// dim (docs/DESIGN.md §3.8): softmax, log_softmax, layer_norm, layer_norm_backward,
 // cross_entropy, cross_entropy_backward, rms_norm and rms_norm_backward in
 // float32. The row kernel (jit/x86/rowwise_kernel.h) comes from the KernelCache under
 // "x86-<isa>-rowwise-<op+flags>", one per (ISA, op, flags) for the process:

@@ -1,5 +1,5 @@
 // A map with a fixed capacity that evicts its least recently used entry
-// (DESIGN §3.6: both caches are bounded). The trace cache keeps its entries
+// (docs/DESIGN.md §3.6: both caches are bounded). The trace cache keeps its entries
 // and its structure index in one each; the kernel cache is meant to reuse it.
 // Not thread-safe: its owner holds the lock.
 #pragma once

@@ -1,4 +1,4 @@
-// NNVM_DUMP=DIR (DESIGN §3.13): every compiled plan writes what it is to DIR,
+// NNVM_DUMP=DIR (docs/DESIGN.md §3.13): every compiled plan writes what it is to DIR,
 // named by the optimised trace's signature hash:
 //   plan-<hash>.dot  Graphviz: inputs, nodes, one `subgraph cluster_N` per
 //                    fusion group, and on each edge that crosses groups the

@@ -1,4 +1,4 @@
-// The portable executor (DESIGN §1 "Plan runs", §3.7, §3.10): a hot trace's
+// The portable executor (docs/DESIGN.md §1 "Plan runs", §3.7, §3.10): a hot trace's
 // compiled form. At construction it groups the optimised trace (fuse), orders
 // the groups, takes each group's program from the KernelCache
 // (trace/group_program.h) and plans memory with the groups as steps. run()

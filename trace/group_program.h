@@ -1,4 +1,4 @@
-// The portable program of one fusion group (DESIGN §1, §3.7): the group's
+// The portable program of one fusion group (docs/DESIGN.md §1, §3.7): the group's
 // nodes run with their own reference kernels, so every op is fusable with no
 // per-op code. A fused group runs as one loop over tiles of its iteration
 // space: each tile runs every node on tile-sized views, and the values only

@@ -1,5 +1,5 @@
 // Runs a trace node by node with the reference kernels: the unfused path a
-// cold trace takes (DESIGN §3.6), and the reference every optimised plan is
+// cold trace takes (docs/DESIGN.md §3.6), and the reference every optimised plan is
 // tested against.
 #pragma once
 

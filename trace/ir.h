@@ -1,4 +1,4 @@
-// The trace IR (DESIGN §1, §3.2-3.4): a straight-line program of op-table
+// The trace IR (docs/DESIGN.md §1, §3.2-3.4): a straight-line program of op-table
 // nodes over values. A value is a trace input (a materialised tensor passed
 // at run time: its data pointer and storage offset are never part of the
 // trace) or an output of a node. Values carry shape, dtype and strides, so
@@ -31,7 +31,7 @@ struct Value {
 };
 
 // A Scalar attribute bound at run time: attrs[attr] takes the value of the
-// trace's Scalar slot `slot` (DESIGN §3.4: Scalars are kernel arguments).
+// trace's Scalar slot `slot` (docs/DESIGN.md §3.4: Scalars are kernel arguments).
 struct ScalarSlot {
   int32_t attr;
   int32_t slot;
@@ -137,7 +137,7 @@ inline bool same_dims(IntArrayRef a, IntArrayRef b) {
   return true;
 }
 
-// A few well-known constants are pinned (DESIGN §3.4, refined): a recorded
+// A few well-known constants are pinned (docs/DESIGN.md §3.4, refined): a recorded
 // Scalar is a run-time argument, but a signature records which pinned
 // constant it is, if any: 0, -0, ±1, ±0.5, ±2, 3, √2, 1/√2, √(2/π), 0.044715.
 // Every trace sharing a plan then has the same value there, so passes may
@@ -181,7 +181,7 @@ Tensor meta_tensor(const Value& v);
 
 // Appends an attribute's canonical text. Scalars are written as their kind
 // only ("f64"/"i64"/"bool") unless `with_scalar_values`: a Scalar is a
-// run-time argument, never part of a signature (DESIGN §3.4).
+// run-time argument, never part of a signature (docs/DESIGN.md §3.4).
 void append_attr(std::string& out, const AttrValue& a, bool with_scalar_values);
 
 }  // namespace nnvm::trace

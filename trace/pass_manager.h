@@ -1,4 +1,4 @@
-// The hot-trace pipeline (DESIGN §1): an ordered list of named passes over
+// The hot-trace pipeline (docs/DESIGN.md §1): an ordered list of named passes over
 // one Trace. Users add their own passes beside the built-in ones. After each
 // pass the IR is verified (always in debug builds, and wherever
 // `verify_each_pass` is set, as tests do), so a broken pass is named at once

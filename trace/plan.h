@@ -1,4 +1,4 @@
-// A Plan is what the trace cache keeps for a hot signature (DESIGN §1): a
+// A Plan is what the trace cache keeps for a hot signature (docs/DESIGN.md §1): a
 // compiled form of one trace that any later trace with the same signature
 // replays, with that trace's inputs and Scalar values as run-time arguments.
 #pragma once

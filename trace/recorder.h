@@ -1,4 +1,4 @@
-// The recorder (DESIGN §1, §3.2, §3.3): in traced mode every computing op
+// The recorder (docs/DESIGN.md §1, §3.2, §3.3): in traced mode every computing op
 // lands here instead of running. Each thread records its own Trace; the
 // outputs are lazy tensors whose storages have no memory until the trace
 // flushes. A flush looks the trace up in the process-wide TraceCache: cold

@@ -1,4 +1,4 @@
-// Trace signatures (DESIGN §3.4, STYLE habit 4): the key of the trace cache.
+// Trace signatures (docs/DESIGN.md §3.4, STYLE habit 4): the key of the trace cache.
 // A canonical text of the ops, their structural attributes, the topology and
 // the inputs' dtypes, shapes and strides. Scalar attribute values, data
 // addresses and storage offsets are run-time arguments and never part of it,

@@ -1,4 +1,4 @@
-// The trace cache (DESIGN §3.5, §3.6): trace signature -> entry. Every flush
+// The trace cache (docs/DESIGN.md §3.5, §3.6): trace signature -> entry. Every flush
 // looks its trace up here. A signature seen fewer than `hot` times is cold:
 // the caller interprets the trace as it is. On its `hot`-th sighting the
 // entry is compiled once, by the caller-supplied pipeline (for now the

@@ -1,4 +1,4 @@
-// The arg-reduction kernel (DESIGN §3.8): argmax or argmin, along the
+// The arg-reduction kernel (docs/DESIGN.md §3.8): argmax or argmin, along the
 // reduction axis of a ReduceSpace, of a reduction LoopIR's stored value (a
 // pointwise prologue over inputs of any loadable dtype, prologue.h, or one
 // float32, float16 or bfloat16 load), int64 indices out, for one ISA, one axis

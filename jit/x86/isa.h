@@ -1,4 +1,4 @@
-// Which vector instruction set the JIT emits (DESIGN §3.8). Picked once from
+// Which vector instruction set the JIT emits (docs/DESIGN.md §3.8). Picked once from
 // CPUID: AVX-512F (zmm, opmask tails) when the CPU has it, else AVX2 with FMA
 // (ymm, masked loads and stores), else none, and the portable tile programs
 // run. NNVM_ISA=avx512|avx2|portable (core/knobs.h) or set_isa() forces one;

@@ -1,4 +1,4 @@
-// The pointwise kernel kind (DESIGN §3.8): one class generating the machine
+// The pointwise kernel kind (docs/DESIGN.md §3.8): one class generating the machine
 // code of a LoopIR for one ISA and one access pattern (how each operand's
 // inner dim is read: contiguous, broadcast, or gathered at a stride).
 //

@@ -1,4 +1,4 @@
-// A reduction's pointwise prologue (DESIGN §3.8): the expression DAG of a
+// A reduction's pointwise prologue (docs/DESIGN.md §3.8): the expression DAG of a
 // reduction LoopIR, whose one store is the reduced value, evaluated one
 // vector at a time into registers from a pool, each freed at its value's last
 // use. The reduction kernels (ReduceKernel, ArgReduceKernel) own their

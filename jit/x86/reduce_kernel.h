@@ -1,4 +1,4 @@
-// The reduction kernel kind (DESIGN §3.8): one class generating the code of a
+// The reduction kernel kind (docs/DESIGN.md §3.8): one class generating the code of a
 // reduction LoopIR (a pointwise prologue DAG whose one store is reduced by
 // sum, mean, max, min, prod or logsumexp) for one ISA, one reduction axis and one access
 // pattern (per input: contiguous or broadcast along the vector axis). Inputs

@@ -1,4 +1,4 @@
-// The row-wise kernel kind (DESIGN §3.8): the single ops that normalise or
+// The row-wise kernel kind (docs/DESIGN.md §3.8): the single ops that normalise or
 // reduce each row of their input's last dim and that the recognise pass makes
 // (softmax, log_softmax, layer_norm, rms_norm) or autograd records (layer_norm_backward,
 // cross_entropy and its backward), as one class generating the code for one

@@ -111,7 +111,7 @@ TEST_F(Runtime, ShapeErrorsRaiseAtTheCall) {
   EXPECT_EQ(trace::recorder_stats().nodes, 0);
 }
 
-// DESIGN §3.4: storage offsets are run-time arguments. A peer's JIT replays
+// docs/DESIGN.md §3.4: storage offsets are run-time arguments. A peer's JIT replays
 // the offset it captured; here the same plan must read the new rows.
 TEST_F(Runtime, AHotTraceReadsViewsAtNewOffsets) {
   const Tensor big = random({12, 4}, kFloat32, 6);
@@ -338,7 +338,7 @@ TEST_F(Runtime, OptimizerUpdatesAParameterReadBeforeAndAfter) {
   expect_same(pt, pe);
 }
 
-// DESIGN §3.5: a loop whose trip count depends on the data records a
+// docs/DESIGN.md §3.5: a loop whose trip count depends on the data records a
 // different trace for each count, but the traces share their fusion groups,
 // and each group compiles once.
 TEST_F(Runtime, TracesOfADataDependentLoopShareTheirKernels) {

@@ -1,4 +1,4 @@
-// Recorded Scalars are run-time arguments (DESIGN §3.4): a plan compiled from
+// Recorded Scalars are run-time arguments (docs/DESIGN.md §3.4): a plan compiled from
 // one trace replays another with other values, so no pass may depend on what
 // a slotted Scalar holds now, and the interpreter and bind_scalars take the
 // values of the trace being replayed.

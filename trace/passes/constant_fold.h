@@ -1,4 +1,4 @@
-// Constant folding (DESIGN §1, hot passes): a node whose inputs are all
+// Constant folding (docs/DESIGN.md §1, hot passes): a node whose inputs are all
 // constants (creation ops such as full/arange/eye have none) is run once with
 // its reference kernel and replaced by a constant the trace owns.
 //

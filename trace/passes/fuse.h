@@ -1,4 +1,4 @@
-// Fusion grouping (DESIGN §1 "fuse", §3.7): decides which nodes of a trace
+// Fusion grouping (docs/DESIGN.md §1 "fuse", §3.7): decides which nodes of a trace
 // run as one kernel. Decisions only: jit/ turns each group into code, and
 // plan_memory places only what crosses a group boundary.
 //

@@ -1,4 +1,4 @@
-// Memory planning (DESIGN §1 "plan memory", §3.10): a compiled plan takes one
+// Memory planning (docs/DESIGN.md §1 "plan memory", §3.10): a compiled plan takes one
 // arena and places every intermediate in it by liveness, so a trace of N ops
 // needs the memory of its widest point, not of N tensors.
 //

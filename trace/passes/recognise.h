@@ -1,4 +1,4 @@
-// Recognition of composite ops written out with elementary ones (DESIGN §1,
+// Recognition of composite ops written out with elementary ones (docs/DESIGN.md §1,
 // hot passes): the chain becomes the single op, so the executor runs one
 // row-wise or pointwise kernel instead of several, with no intermediates.
 //   e = exp(x - amax(x, {d}, true)); e / e.sum({d}, true)   -> softmax(x, d)

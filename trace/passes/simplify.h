@@ -1,4 +1,4 @@
-// Algebraic simplification (DESIGN §1, hot passes): rewrites that give
+// Algebraic simplification (docs/DESIGN.md §1, hot passes): rewrites that give
 // bit-identical results under IEEE 754, and nothing else.
 //   x * 1, x / 1        -> x      (when the op keeps x's dtype)
 //   x + s, s == -0.0    -> x      (x - 0.0 is x + (-0.0); integers: any zero)
