@@ -87,9 +87,12 @@ std::atomic<int>& forced_rows() {
   return mr;
 }
 
-std::vector<int> candidates(Isa isa) {
-  if (isa == Isa::kAvx512) return {12, 14, 8};
-  return {6};
+// The tile heights tuning times, the default first (a table: looked up on every product).
+const std::vector<int>& candidates(Isa isa) {
+  // never destroyed: pool threads may multiply during exit
+  static const auto* avx512 = new std::vector<int>{12, 14, 8};
+  static const auto* avx2 = new std::vector<int>{6};
+  return isa == Isa::kAvx512 ? *avx512 : *avx2;
 }
 
 struct Choice {
@@ -126,7 +129,7 @@ void load_tuning(Tuning& t, Isa isa) {
   const std::string path = tuning_file(isa);
   if (path.empty()) return;
   std::ifstream in(path);
-  const std::vector<int> allowed = candidates(isa);
+  const std::vector<int>& allowed = candidates(isa);
   for (std::string line; std::getline(in, line);) {
     const size_t tab = line.rfind('\t');
     if (tab == std::string::npos) continue;
@@ -159,14 +162,13 @@ const char* layout(cpu::MatrixRef<float> x) {
 }
 
 struct Blocking {
-  Isa isa;
   int nr;
   int64_t kc_max, mc_elems, nc_max;
 };
 
 Blocking blocking(Isa isa, int threads) {
   const cpu::CpuFeatures& cpu = cpu::cpu_features();
-  Blocking b{isa, 2 * lanes(isa), 0, 0, 0};
+  Blocking b{2 * lanes(isa), 0, 0, 0};
   // B's micro-panel (kc × NR floats) a 32nd of L2 (64 KiB of 2 MiB: kc 512
   // with AVX-512). Measured on a Xeon with 48 KiB of L1 and 2 MiB of L2,
   // 1024³: kc 384..512 ran 5-10% faster than a micro-panel in half of L1
@@ -419,10 +421,10 @@ namespace {
 void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
                   const cpu::GemmExtras& extras, float beta, float* c, int64_t ldc) {
   const int threads = m * n * k < cpu::kGemmParallelWork ? 1 : parallel_threads();
-  const std::vector<int> tiles = candidates(isa);
+  const std::vector<int>& tiles = candidates(isa);
   const int forced = forced_rows().load(std::memory_order_relaxed);
   const bool tune = forced == 0 && tiles.size() > 1 && m * n * k >= kTuneWork;
-  const bool log = log_enabled("jit");
+  static const bool log = log_enabled("jit");  // NNVM_LOG is read once
   auto product = [&](int mr) {
     return Product{m, n, k, a, b, extras, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa};
   };
