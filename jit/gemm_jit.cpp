@@ -51,7 +51,7 @@ int lanes(Isa isa) { return isa == Isa::kAvx512 ? 16 : 8; }
 // ---- compiled kernels: one per (ISA, rows, vectors), compiled at first use, kept for the process.
 
 struct KernelTable {
-  std::atomic<const GemmTileKernel*> slot[2][3][kMaxRows + 1] = {};
+  std::atomic<const GemmTileKernel*> slot[2][2][3][kMaxRows + 1] = {};  // [AVX-512][B by rows][vectors][mr]
   std::mutex mutex;
   std::vector<std::unique_ptr<GemmTileKernel>> owned;
 };
@@ -61,13 +61,13 @@ KernelTable& kernels() {
   return *table;
 }
 
-const GemmTileKernel& tile_kernel(Isa isa, int mr, int vectors) {
-  std::atomic<const GemmTileKernel*>& slot = kernels().slot[isa == Isa::kAvx512][vectors][mr];
+const GemmTileKernel& tile_kernel(Isa isa, int mr, int vectors, bool b_rows) {
+  std::atomic<const GemmTileKernel*>& slot = kernels().slot[isa == Isa::kAvx512][b_rows][vectors][mr];
   if (const GemmTileKernel* k = slot.load(std::memory_order_acquire)) return *k;
   std::lock_guard<std::mutex> lock(kernels().mutex);
   if (const GemmTileKernel* k = slot.load(std::memory_order_acquire)) return *k;
   const auto start = std::chrono::steady_clock::now();
-  const GemmTileSpec spec{mr, vectors};
+  const GemmTileSpec spec{mr, vectors, b_rows};
   auto kernel = std::make_unique<GemmTileKernel>(isa, spec);
   publish_kernel("gemm", spec.name(), isa, kernel->entry(), kernel->code_bytes(), spec.name());
   if (log_enabled("jit")) {
@@ -153,6 +153,17 @@ int lg(int64_t v) {
   return bits;
 }
 
+// The tile height of a product too small to time: the candidate that pads
+// the fewest rows (64 rows: 8, not 12, whose last tile would be 4 rows of
+// 12), the default on a tie. Small products are where the padded tile
+// costs most: a convolution's 64 output channels, image by image.
+int untuned_rows(const std::vector<int>& tiles, int64_t m) {
+  int best = tiles[0];
+  for (int mr : tiles)
+    if (round_up(m, mr) < round_up(m, best)) best = mr;
+  return best;
+}
+
 // ---- blocking.
 
 const char* layout(cpu::MatrixRef<float> x) {
@@ -209,7 +220,7 @@ std::pair<int, int> thread_grid(int64_t m, int64_t n, int64_t k, int mr, int nr,
 struct Product {
   int64_t m, n, k;
   cpu::MatrixRef<float> a, b;
-  cpu::GemmExtras extras;  // B packed by a function (b unused), an epilogue on finished columns
+  cpu::GemmExtras extras;  // B's rows by a table (b unused), an epilogue on finished columns
   float beta;
   float* c;
   int64_t ldc;
@@ -241,7 +252,8 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   // Copied rows: an odd number of cache lines apart, so the rows of a tile fall in different sets.
   const int64_t a_stride = (ceil_div(plan.kc, 16) | 1) * 16;
   float* abuf = plan.a == GemmA::kInPlace ? nullptr : cpu::gemm_scratch<float>(0, round_up(plan.mc, mr) * a_stride);
-  float* bbuf = cpu::gemm_scratch<float>(1, plan.kc * round_up(std::min(plan.nc, n1 - n0), nr));
+  const cpu::RowTableB* table = x.extras.row_table_b;
+  float* bbuf = table ? nullptr : cpu::gemm_scratch<float>(1, plan.kc * round_up(std::min(plan.nc, n1 - n0), nr));
   GemmTileCall call;
   const cpu::GemmEpilogue* epilogue = x.extras.epilogue;
   for (int64_t jc = n0; jc < n1; jc += plan.nc) {
@@ -255,11 +267,12 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       else if (x.beta == 1.f) call.store = GemmStore::kAccumulate;
       else call.store = GemmStore::kBeta;
       call.beta = x.beta;
-      const float* bpanel = x.b.data + pc * x.b.rs + jc * x.b.cs;
+      const float* bpanel = table ? table->base + jc : x.b.data + pc * x.b.rs + jc * x.b.cs;
+      call.b_rows = table ? table->rows + pc : nullptr;
       // Packed: every micro-panel; in place: only a last, narrower one,
-      // whose full vectors would read past B.
-      if (x.extras.packed_b) x.extras.packed_b->pack(x.extras.packed_b->ctx, pc, kcb, jc, ncb, nr, bbuf);
-      else
+      // whose full vectors would read past B (B by a table: none, its
+      // rows are readable past n).
+      if (!table)
         for (int64_t jr = plan.b_direct ? ncb / nr * nr : 0; jr < ncb; jr += nr)
           cpu::gemm_pack_b(vector_bytes, bpanel + jr * x.b.cs, x.b.rs, x.b.cs, kcb, std::min<int64_t>(nr, ncb - jr),
                            bbuf + jr * kcb);
@@ -272,7 +285,9 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
         call.ldc_bytes = x.ldc * 4;
         auto tile = [&](int64_t ir, int64_t jr) {
           const int cols = int(std::min<int64_t>(nr, ncb - jr)), rows = int(std::min<int64_t>(mr, mcb - ir));
-          if (plan.b_direct && cols == nr) {
+          if (table) {
+            call.b = bpanel + jr;
+          } else if (plan.b_direct && cols == nr) {
             call.b = bpanel + jr;
             call.b_k_bytes = x.b.rs * 4;
           } else {
@@ -294,7 +309,7 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
             call.a_k_bytes = rows * 4;
           }
           call.c = x.c + (ic + ir) * x.ldc + jc + jr;
-          tile_kernel(x.isa, rows, cols > L ? 2 : 1).run(call);
+          tile_kernel(x.isa, rows, cols > L ? 2 : 1, table != nullptr).run(call);
         };
         // B's micro-panel stays in L1/L2 while A's row tiles pass it. After
         // the last k block, C's columns are final a panel at a time: the
@@ -333,17 +348,21 @@ void run_product(const Product& x) {
 }
 
 // Whether `rows` rows `stride` bytes apart, read in place along k, fall in
-// enough different sets of L1 (64 sets of 64-byte lines) to stay there
-// beside B's micro-panel. Rows 4 KiB apart (a 1024-float leading dim) all
-// map to the same sets and evict each other: that A is packed instead.
+// enough different sets of L1 (64 sets of 64-byte lines, 8 to 12 ways) to
+// stay there beside B's micro-panel: at most 4 rows share a set. Rows 4 KiB
+// apart (a 1024-float leading dim) all map to the same sets and evict each
+// other: that A is copied instead. Rows 9 KiB apart (a convolution's 3×3
+// taps over 256 channels) share a set 3 to a set: in place, where copying
+// the weights each call was a tenth of a ResNet's inference at batch 1.
 bool rows_spread_over_l1(int64_t stride, int rows) {
-  uint64_t sets = 0;
-  for (int i = 0; i < rows; ++i) sets |= uint64_t(1) << ((int64_t(i) * stride / 64) % 64);
-  return std::popcount(sets) * 4 >= rows * 3;
+  std::array<int, 64> in_set{};
+  for (int i = 0; i < rows; ++i)
+    if (++in_set[size_t((int64_t(i) * stride / 64) % 64)] > 4) return false;
+  return true;
 }
 
 GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
-                   int threads, int mr) {
+                   bool b_table, int threads, int mr) {
   const Blocking blk = blocking(isa, threads);
   GemmPlan plan;
   plan.mr = mr;
@@ -358,6 +377,7 @@ GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<floa
   if (a.cs == 1) plan.a = rows_spread_over_l1(a.rs * 4, mr) ? GemmA::kInPlace : GemmA::kCopiedRows;
   // B in place when its rows are contiguous and one row tile meets each panel.
   plan.b_direct = b.cs == 1 && block_rows <= mr;
+  plan.b_table = b_table;
   return plan;
 }
 
@@ -366,7 +386,7 @@ GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<floa
 std::string GemmPlan::describe() const {
   std::ostringstream s;
   s << mr << "x" << nr << " tile, kc " << kc << " mc " << mc << " nc " << nc << ", threads " << tm << "x" << tn
-    << ", A " << (a == GemmA::kInPlace ? "in place" : a == GemmA::kCopiedRows ? "rows copied" : "packed") << ", B " << (b_direct ? "in place" : "packed");
+    << ", A " << (a == GemmA::kInPlace ? "in place" : a == GemmA::kCopiedRows ? "rows copied" : "packed") << ", B " << (b_table ? "rows by table" : b_direct ? "in place" : "packed");
   return s.str();
 }
 
@@ -375,7 +395,7 @@ GemmPlan gemm_plan(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu
   const Isa isa = active_isa();
   if (isa == Isa::kPortable) return GemmPlan{};
   const int forced = forced_rows().load(std::memory_order_relaxed);
-  return make_plan(isa, m, n, k, a, b, threads, forced ? forced : candidates(isa)[0]);
+  return make_plan(isa, m, n, k, a, b, false, threads, forced ? forced : candidates(isa)[0]);
 }
 
 std::vector<int> gemm_tile_rows_candidates() {
@@ -426,12 +446,13 @@ void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float
   const bool tune = forced == 0 && tiles.size() > 1 && m * n * k >= kTuneWork;
   static const bool log = log_enabled("jit");  // NNVM_LOG is read once
   auto product = [&](int mr) {
-    return Product{m, n, k, a, b, extras, beta, c, ldc, make_plan(isa, m, n, k, a, b, threads, mr), isa};
+    return Product{m, n, k, a, b, extras, beta, c, ldc,
+                   make_plan(isa, m, n, k, a, b, extras.row_table_b != nullptr, threads, mr), isa};
   };
-  if (!tune && !log) return run_product(product(forced ? forced : tiles[0]));
+  if (!tune && !log) return run_product(product(forced ? forced : untuned_rows(tiles, m)));
   std::ostringstream text;
   text << isa_name(isa) << " m" << lg(m) << " n" << lg(n) << " k" << lg(k) << " a:" << layout(a)
-       << " b:" << (extras.packed_b ? "packed" : layout(b)) << " t" << threads;
+       << " b:" << (extras.row_table_b ? "table" : layout(b)) << " t" << threads;
   const std::string key = text.str();
   Tuning& t = tuning();
   int trial = -1, chosen = 0;
@@ -439,7 +460,7 @@ void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float
     std::lock_guard<std::mutex> lock(t.mutex);
     load_tuning(t, isa);
     Choice& choice = t.choices[key];
-    if (!tune) choice.chosen = forced ? forced : tiles[0];
+    if (!tune) choice.chosen = forced ? forced : untuned_rows(tiles, m);
     chosen = choice.chosen;
     if (!chosen) trial = choice.trials++;
   }
@@ -485,7 +506,7 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
   const Isa isa = active_isa();
   if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0) return false;
   // the few-row products' order of sums is the C++ kernels' (gemm_adds_c_last)
-  if (!extras.packed_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+  if (!extras.row_table_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
   gemm_product(isa, m, n, k, a, b, extras, beta, c, ldc);
   return true;
 }

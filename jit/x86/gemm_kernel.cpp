@@ -28,7 +28,7 @@ int registers_needed(Isa isa, int mr, int vectors) {
 }  // namespace
 
 std::string GemmTileSpec::name() const {
-  return "gemm-" + std::to_string(mr) + "x" + std::to_string(vectors);
+  return "gemm-" + std::to_string(mr) + "x" + std::to_string(vectors) + (b_rows ? "-rows" : "");
 }
 
 bool GemmTileKernel::fits(Isa isa, int mr, int vectors) {
@@ -55,6 +55,7 @@ void GemmTileKernel::generate() {
   const Reg64 args = rdi, c = rsi, ldc = rax, kleft = rdx;
   const Reg64 base[3] = {r8, r9, r10};
   const Reg64 s1 = r11, s3 = r12, s5 = r13, a_step = r14, b = r15, b_step = rbx;
+  const Reg64 table = rcx, offset = rbp;  // a b_rows kernel's (rcx is free until the store)
   auto acc = [&](int i, int h) { return vreg(i * nv + h); };
   auto bvec = [&](int h) { return vreg(mr * nv + h); };
   const Xmm tmp = vreg(mr * nv + nv);
@@ -84,6 +85,7 @@ void GemmTileKernel::generate() {
   mov(a_step, arg(offsetof(GemmTileCall, a_k_bytes)));
   mov(b, arg(offsetof(GemmTileCall, b)));
   mov(b_step, arg(offsetof(GemmTileCall, b_k_bytes)));
+  if (spec_.b_rows) mov(table, arg(offsetof(GemmTileCall, b_rows)));
   mov(c, arg(offsetof(GemmTileCall, c)));
   mov(ldc, arg(offsetof(GemmTileCall, ldc_bytes)));
   mov(kleft, arg(offsetof(GemmTileCall, kc)));
@@ -101,7 +103,13 @@ void GemmTileKernel::generate() {
 
   // One step of k: a row of B, then each row's broadcast element of A.
   auto step = [&]() {
-    for (int h = 0; h < nv; ++h) vmovups(bvec(h), ptr[b + h * width * 4]);
+    if (spec_.b_rows) {
+      mov(offset, ptr[table]);
+      add(table, 8);
+      for (int h = 0; h < nv; ++h) vmovups(bvec(h), ptr[b + offset * 4 + h * width * 4]);
+    } else {
+      for (int h = 0; h < nv; ++h) vmovups(bvec(h), ptr[b + h * width * 4]);
+    }
     for (int i = 0; i < mr; ++i) {
       if (avx512() && nv == 1) {
         vfmadd231ps(acc(i, 0), bvec(0), ptr_b[row_of_a(i).getRegExp()]);
@@ -111,7 +119,7 @@ void GemmTileKernel::generate() {
       for (int h = 0; h < nv; ++h) vfmadd231ps(acc(i, h), bvec(h), tmp);
     }
     for (int q = 0; q < bases; ++q) add(base[q], a_step);
-    add(b, b_step);
+    if (!spec_.b_rows) add(b, b_step);
   };
   Label unrolled, single, stored;
   L(unrolled);

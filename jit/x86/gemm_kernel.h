@@ -13,7 +13,9 @@
 // Operands are read through run-time byte strides, so one kernel serves a
 // packed A (rows 4 bytes apart, k steps mr·4 apart) and an A read in place
 // (a row-major A: rows lda·4 apart, k steps 4 apart), a packed B panel
-// (k steps NR·4 apart) and a row-major B read in place. Rows past `rows` are
+// (k steps NR·4 apart) and a row-major B read in place; a kernel made for
+// it reads B's rows at offsets from a table instead (a convolution's
+// shifted image, gemm.h RowTableB). Rows past `rows` are
 // neither computed nor stored (each row count is its own kernel); columns
 // past `cols` are computed on whatever B holds there and never stored
 // (AVX-512: opmask, AVX2: vmaskmovps), so no byte past C's tile is touched.
@@ -33,7 +35,8 @@ namespace nnvm::jit::x86 {
 struct GemmTileSpec {
   int mr = 12;      // rows of the tile computed (1..14 on AVX-512, 1..6 on AVX2)
   int vectors = 2;  // vectors of columns (1 or 2)
-  std::string name() const;  // "gemm-12x2"
+  bool b_rows = false;  // B's rows at GemmTileCall::b_rows offsets from b
+  std::string name() const;  // "gemm-12x2", "gemm-12x2-rows"
 };
 
 // What to do with the old C.
@@ -51,6 +54,7 @@ struct alignas(64) GemmTileCall {
   int64_t a_row_bytes = 0;  // between rows of A
   int64_t a_k_bytes = 0;    // between steps of k along A
   int64_t b_k_bytes = 0;    // between rows of B
+  const int64_t* b_rows = nullptr;  // a b_rows kernel's: row p of B at b + b_rows[p] floats
   int64_t ldc_bytes = 0;    // between rows of C
   int64_t kc = 0;           // >= 1
   int32_t cols = 0;         // columns of C stored, 1..vectors·lanes

@@ -1,8 +1,16 @@
-// CPU kernels of "conv2d" and "conv_transpose2d" (core/ops/conv.cpp), both
-// lowered to the GEMM of gemm.h one (image, group) at a time:
-//   conv2d:           out[o, p]  = W[o, (c,kh,kw)] · im2col(x)[(c,kh,kw), p]
-//   conv_transpose2d: col[(o,kh,kw), p] = Wᵀ · x[c, p], then col2im adds each
-//                     column into the output pixels it touches, in a fixed order.
+// CPU kernels of "conv2d" and "conv_transpose2d" (core/ops/conv.cpp), on
+// the GEMM of gemm.h:
+//   conv2d (float32): out[o, p] = W[o, (c,kh,kw)] · im2col(x)[(c,kh,kw), p]
+//                     with the im2col matrix never written: the image is
+//                     copied once into windows whose shifted runs are its
+//                     rows, and the GEMM reads them in place (the direct
+//                     convolution below); a 1×1, stride-1 kernel reads the
+//                     image itself. Other types, or no JIT: im2col written out.
+//   conv_transpose2d: at stride 1 (the input gradient of a stride-1
+//                     convolution) the direct convolution of the flipped
+//                     kernel; otherwise col[(o,kh,kw), p] = Wᵀ · x[c, p],
+//                     then col2im adds each column into the output pixels it
+//                     touches, in a fixed order.
 //   conv2d_backward_weight: dW[o, (c,kh,kw)] = Σ_images g[o, p] · im2col(x)[(c,kh,kw), p],
 //                     over blocks of images whose columns sit side by side; with
 //                     few columns (c·kh·kw <= 16, a first layer) as dot products
@@ -38,7 +46,9 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& out, const Att
           w.size(2), w.size(3), a.i(3), stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
 }
 
-template <class T> T* thread_buffer(int64_t count) {
+// A per-thread buffer of `count` elements that only grows; distinct slots
+// are distinct buffers.
+template <class T, int slot = 0> T* thread_buffer(int64_t count) {
   thread_local std::vector<T> buf;
   if (int64_t(buf.size()) < count) buf.resize(size_t(count));
   return buf.data();
@@ -196,58 +206,160 @@ template <class T> void col2im(T* col, int64_t channels, const Geometry& g, T* o
     }
 }
 
-// The im2col matrix of one image and group as the GEMM's packed right
-// operand (an implicit GEMM, gemm.h PackedB): the GEMM packs rows [p0, p0 +
-// kc) × columns [j0, j0 + cols) straight from the image when it needs them,
-// so the matrix (k × pixels: 7 MB for a 3×3 64-channel layer at 56×56) is
-// never written out and read back. Per row (a tap) and output row, the
-// columns inside the image are one strided copy, the rest zeros.
-struct Im2colOperand {
-  const float* x;
-  int64_t sc, sh, sw;
-  const Geometry* g;
+// ---- direct convolution: the GEMM reads the image where it lies.
+//
+// y[o, (oh, ow)] = Σ_(c,kh,kw) W[o, (c,kh,kw)] · xp[c, s_h·oh + d_h·kh, s_w·ow + d_w·kw]
+// over xp, the image padded with zeros. The image is copied once into
+// windows: for each channel c, each kernel column kw and each row phase a
+// that a tap reads (a = d_h·kh mod s_h), window (c, a, kw) is a plane as
+// wide as the output holding xp[c, s_h·i + a, s_w·ow + d_w·kw] at (i, ow).
+// Tap (c, kh, kw) of output (oh, ow) is then element (oh + d_h·kh div s_h,
+// ow) of window (c, d_h·kh mod s_h, kw): over the output's pixels in order
+// (j = oh·out_width + ow), row (c, kh, kw) of the im2col matrix is that
+// window from its row d_h·kh div s_h on, one run of memory, which the GEMM
+// reads in place through a table of offsets (gemm.h RowTableB) instead of
+// packing it, and its product is the output itself. The copy writes each
+// input pixel kw times (im2col: kh·kw times, packed again by the GEMM).
+// Each output is the same chain of multiply-adds over (c, kh, kw) as the
+// im2col matrix's GEMM, so the bits are the same.
+struct DirectLayout {
+  std::vector<int64_t> phase;  // row phase a -> its windows' place among a channel's, or -1: no tap reads it
+  int64_t rows;                // of a window
+  int64_t window;              // rows · out_width
+  int64_t channel;             // the windows of a channel: phases read · kernel_w · window
+  int64_t size;                // of the buffer: every channel's windows and the slack the GEMM reads past
 };
 
-// Row p of the im2col matrix, columns [j0, j0 + cols), into row[0, cols).
-void im2col_row(const Im2colOperand& op, int64_t p, int64_t j0, int64_t cols, float* row) {
-  const Geometry& g = *op.g;
-  const WindowAxis rows{g.kernel_h, g.stride_h, g.pad_h, g.dil_h, g.height, g.out_height};
-  const WindowAxis columns{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
-  const int64_t taps = g.kernel_h * g.kernel_w, step = g.stride_w * op.sw;
-  const int64_t c = p / taps, kh = p % taps / g.kernel_w, kw = p % g.kernel_w;
-  const auto [lo, hi] = columns.outputs_of_tap(kw);
-  int64_t oh = j0 / g.out_width, ow = j0 % g.out_width;
-  for (int64_t q = 0; q < cols; ++oh, ow = 0) {
-    const int64_t run = std::min(cols - q, g.out_width - ow), ih = rows.at(oh, kh);
-    float* d = row + q - ow;  // output column o of this output row at d[o]
-    q += run;
-    const int64_t begin = std::clamp(lo, ow, ow + run), end = std::clamp(hi, begin, ow + run);
-    if (ih < 0 || ih >= g.height || begin == end) {
-      std::fill(d + ow, d + ow + run, 0.f);
-      continue;
+DirectLayout direct_layout(const Geometry& g) {
+  DirectLayout d;
+  d.phase.assign(size_t(g.stride_h), -1);
+  int64_t phases = 0;
+  for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+    int64_t& p = d.phase[size_t(kh * g.dil_h % g.stride_h)];
+    if (p < 0) p = phases++;
+  }
+  d.rows = (g.height + 2 * g.pad_h + g.stride_h - 1) / g.stride_h;
+  d.window = d.rows * g.out_width;
+  d.channel = phases * g.kernel_w * d.window;
+  d.size = g.channels * d.channel + g.out_height * g.out_width + kRowTableSlack;
+  return d;
+}
+
+// The offset of tap (c, kh, kw)'s run for channels [0, channels), in (c, kh, kw) order.
+void direct_taps(const Geometry& g, const DirectLayout& d, int64_t channels, int64_t* taps) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        const int64_t dh = kh * g.dil_h, phase = d.phase[size_t(dh % g.stride_h)];
+        *taps++ = c * d.channel + (phase * g.kernel_w + kw) * d.window + dh / g.stride_h * g.out_width;
+      }
+}
+
+// The image's windows as DirectLayout says, and zeros after them: every
+// element of the buffer written.
+void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
+                 float* buf) {
+  const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
+  const int64_t step = g.stride_w * sw, width = g.out_width;
+  for (int64_t a = 0; a < g.stride_h; ++a) {
+    if (d.phase[size_t(a)] < 0) continue;
+    for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+      const auto [lo, hi] = cols.outputs_of_tap(kw);  // the columns whose pixel is inside the image
+      for (int64_t c = 0; c < g.channels; ++c) {
+        float* dst = buf + c * d.channel + (d.phase[size_t(a)] * g.kernel_w + kw) * d.window;
+        for (int64_t i = 0; i < d.rows; ++i, dst += width) {
+          const int64_t ih = g.stride_h * i + a - g.pad_h;
+          if (ih < 0 || ih >= g.height || lo == hi) {
+            std::fill(dst, dst + width, 0.f);
+            continue;
+          }
+          for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = 0.f;
+          const float* src = x + c * sc + ih * sh + cols.at(lo, kw) * sw;  // column lo's pixel
+          with_step(step, [&, lo = lo, hi = hi](auto s) {  // clang 14 cannot capture structured bindings
+            for (int64_t j = 0; j < hi - lo; ++j) dst[lo + j] = src[j * s];
+          });
+          for (int64_t ow = hi; ow < width; ++ow) dst[ow] = 0.f;
+        }
+      }
     }
-    std::fill(d + ow, d + begin, 0.f);
-    const float* src = op.x + c * op.sc + ih * op.sh + columns.at(begin, kw) * op.sw;
-    float* inside = d + begin;
-    with_step(step, [&, n = end - begin](auto s) {
-      for (int64_t j = 0; j < n; ++j) inside[j] = src[j * s];
-    });
-    std::fill(d + end, d + ow + run, 0.f);
+  }
+  std::fill(buf + g.channels * d.channel, buf + d.size, 0.f);
+}
+
+// The GEMM's epilogue where the convolution has a bias: added to each
+// finished tile of the output while it is in cache.
+struct DirectBias {
+  float* out;  // the group's output planes
+  const float* bias;
+  int64_t pixels;
+};
+
+void direct_add_bias(const void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const DirectBias& b = *static_cast<const DirectBias*>(ctx);
+  for (int64_t o = i0; o < i1; ++o) {
+    float* row = b.out + o * b.pixels;
+    for (int64_t j = j0; j < j1; ++j) row[j] += b.bias[o];
   }
 }
 
-// Each row gathered whole into a buffer (long runs of copies), then cut into
-// the micro-panels' rows.
-void pack_im2col(const void* ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* out) {
-  const Im2colOperand& op = *static_cast<const Im2colOperand*>(ctx);
-  const int64_t panels = (cols + nr - 1) / nr;
-  float* row = thread_buffer<float>(panels * nr);
-  std::fill(row + cols, row + panels * nr, 0.f);
-  for (int64_t r = 0; r < kc; ++r) {
-    im2col_row(op, p0 + r, j0, cols, row);
-    for (int64_t panel = 0; panel < panels; ++panel)
-      std::memcpy(out + (panel * kc + r) * nr, row + panel * nr, size_t(nr) * sizeof(float));
+// conv2d of one image as the direct convolution above; false (nothing
+// written) where the GEMM has no provider that reads B by a table.
+bool conv2d_direct(const float* image, int64_t sc, int64_t sh, int64_t sw, const float* w, const float* bias,
+                   const Geometry& g, float* out) {
+  const DirectLayout d = direct_layout(g);
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups, k = cg * g.kernel_h * g.kernel_w;
+  const int64_t pixels = g.out_height * g.out_width;
+  float* buf = thread_buffer<float, 1>(d.size);
+  int64_t* taps = thread_buffer<int64_t>(k);
+  direct_copy(image, sc, sh, sw, g, d, buf);
+  direct_taps(g, d, cg, taps);
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const RowTableB rows{buf + grp * cg * d.channel, taps};
+    float* group_out = out + grp * og * pixels;
+    const DirectBias add{group_out, bias ? bias + grp * og : nullptr, pixels};
+    const GemmEpilogue epilogue{&direct_add_bias, &add};
+    if (!gemm_row_table_b(og, pixels, k, MatrixRef<float>{w + grp * og * k, k, 1}, rows, 0.f, group_out, pixels,
+                          bias ? &epilogue : nullptr))
+      return false;
   }
+  return true;
+}
+
+// conv2d_direct over the batch: the first image alone (its GEMM on every
+// thread), then the others to threads. False, nothing written, where it is
+// not available (the first image says).
+bool conv2d_direct_batch(const float* x, int64_t sn, int64_t sc, int64_t sh, int64_t sw, const float* w,
+                         const float* bias, const Geometry& g, float* out) {
+  const int64_t per_image = g.out_channels * g.out_height * g.out_width;
+  if (g.batch == 0) return true;
+  if (!conv2d_direct(x, sc, sh, sw, w, bias, g, out)) return false;
+  parallel_for(1, g.batch, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) conv2d_direct(x + n * sn, sc, sh, sw, w, bias, g, out + n * per_image);
+  });
+  return true;
+}
+
+// A stride-1 transposed convolution is a convolution of its input with the
+// kernel flipped and its input and output channels swapped, padded by
+// d·(k − 1) − p: out[o, y] = Σ_(c, t) W[c, o, t] · x[c, y + p − d·t].
+// Where that padding is not negative, it runs as conv2d_direct_batch (the
+// input gradient of a stride-1 convolution). False where it does not apply.
+bool conv_transpose2d_direct(const float* x, const float* w, const float* bias, const Geometry& g, float* out) {
+  const int64_t pad_h = g.dil_h * (g.kernel_h - 1) - g.pad_h, pad_w = g.dil_w * (g.kernel_w - 1) - g.pad_w;
+  if (g.stride_h != 1 || g.stride_w != 1 || pad_h < 0 || pad_w < 0) return false;
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups, taps = g.kernel_h * g.kernel_w;
+  // flipped[(grp·og + o), c, t] = w[(grp·cg + c), o, taps − 1 − t]
+  std::vector<float> flipped(size_t(g.out_channels * cg * taps));
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t o = 0; o < og; ++o)
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t t = 0; t < taps; ++t)
+          flipped[size_t(((grp * og + o) * cg + c) * taps + t)] = w[((grp * cg + c) * og + o) * taps + taps - 1 - t];
+  Geometry conv = g;
+  conv.pad_h = pad_h;
+  conv.pad_w = pad_w;
+  const int64_t plane = g.height * g.width;
+  return conv2d_direct_batch(x, g.channels * plane, plane, g.width, 1, flipped.data(), bias, conv, out);
 }
 
 template <class T> void add_bias(const T* pb, const Geometry& g, T* out) {
@@ -269,27 +381,15 @@ void conv2d(const Tensor& x, const Tensor& weight, const Tensor* bias, const Geo
   // A 1×1, stride-1, unpadded kernel reads the image itself as the GEMM's right operand.
   const bool pointwise = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
                          g.pad_h == 0 && g.pad_w == 0 && (g.height == 1 || sh == g.width * sw);
-  // The GEMM reads the im2col matrix from the image (pack_im2col) where the
-  // matrix would not fit in L2 and the images are fewer than the threads, so
-  // one image's GEMM runs on several: measured on the Xeon of
-  // docs/BENCHMARKS.md, 3×3 64→64 at 56×56, one image on 2 threads 17%
-  // faster; 8 images on 2 threads, or small images (the demo CNN's), faster
-  // with the matrix written out, where it stays in cache.
-  const bool implicit = !pointwise && k * pixels * int64_t(sizeof(T)) > cpu_features().l2_bytes / 2 &&
-                        g.batch < parallel_threads();
+  if constexpr (std::is_same_v<T, float>)
+    if (!pointwise && conv2d_direct_batch(px, sn, sc, sh, sw, pw, pb, g, out)) return;
   parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
-    T* col = nullptr;  // im2col's matrix, where the GEMM does not read it from the image
+    T* col = nullptr;  // im2col's matrix
     for (int64_t n = begin; n < end; ++n) {
       T* image_out = out + n * g.out_channels * pixels;
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const T* image = px + n * sn + grp * cg * sc;
         MatrixRef<T> rhs{image, sc, sw};
-        if constexpr (std::is_same_v<T, float>) {
-          const Im2colOperand op{image, sc, sh, sw, &g};
-          if (implicit && gemm_packed_b(og, pixels, k, MatrixRef<T>{pw + grp * og * k, k, 1},
-                                          PackedB{&pack_im2col, &op}, T(0), image_out + grp * og * pixels, pixels))
-            continue;
-        }
         if (!pointwise) {
           if (!col) col = thread_buffer<T>(k * pixels);
           im2col(image, sc, sh, sw, cg, g, col, pixels);
@@ -313,6 +413,8 @@ void conv_transpose2d(const Tensor& xs, const Tensor& weight, const Tensor* bias
   const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups;
   const int64_t rows = og * g.kernel_h * g.kernel_w, pixels = g.height * g.width;
   const int64_t out_pixels = g.out_height * g.out_width;
+  if constexpr (std::is_same_v<T, float>)
+    if (conv_transpose2d_direct(px, pw, pb, g, out)) return;
   parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
     T* col = thread_buffer<T>(rows * pixels);
     for (int64_t n = begin; n < end; ++n) {

@@ -160,9 +160,9 @@ bool provided(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<flo
 void set_gemm_provider(GemmProvider p) { provider().store(p, std::memory_order_release); }
 GemmProvider gemm_provider() { return provider().load(std::memory_order_acquire); }
 
-bool gemm_packed_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b, float beta, float* c,
-                   int64_t ldc) {
-  return provided(m, n, k, a, {nullptr, 0, 0}, beta, c, ldc, GemmExtras{&b, nullptr});
+bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTableB& b, float beta,
+                      float* c, int64_t ldc, const GemmEpilogue* epilogue) {
+  return provided(m, n, k, a, {nullptr, 0, 0}, beta, c, ldc, GemmExtras{&b, epilogue});
 }
 
 bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,

@@ -28,16 +28,18 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
 
-// A right operand given by a function that packs it rather than by strides:
-// a convolution's im2col matrix read straight from the image (an implicit
-// GEMM), so the matrix is never written out whole. pack(ctx, p0, kc, j0,
-// cols, nr, out) packs rows [p0, p0 + kc) × columns [j0, j0 + cols) of B as
-// gemm_pack_b does, in micro-panels of nr columns, each kc × nr row by row,
-// one after another; columns past the last one zero.
-struct PackedB {
-  void (*pack)(const void* ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* out);
-  const void* ctx;
+// A right operand whose rows are runs of one buffer at offsets a table
+// gives: B[p][j] = base[rows[p] + j]. A stride-1 convolution's im2col matrix
+// over an image padded (and, for a stride s, split into its s × s phases)
+// is one: each row (a tap) is the image shifted by the tap's offset, so the
+// GEMM reads B where it lies and never packs it (kernels/cpu/conv.cpp).
+// The GEMM reads whole vectors: each row must be readable for columns
+// [0, n + kRowTableSlack), whatever the columns past n hold.
+struct RowTableB {
+  const float* base;
+  const int64_t* rows;  // k offsets, in elements
 };
+inline constexpr int64_t kRowTableSlack = 32;
 
 // Work on each tile of C the GEMM finishes (after its last addition), called
 // on the thread that computed it while the tile is in L1: a matmul's
@@ -51,7 +53,7 @@ struct GemmEpilogue {
 
 // What a product asks of the GEMM besides C = A·B + beta·C.
 struct GemmExtras {
-  const PackedB* packed_b = nullptr;        // B packed by a function (the MatrixRef b unused)
+  const RowTableB* row_table_b = nullptr;   // B's rows by a table (the MatrixRef b unused)
   const GemmEpilogue* epilogue = nullptr;
 };
 
@@ -65,11 +67,12 @@ using GemmProvider = bool (*)(int64_t m, int64_t n, int64_t k, MatrixRef<float> 
 void set_gemm_provider(GemmProvider provider);
 GemmProvider gemm_provider();
 
-// C = A·B + beta·C with B packed by `b`, or with `epilogue` applied to each
-// finished tile, when the provider takes it; false otherwise (nothing ran),
-// and the caller materialises B (im2col) or runs its epilogue after gemm().
-bool gemm_packed_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const PackedB& b, float beta, float* c,
-                   int64_t ldc);
+// C = A·B + beta·C with B's rows given by `b` (and `epilogue`, if any,
+// applied to each finished tile), when the provider takes it; false
+// otherwise (nothing ran), and the caller materialises B (im2col), or runs
+// its epilogue after gemm().
+bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTableB& b, float beta,
+                      float* c, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
 bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,
                         float* c, int64_t ldc, const GemmEpilogue& epilogue);
 

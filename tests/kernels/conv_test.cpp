@@ -95,16 +95,23 @@ TEST(Conv2d, MatchesDirectLoops) {
       }
 }
 
-// One image too large for its im2col matrix to stay in L2, on 2 threads:
-// the GEMM packs the matrix straight from the image (conv.cpp
-// pack_im2col). The result is the same bits as the matrix written out by
-// these loops and multiplied by cpu::gemm (the same GEMM sums in the same
-// order), and matches the direct loops.
-TEST(Conv2d, ImplicitGemmEqualsIm2colBitForBit) {
+// The direct convolution (conv.cpp: the GEMM reads the image's windows in
+// place through a table of rows) on 2 threads, one image (the GEMM split
+// between the threads) and several (images to threads): the same bits as
+// the im2col matrix written out by these loops and multiplied by cpu::gemm
+// (the same GEMM sums in the same order), and the direct loops' values.
+// Strides, dilations, asymmetric and oversized padding, groups, 1×1 windows
+// with a stride, outputs one pixel wide, views of every layout.
+TEST(Conv2d, DirectEqualsIm2colBitForBit) {
   const Conv convs[] = {
       {1, 32, 64, 64, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
       {1, 64, 65, 63, 7, 3, 3, {2, 2}, {1, 0}, {1, 1}, 1, false},
       {1, 48, 70, 50, 12, 3, 5, {1, 2}, {2, 2}, {2, 1}, 2, true},
+      {3, 3, 37, 41, 16, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, true},
+      {2, 16, 15, 9, 24, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, false},
+      {4, 12, 7, 7, 20, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {2, 8, 5, 1, 10, 3, 1, {1, 3}, {4, 2}, {2, 1}, 2, true},
+      {3, 6, 9, 11, 9, 2, 4, {3, 1}, {0, 3}, {1, 2}, 3, false},
   };
   const int threads = get_num_threads();
   set_num_threads(2);
