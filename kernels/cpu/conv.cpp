@@ -255,17 +255,47 @@ void direct_taps(const Geometry& g, const DirectLayout& d, int64_t channels, int
       }
 }
 
-// The image's windows as DirectLayout says, and zeros after them: every
-// element of the buffer written.
-void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
-                 float* buf) {
+// The windows of a stride-1 convolution whose output rows are as wide as
+// its contiguous input rows (a "same" convolution: 3x3 with padding 1), the
+// common case: window (c, kw)'s rows past the top padding are the plane
+// itself shifted by the tap's column offset dw, one copy of the whole plane
+// (a row's last |dw| elements wrapping into the next row), then zeros over
+// the wrapped columns and the padding rows. Row by row, the copies of a
+// late layer's short rows (7 to 14 floats) cost more than the copying.
+void direct_copy_shifted_planes(const float* x, int64_t sc, const Geometry& g, const DirectLayout& d, int64_t c0,
+                                int64_t c1, float* buf) {
+  const int64_t width = g.width, image = g.height * width, top = g.pad_h * width;
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+      float* window = buf + c * d.channel + kw * d.window;
+      const int64_t dw = kw * g.dil_w - g.pad_w;
+      const float* plane = x + c * sc;
+      std::fill(window, window + top, 0.f);
+      std::fill(window + top + image, window + d.window, 0.f);
+      float* rows = window + top;  // rows[t] = plane[t + dw], where t + dw is inside the plane
+      const int64_t begin = std::max<int64_t>(0, -dw), end = std::min(image, image - dw);
+      std::copy(plane + begin + dw, plane + end + dw, rows + begin);
+      std::fill(rows, rows + begin, 0.f);
+      std::fill(rows + std::max(begin, end), rows + image, 0.f);
+      // the wrapped columns: ow + dw outside [0, width)
+      const int64_t from = dw > 0 ? std::max<int64_t>(0, width - dw) : 0, to = dw > 0 ? width : std::min(width, -dw);
+      for (int64_t r = 0; r < g.height; ++r)
+        for (int64_t ow = from; ow < to; ++ow) rows[r * width + ow] = 0.f;
+    }
+}
+
+// The windows of channels [c0, c1) as DirectLayout says.
+void direct_copy_channels(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g,
+                          const DirectLayout& d, int64_t c0, int64_t c1, float* buf) {
+  if (g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width && sw == 1 && sh == g.width)
+    return direct_copy_shifted_planes(x, sc, g, d, c0, c1, buf);
   const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
   const int64_t step = g.stride_w * sw, width = g.out_width;
   for (int64_t a = 0; a < g.stride_h; ++a) {
     if (d.phase[size_t(a)] < 0) continue;
     for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
       const auto [lo, hi] = cols.outputs_of_tap(kw);  // the columns whose pixel is inside the image
-      for (int64_t c = 0; c < g.channels; ++c) {
+      for (int64_t c = c0; c < c1; ++c) {
         float* dst = buf + c * d.channel + (d.phase[size_t(a)] * g.kernel_w + kw) * d.window;
         for (int64_t i = 0; i < d.rows; ++i, dst += width) {
           const int64_t ih = g.stride_h * i + a - g.pad_h;
@@ -283,6 +313,17 @@ void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geome
       }
     }
   }
+}
+
+// The image's windows and zeros after them, every element of the buffer
+// written; the channels spread over the threads where the image runs
+// alone (a batch of one: the copy would be the serial part of its
+// convolution), inline where images already run on threads.
+constexpr int64_t kCopyGrain = int64_t(1) << 15;  // floats a thread copies at least
+void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
+                 float* buf) {
+  parallel_for(0, g.channels, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, d.channel)),
+               [&](int64_t c0, int64_t c1) { direct_copy_channels(x, sc, sh, sw, g, d, c0, c1, buf); });
   std::fill(buf + g.channels * d.channel, buf + d.size, 0.f);
 }
 
