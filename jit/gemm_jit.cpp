@@ -504,7 +504,10 @@ void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float
 bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
               float* c, int64_t ldc, const cpu::GemmExtras& extras) {
   const Isa isa = active_isa();
-  if (isa == Isa::kPortable || m <= 0 || n <= 0 || k <= 0) return false;
+  if (isa == Isa::kPortable) return false;
+  // B by a table with nothing to compute: done (cpu::gemm_reads_row_tables asks so)
+  if (extras.row_table_b && (m == 0 || n == 0)) return true;
+  if (m <= 0 || n <= 0 || k <= 0) return false;
   // the few-row products' order of sums is the C++ kernels' (gemm_adds_c_last)
   if (!extras.row_table_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
   gemm_product(isa, m, n, k, a, b, extras, beta, c, ldc);

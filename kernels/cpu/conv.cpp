@@ -209,26 +209,38 @@ template <class T> void col2im(T* col, int64_t channels, const Geometry& g, T* o
 // ---- direct convolution: the GEMM reads the image where it lies.
 //
 // y[o, (oh, ow)] = Σ_(c,kh,kw) W[o, (c,kh,kw)] · xp[c, s_h·oh + d_h·kh, s_w·ow + d_w·kw]
-// over xp, the image padded with zeros. The image is copied once into
-// windows: for each channel c, each kernel column kw and each row phase a
-// that a tap reads (a = d_h·kh mod s_h), window (c, a, kw) is a plane as
-// wide as the output holding xp[c, s_h·i + a, s_w·ow + d_w·kw] at (i, ow).
-// Tap (c, kh, kw) of output (oh, ow) is then element (oh + d_h·kh div s_h,
-// ow) of window (c, d_h·kh mod s_h, kw): over the output's pixels in order
-// (j = oh·out_width + ow), row (c, kh, kw) of the im2col matrix is that
-// window from its row d_h·kh div s_h on, one run of memory, which the GEMM
-// reads in place through a table of offsets (gemm.h RowTableB) instead of
-// packing it, and its product is the output itself. The copy writes each
-// input pixel kw times (im2col: kh·kw times, packed again by the GEMM).
+// over xp, the image padded with zeros. The output is computed a band of
+// rows [oh0, oh1) at a time: the image is copied into windows, for each
+// channel c, each kernel column kw and each row phase a that a tap reads
+// (a = d_h·kh mod s_h), window (c, a, kw) a plane as wide as the output
+// holding xp[c, s_h·(oh0 + i) + a, s_w·ow + d_w·kw] at (i, ow). Tap
+// (c, kh, kw) of output (oh, ow) is then element (oh − oh0 + d_h·kh div s_h,
+// ow) of window (c, d_h·kh mod s_h, kw): over the band's pixels in order
+// (j = (oh − oh0)·out_width + ow), row (c, kh, kw) of the im2col matrix is
+// that window from its row d_h·kh div s_h on, one run of memory, which the
+// GEMM reads in place through a table of offsets (gemm.h RowTableB) instead
+// of packing it, and its product is the band of the output itself. The
+// copy writes each input pixel kw times (im2col: kh·kw times, packed again
+// by the GEMM). Bands keep a band's windows in L2 while the GEMM reads them
+// (a whole 56×56 image's, 3×3 over 64 channels, are 2.5 MB: copied out to
+// memory and read back, they cost a fifth of the convolution), and give
+// the threads bands of an image to run when images are fewer than threads.
 // Each output is the same chain of multiply-adds over (c, kh, kw) as the
 // im2col matrix's GEMM, so the bits are the same.
 struct DirectLayout {
   std::vector<int64_t> phase;  // row phase a -> its windows' place among a channel's, or -1: no tap reads it
-  int64_t rows;                // of a window
+  int64_t band;                // output rows of a band (the last may have fewer)
+  int64_t rows;                // of a window: a band's rows and the rows its taps reach below
   int64_t window;              // rows · out_width
   int64_t channel;             // the windows of a channel: phases read · kernel_w · window
-  int64_t size;                // of the buffer: every channel's windows and the slack the GEMM reads past
+  int64_t size;                // of a band's buffer: every channel's windows and the slack the GEMM reads past
 };
+
+// A band's windows are at most this many bytes (a quarter of L2), and a
+// band split for threads at least this many output pixels: fewer leave the
+// GEMM ragged column panels (14×14 in two bands: 98 columns in 4 panels of
+// 32), where splitting its rows between threads costs nothing.
+constexpr int64_t kMinBandPixelsPerThread = 1024;
 
 DirectLayout direct_layout(const Geometry& g) {
   DirectLayout d;
@@ -238,10 +250,19 @@ DirectLayout direct_layout(const Geometry& g) {
     int64_t& p = d.phase[size_t(kh * g.dil_h % g.stride_h)];
     if (p < 0) p = phases++;
   }
-  d.rows = (g.height + 2 * g.pad_h + g.stride_h - 1) / g.stride_h;
+  const int64_t reach = (g.kernel_h - 1) * g.dil_h / g.stride_h;  // window rows a band's taps reach below it
+  const int64_t row_bytes = g.channels * phases * g.kernel_w * g.out_width * int64_t(sizeof(float));
+  d.band = std::clamp<int64_t>(cpu_features().l2_bytes / 4 / std::max<int64_t>(1, row_bytes) - reach, 1,
+                               std::max<int64_t>(1, g.out_height));
+  const int64_t threads = parallel_threads(), pixels = g.out_height * g.out_width;
+  if (g.batch < threads && pixels / threads >= kMinBandPixelsPerThread) {
+    const int64_t per_image = (threads + g.batch - 1) / g.batch;  // bands an image needs for every thread
+    d.band = std::min(d.band, (g.out_height + per_image - 1) / per_image);
+  }
+  d.rows = d.band + reach;
   d.window = d.rows * g.out_width;
   d.channel = phases * g.kernel_w * d.window;
-  d.size = g.channels * d.channel + g.out_height * g.out_width + kRowTableSlack;
+  d.size = g.channels * d.channel + d.band * g.out_width + kRowTableSlack;
   return d;
 }
 
@@ -257,48 +278,56 @@ void direct_taps(const Geometry& g, const DirectLayout& d, int64_t channels, int
 
 // The windows of a stride-1 convolution whose output rows are as wide as
 // its contiguous input rows (a "same" convolution: 3x3 with padding 1), the
-// common case: window (c, kw)'s rows past the top padding are the plane
-// itself shifted by the tap's column offset dw, one copy of the whole plane
-// (a row's last |dw| elements wrapping into the next row), then zeros over
-// the wrapped columns and the padding rows. Row by row, the copies of a
-// late layer's short rows (7 to 14 floats) cost more than the copying.
-void direct_copy_shifted_planes(const float* x, int64_t sc, const Geometry& g, const DirectLayout& d, int64_t c0,
-                                int64_t c1, float* buf) {
-  const int64_t width = g.width, image = g.height * width, top = g.pad_h * width;
-  for (int64_t c = c0; c < c1; ++c)
+// common case: the rows of window (c, kw) inside the image are the plane
+// itself shifted by the tap's column offset dw, one copy of the band's
+// rows (a row's last |dw| elements wrapping into the next row), then zeros
+// over the wrapped columns and the rows outside the image. Row by row, the
+// copies of a late layer's short rows (7 to 14 floats) cost more than the
+// copying. Window row i is input row oh0 + i − pad_h.
+void direct_copy_shifted_planes(const float* x, int64_t sc, const Geometry& g, const DirectLayout& d, int64_t oh0,
+                                float* buf) {
+  const int64_t width = g.width, first = std::clamp<int64_t>(g.pad_h - oh0, 0, d.rows);
+  const int64_t last = std::clamp<int64_t>(g.pad_h - oh0 + g.height, first, d.rows);
+  const int64_t count = (last - first) * width, ih0 = oh0 + first - g.pad_h;  // the rows inside the image
+  for (int64_t c = 0; c < g.channels; ++c)
     for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
       float* window = buf + c * d.channel + kw * d.window;
       const int64_t dw = kw * g.dil_w - g.pad_w;
-      const float* plane = x + c * sc;
-      std::fill(window, window + top, 0.f);
-      std::fill(window + top + image, window + d.window, 0.f);
-      float* rows = window + top;  // rows[t] = plane[t + dw], where t + dw is inside the plane
-      const int64_t begin = std::max<int64_t>(0, -dw), end = std::min(image, image - dw);
-      std::copy(plane + begin + dw, plane + end + dw, rows + begin);
+      std::fill(window, window + first * width, 0.f);
+      std::fill(window + last * width, window + d.window, 0.f);
+      // rows[t] = plane[shift + t], where that is inside the plane
+      float* rows = window + first * width;
+      const int64_t shift = ih0 * width + dw;
+      const int64_t begin = std::clamp<int64_t>(-shift, 0, count);
+      const int64_t end = std::clamp<int64_t>(g.height * width - shift, begin, count);
+      const float* from = x + c * sc + (shift + begin);
       std::fill(rows, rows + begin, 0.f);
-      std::fill(rows + std::max(begin, end), rows + image, 0.f);
+      std::copy(from, from + (end - begin), rows + begin);
+      std::fill(rows + end, rows + count, 0.f);
       // the wrapped columns: ow + dw outside [0, width)
-      const int64_t from = dw > 0 ? std::max<int64_t>(0, width - dw) : 0, to = dw > 0 ? width : std::min(width, -dw);
-      for (int64_t r = 0; r < g.height; ++r)
-        for (int64_t ow = from; ow < to; ++ow) rows[r * width + ow] = 0.f;
+      const int64_t lo = dw > 0 ? std::max<int64_t>(0, width - dw) : 0, hi = dw > 0 ? width : std::min(width, -dw);
+      for (int64_t r = 0; r < last - first; ++r)
+        for (int64_t ow = lo; ow < hi; ++ow) rows[r * width + ow] = 0.f;
     }
 }
 
-// The windows of channels [c0, c1) as DirectLayout says.
-void direct_copy_channels(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g,
-                          const DirectLayout& d, int64_t c0, int64_t c1, float* buf) {
+// The windows of the band from output row oh0 as DirectLayout says, and
+// zeros after them: every element of the buffer written.
+void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
+                 int64_t oh0, float* buf) {
+  std::fill(buf + g.channels * d.channel, buf + d.size, 0.f);
   if (g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width && sw == 1 && sh == g.width)
-    return direct_copy_shifted_planes(x, sc, g, d, c0, c1, buf);
+    return direct_copy_shifted_planes(x, sc, g, d, oh0, buf);
   const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
   const int64_t step = g.stride_w * sw, width = g.out_width;
   for (int64_t a = 0; a < g.stride_h; ++a) {
     if (d.phase[size_t(a)] < 0) continue;
     for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
       const auto [lo, hi] = cols.outputs_of_tap(kw);  // the columns whose pixel is inside the image
-      for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t c = 0; c < g.channels; ++c) {
         float* dst = buf + c * d.channel + (d.phase[size_t(a)] * g.kernel_w + kw) * d.window;
         for (int64_t i = 0; i < d.rows; ++i, dst += width) {
-          const int64_t ih = g.stride_h * i + a - g.pad_h;
+          const int64_t ih = g.stride_h * (oh0 + i) + a - g.pad_h;
           if (ih < 0 || ih >= g.height || lo == hi) {
             std::fill(dst, dst + width, 0.f);
             continue;
@@ -315,22 +344,10 @@ void direct_copy_channels(const float* x, int64_t sc, int64_t sh, int64_t sw, co
   }
 }
 
-// The image's windows and zeros after them, every element of the buffer
-// written; the channels spread over the threads where the image runs
-// alone (a batch of one: the copy would be the serial part of its
-// convolution), inline where images already run on threads.
-constexpr int64_t kCopyGrain = int64_t(1) << 15;  // floats a thread copies at least
-void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
-                 float* buf) {
-  parallel_for(0, g.channels, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, d.channel)),
-               [&](int64_t c0, int64_t c1) { direct_copy_channels(x, sc, sh, sw, g, d, c0, c1, buf); });
-  std::fill(buf + g.channels * d.channel, buf + d.size, 0.f);
-}
-
 // The GEMM's epilogue where the convolution has a bias: added to each
 // finished tile of the output while it is in cache.
 struct DirectBias {
-  float* out;  // the group's output planes
+  float* out;  // the group's band of output planes: row o at out + o · pixels
   const float* bias;
   int64_t pixels;
 };
@@ -343,39 +360,42 @@ void direct_add_bias(const void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_
   }
 }
 
-// conv2d of one image as the direct convolution above; false (nothing
-// written) where the GEMM has no provider that reads B by a table.
-bool conv2d_direct(const float* image, int64_t sc, int64_t sh, int64_t sw, const float* w, const float* bias,
-                   const Geometry& g, float* out) {
-  const DirectLayout d = direct_layout(g);
+// Output rows [oh0, oh1) of one image as the direct convolution above.
+void conv2d_direct_band(const float* image, int64_t sc, int64_t sh, int64_t sw, const float* w, const float* bias,
+                        const Geometry& g, const DirectLayout& d, const int64_t* taps, int64_t oh0, int64_t oh1,
+                        float* out) {
   const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups, k = cg * g.kernel_h * g.kernel_w;
-  const int64_t pixels = g.out_height * g.out_width;
+  const int64_t pixels = g.out_height * g.out_width, columns = (oh1 - oh0) * g.out_width;
   float* buf = thread_buffer<float, 1>(d.size);
-  int64_t* taps = thread_buffer<int64_t>(k);
-  direct_copy(image, sc, sh, sw, g, d, buf);
-  direct_taps(g, d, cg, taps);
+  direct_copy(image, sc, sh, sw, g, d, oh0, buf);
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const RowTableB rows{buf + grp * cg * d.channel, taps};
-    float* group_out = out + grp * og * pixels;
-    const DirectBias add{group_out, bias ? bias + grp * og : nullptr, pixels};
+    float* band_out = out + grp * og * pixels + oh0 * g.out_width;
+    const DirectBias add{band_out, bias ? bias + grp * og : nullptr, pixels};
     const GemmEpilogue epilogue{&direct_add_bias, &add};
-    if (!gemm_row_table_b(og, pixels, k, MatrixRef<float>{w + grp * og * k, k, 1}, rows, 0.f, group_out, pixels,
-                          bias ? &epilogue : nullptr))
-      return false;
+    const bool ran = gemm_row_table_b(og, columns, k, MatrixRef<float>{w + grp * og * k, k, 1}, rows, 0.f,
+                                      band_out, pixels, bias ? &epilogue : nullptr);
+    NNVM_CHECK(ran, "conv2d", "the GEMM declined a direct convolution it reads row tables for");
   }
-  return true;
 }
 
-// conv2d_direct over the batch: the first image alone (its GEMM on every
-// thread), then the others to threads. False, nothing written, where it is
-// not available (the first image says).
+// conv2d over the batch as the direct convolution above, the (image, band)
+// pairs spread over the threads; false, nothing written, where the GEMM
+// has no provider that reads row tables.
 bool conv2d_direct_batch(const float* x, int64_t sn, int64_t sc, int64_t sh, int64_t sw, const float* w,
                          const float* bias, const Geometry& g, float* out) {
-  const int64_t per_image = g.out_channels * g.out_height * g.out_width;
-  if (g.batch == 0) return true;
-  if (!conv2d_direct(x, sc, sh, sw, w, bias, g, out)) return false;
-  parallel_for(1, g.batch, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) conv2d_direct(x + n * sn, sc, sh, sw, w, bias, g, out + n * per_image);
+  if (!gemm_reads_row_tables()) return false;
+  const DirectLayout d = direct_layout(g);
+  const int64_t k = g.channels / g.groups * g.kernel_h * g.kernel_w;
+  std::vector<int64_t> taps(static_cast<size_t>(k));
+  direct_taps(g, d, g.channels / g.groups, taps.data());
+  const int64_t bands = (g.out_height + d.band - 1) / d.band, per_image = g.out_channels * g.out_height * g.out_width;
+  parallel_for(0, g.batch * bands, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / bands, oh0 = item % bands * d.band;
+      conv2d_direct_band(x + n * sn, sc, sh, sw, w, bias, g, d, taps.data(), oh0,
+                         std::min(g.out_height, oh0 + d.band), out + n * per_image);
+    }
   });
   return true;
 }

@@ -165,6 +165,11 @@ bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const
   return provided(m, n, k, a, {nullptr, 0, 0}, beta, c, ldc, GemmExtras{&b, epilogue});
 }
 
+bool gemm_reads_row_tables() {
+  const RowTableB none{nullptr, nullptr};
+  return provided(0, 0, 0, {nullptr, 0, 0}, {nullptr, 0, 0}, 0.f, nullptr, 0, GemmExtras{&none, nullptr});
+}
+
 bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,
                         float* c, int64_t ldc, const GemmEpilogue& epilogue) {
   return provided(m, n, k, a, b, beta, c, ldc, GemmExtras{nullptr, &epilogue});

@@ -73,6 +73,9 @@ GemmProvider gemm_provider();
 // its epilogue after gemm().
 bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTableB& b, float beta,
                       float* c, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
+// Whether the provider takes products whose B is a row table (asked before
+// preparing one).
+bool gemm_reads_row_tables();
 bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,
                         float* c, int64_t ldc, const GemmEpilogue& epilogue);
 
