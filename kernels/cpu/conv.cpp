@@ -285,11 +285,11 @@ void direct_taps(const Geometry& g, const DirectLayout& d, int64_t channels, int
 // copies of a late layer's short rows (7 to 14 floats) cost more than the
 // copying. Window row i is input row oh0 + i − pad_h.
 void direct_copy_shifted_planes(const float* x, int64_t sc, const Geometry& g, const DirectLayout& d, int64_t oh0,
-                                float* buf) {
+                                int64_t c0, int64_t c1, float* buf) {
   const int64_t width = g.width, first = std::clamp<int64_t>(g.pad_h - oh0, 0, d.rows);
   const int64_t last = std::clamp<int64_t>(g.pad_h - oh0 + g.height, first, d.rows);
   const int64_t count = (last - first) * width, ih0 = oh0 + first - g.pad_h;  // the rows inside the image
-  for (int64_t c = 0; c < g.channels; ++c)
+  for (int64_t c = c0; c < c1; ++c)
     for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
       float* window = buf + c * d.channel + kw * d.window;
       const int64_t dw = kw * g.dil_w - g.pad_w;
@@ -311,20 +311,19 @@ void direct_copy_shifted_planes(const float* x, int64_t sc, const Geometry& g, c
     }
 }
 
-// The windows of the band from output row oh0 as DirectLayout says, and
-// zeros after them: every element of the buffer written.
-void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
-                 int64_t oh0, float* buf) {
-  std::fill(buf + g.channels * d.channel, buf + d.size, 0.f);
+// The windows of channels [c0, c1) of the band from output row oh0, as
+// DirectLayout says.
+void direct_copy_channels(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g,
+                          const DirectLayout& d, int64_t oh0, int64_t c0, int64_t c1, float* buf) {
   if (g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width && sw == 1 && sh == g.width)
-    return direct_copy_shifted_planes(x, sc, g, d, oh0, buf);
+    return direct_copy_shifted_planes(x, sc, g, d, oh0, c0, c1, buf);
   const WindowAxis cols{g.kernel_w, g.stride_w, g.pad_w, g.dil_w, g.width, g.out_width};
   const int64_t step = g.stride_w * sw, width = g.out_width;
   for (int64_t a = 0; a < g.stride_h; ++a) {
     if (d.phase[size_t(a)] < 0) continue;
     for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
       const auto [lo, hi] = cols.outputs_of_tap(kw);  // the columns whose pixel is inside the image
-      for (int64_t c = 0; c < g.channels; ++c) {
+      for (int64_t c = c0; c < c1; ++c) {
         float* dst = buf + c * d.channel + (d.phase[size_t(a)] * g.kernel_w + kw) * d.window;
         for (int64_t i = 0; i < d.rows; ++i, dst += width) {
           const int64_t ih = g.stride_h * (oh0 + i) + a - g.pad_h;
@@ -342,6 +341,19 @@ void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geome
       }
     }
   }
+}
+
+// The windows of the band from output row oh0 and zeros after them, every
+// element of the buffer written: the channels spread over the threads
+// where the band runs alone (an image of one band whose GEMM splits its
+// rows between the threads: the copy would be its serial part), inline
+// where bands already run on threads.
+constexpr int64_t kCopyGrain = int64_t(1) << 15;  // floats a thread copies at least
+void direct_copy(const float* x, int64_t sc, int64_t sh, int64_t sw, const Geometry& g, const DirectLayout& d,
+                 int64_t oh0, float* buf) {
+  std::fill(buf + g.channels * d.channel, buf + d.size, 0.f);
+  parallel_for(0, g.channels, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, d.channel)),
+               [&](int64_t c0, int64_t c1) { direct_copy_channels(x, sc, sh, sw, g, d, oh0, c0, c1, buf); });
 }
 
 // The GEMM's epilogue where the convolution has a bias: added to each
