@@ -1,4 +1,5 @@
 // Tensor metadata, creation, data access, printing and the custom-op API.
+#include <chrono>
 #include <algorithm>
 #include <sstream>
 #include <thread>
@@ -364,6 +365,32 @@ TEST(ThreadPool, CoversRangeOnceAndRethrows) {
     });
   for (auto& u : users) u.join();
   EXPECT_EQ(sum.load(), 4 * 20 * 10000);
+}
+
+// Workers spin for a while after a job, then sleep (core/thread_pool.cpp):
+// regions back to back (taken by spinning workers), regions after a pause
+// longer than the spin (workers woken from sleep), and resizes between them
+// each cover their range once.
+TEST(ThreadPool, BackToBackAndAfterSleepingRegionsCoverTheirRanges) {
+  const int threads = get_num_threads();
+  for (int n : {3, 2, 4}) {
+    set_num_threads(n);
+    for (int round = 0; round < 3; ++round) {
+      std::atomic<int64_t> sum{0};
+      for (int r = 0; r < 2000; ++r)
+        parallel_for(0, 1 + r % 7, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+      int64_t want = 0;
+      for (int r = 0; r < 2000; ++r) want += 1 + r % 7;
+      EXPECT_EQ(sum.load(), want);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the spin: the workers sleep
+      std::vector<std::atomic<int>> hits(997);
+      parallel_for(0, 997, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+  }
+  set_num_threads(threads);
 }
 
 TEST(Allocator, CachesAndReturnsToBaseline) {
