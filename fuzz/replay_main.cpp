@@ -1,0 +1,402 @@
+// A main() for the libFuzzer targets of fuzz/ without libFuzzer: linked with
+// one fuzz_*.cpp into fuzz_<name>_replay (GCC, tests builds), it feeds the
+// target's LLVMFuzzerTestOneInput. Not coverage-guided: it replays inputs
+// and deterministic mutations of them, so that the test suite, plain and
+// under ASan + UBSan, runs every reader on malformed bytes without a clang
+// build (tools/fuzz.sh is the real fuzzer).
+//
+//   fuzz_onnx_replay FILE...              run each file once (libFuzzer's standalone mode)
+//   fuzz_onnx_replay [options] DIR|FILE... the files (a directory: its files, sorted), then
+//                                          mutations of them
+//     -runs=N            at most N mutated inputs (default 100000)
+//     -max_total_time=S  stop mutating after S seconds (default 3)
+//     -seed=N            the mutations' random seed (default 1)
+//     -timeout=S         abort when one input runs longer than S seconds (default 10)
+//     -only=I            run mutated input I alone (what a failure names)
+//     -last_input=PATH   write each input to PATH before running it
+//     -save=PATH         write mutated input -only=I to PATH and exit
+//
+// Mutated input I is a function of the seed files, -seed and I alone, so a
+// failure names I and a rerun with -only=I gives the same bytes (-save=PATH
+// writes them out). Each mutation stacks one to three edits of a seed:
+// truncation, bit flips, overwrites with 0, 0xff, 0x7f, 0x80 (as bytes and as
+// 16/32/64-bit words), a chunk deleted, duplicated or overwritten with a
+// chunk of another seed, or a splice of two seeds. A zip (a .pt archive) has
+// its entries' CRC-32s recomputed in half of its mutations so that the changes
+// reach the pickle and the storages (the libFuzzer build skips the check).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <fcntl.h>
+#include <unistd.h>
+#include <vector>
+#include <zlib.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NNVM_REPLAY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NNVM_REPLAY_ASAN 1
+#endif
+#endif
+#ifdef NNVM_REPLAY_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::string;
+using Clock = std::chrono::steady_clock;
+
+struct Seed {
+  std::string path;
+  Bytes bytes;
+};
+
+// ---- the deterministic generator: splitmix64, its own bounded draw (no <random> distributions,
+// whose results differ between standard libraries) ----
+struct Rng {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  size_t below(size_t n) { return n == 0 ? 0 : size_t(next() % n); }  // in [0, n)
+  size_t upto(size_t n) { return size_t(next() % (uint64_t(n) + 1)); }  // in [0, n]
+};
+
+uint64_t fnv1a(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// ---- mutations ----
+void put_le(Bytes& b, size_t at, uint64_t v, size_t width) {
+  for (size_t i = 0; i < width && at + i < b.size(); ++i) b[at + i] = char(uint8_t(v >> (8 * i)));
+}
+
+// One edit of `b`, described in `recipe`.
+void mutate_once(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string& recipe) {
+  static constexpr uint8_t kBytes[] = {0x00, 0xff, 0x7f, 0x80, 0x01, 0xfe};
+  static constexpr uint64_t kWords[] = {0, ~0ULL, 0x7f, 0x80, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
+                                        0xffffffff, 0x7fffffffffffffffULL, 0x8000000000000000ULL};
+  char note[160];
+  const Seed& other = seeds[rng.below(seeds.size())];
+  switch (b.empty() ? 7 : rng.below(8)) {
+    case 0: {  // truncation
+      const size_t n = rng.below(b.size());
+      std::snprintf(note, sizeof note, "truncate to %zu; ", n);
+      b.resize(n);
+      break;
+    }
+    case 1: {  // bit flips
+      const size_t flips = 1 + rng.below(8);
+      std::snprintf(note, sizeof note, "flip %zu bits; ", flips);
+      for (size_t i = 0; i < flips; ++i) b[rng.below(b.size())] ^= char(1u << rng.below(8));
+      break;
+    }
+    case 2: {  // interesting bytes
+      const size_t at = rng.below(b.size()), n = 1 + rng.below(4);
+      const uint8_t v = kBytes[rng.below(std::size(kBytes))];
+      std::snprintf(note, sizeof note, "set %zu bytes at %zu to 0x%02x; ", n, at, v);
+      for (size_t i = 0; i < n && at + i < b.size(); ++i) b[at + i] = char(v);
+      break;
+    }
+    case 3: {  // interesting 16/32/64-bit little-endian words
+      const size_t at = rng.below(b.size()), width = size_t(2) << rng.below(3);
+      const uint64_t v = kWords[rng.below(std::size(kWords))];
+      std::snprintf(note, sizeof note, "set %zu-byte word at %zu to 0x%llx; ", width, at, (unsigned long long)v);
+      put_le(b, at, v, width);
+      break;
+    }
+    case 4: {  // chunk deletion
+      const size_t at = rng.below(b.size()), n = 1 + rng.below(std::min<size_t>(b.size() - at, 256));
+      std::snprintf(note, sizeof note, "delete %zu bytes at %zu; ", n, at);
+      b.erase(at, n);
+      break;
+    }
+    case 5: {  // chunk duplication
+      const size_t from = rng.below(b.size()), n = 1 + rng.below(std::min<size_t>(b.size() - from, 256));
+      const size_t to = rng.upto(b.size());
+      std::snprintf(note, sizeof note, "copy %zu bytes at %zu to %zu; ", n, from, to);
+      b.insert(to, b.substr(from, n));
+      break;
+    }
+    case 6: {  // a chunk of another seed written over this one
+      if (other.bytes.empty()) return mutate_once(b, seeds, rng, recipe);
+      const size_t from = rng.below(other.bytes.size());
+      const size_t n = 1 + rng.below(std::min<size_t>(other.bytes.size() - from, 256)), to = rng.below(b.size());
+      std::snprintf(note, sizeof note, "overwrite at %zu with %zu bytes at %zu of %s; ", to, n, from,
+                    fs::path(other.path).filename().c_str());
+      b.replace(to, std::min(n, b.size() - to), other.bytes, from, n);
+      break;
+    }
+    default: {  // splice: a prefix of this, a suffix of another seed
+      const size_t keep = rng.upto(b.size()), from = rng.upto(other.bytes.size());
+      std::snprintf(note, sizeof note, "splice first %zu bytes with %s from %zu; ", keep,
+                    fs::path(other.path).filename().c_str(), from);
+      b.resize(keep);
+      b.append(other.bytes, from, Bytes::npos);
+      break;
+    }
+  }
+  recipe += note;
+}
+
+uint64_t le(const Bytes& b, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= uint64_t(uint8_t(b[at + i])) << (8 * i);
+  return v;
+}
+
+// Recomputes the CRC-32 of each stored (uncompressed) entry of a zip archive
+// in its central directory entry, where it is valid enough to find; returns
+// how many were rewritten.
+int fix_zip_crcs(Bytes& b) {
+  if (b.size() < 22) return 0;
+  size_t end = b.size() - 22;
+  while (le(b, end, 4) != 0x06054b50) {
+    if (end == 0 || b.size() - end > 22 + 65535) return 0;
+    --end;
+  }
+  size_t at = size_t(le(b, end + 16, 4));
+  const uint64_t count = le(b, end + 10, 2);
+  int fixed = 0;
+  for (uint64_t i = 0; i < count && at + 46 <= b.size() && le(b, at, 4) == 0x02014b50; ++i) {
+    const uint64_t method = le(b, at + 10, 2), size = le(b, at + 20, 4), local = le(b, at + 42, 4);
+    if (method == 0 && local + 30 <= b.size() && le(b, size_t(local), 4) == 0x04034b50) {
+      const uint64_t data = local + 30 + le(b, size_t(local) + 26, 2) + le(b, size_t(local) + 28, 2);
+      if (data <= b.size() && size <= b.size() - data) {
+        const uLong crc = crc32_z(0, reinterpret_cast<const Bytef*>(b.data() + data), size_t(size));
+        put_le(b, at + 16, crc, 4);
+        ++fixed;
+      }
+    }
+    at += 46 + size_t(le(b, at + 28, 2) + le(b, at + 30, 2) + le(b, at + 32, 2));
+  }
+  return fixed;
+}
+
+// Mutated input `index`: a seed with one to three edits.
+Bytes mutation(const std::vector<Seed>& seeds, uint64_t rng_seed, uint64_t index, std::string& recipe) {
+  Rng rng{rng_seed * 0x2545f4914f6cdd1dULL + index};
+  rng.next();
+  const Seed& seed = seeds[rng.below(seeds.size())];
+  Bytes b = seed.bytes;
+  recipe = "mutation " + std::to_string(index) + " of " + fs::path(seed.path).filename().string() + ": ";
+  const size_t edits = 1 + rng.below(3);
+  for (size_t i = 0; i < edits; ++i) mutate_once(b, seeds, rng, recipe);
+  if (b.compare(0, 4, "PK\x03\x04", 4) == 0 && rng.below(2) == 0)
+    recipe += "fix " + std::to_string(fix_zip_crcs(b)) + " zip CRCs; ";
+  recipe.resize(recipe.size() - 2);
+  return b;
+}
+
+// ---- running one input: what a crash, a sanitizer report or the watchdog prints ----
+std::string program;
+std::string last_input;  // where each input goes before it runs ("" = nowhere)
+char current[1024];      // "input <hash> (<recipe>)": prepared before the input runs, for the handlers
+std::atomic<bool> running{false};
+std::atomic<int64_t> started_ns{0};
+
+void write_stderr(const char* s) {
+  for (size_t n = std::strlen(s); n > 0;) {
+    const ssize_t w = ::write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= size_t(w);
+  }
+}
+
+void describe_current() {
+  if (!running.load()) return;
+  write_stderr("\n==== fuzz replay: failed on ");
+  write_stderr(current);
+  write_stderr("\n");
+}
+
+extern "C" void on_fatal_signal(int sig) {
+  describe_current();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+bool write_file(const std::string& path, const Bytes& b) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(b.data(), std::streamsize(b.size()));
+  return bool(out);
+}
+
+void run_one(const Bytes& b, const std::string& what) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a(b));
+  std::string text = "input " + std::string(hash) + " (" + what + ", " + std::to_string(b.size()) + " bytes)";
+  if (!last_input.empty()) {  // one open file rewritten in place: reopening costs milliseconds on ext4
+    static const int fd = ::open(last_input.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || ::pwrite(fd, b.data(), b.size(), 0) != ssize_t(b.size()) || ::ftruncate(fd, off_t(b.size())) != 0) {
+      std::fprintf(stderr, "%s: cannot write %s\n", program.c_str(), last_input.c_str());
+      std::exit(2);
+    }
+    text += "; its bytes are in " + last_input + ", replay with: " + program + " " + last_input;
+  }
+  std::snprintf(current, sizeof current, "%s", text.c_str());
+  started_ns.store(Clock::now().time_since_epoch().count());
+  running.store(true);
+  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  running.store(false);
+}
+
+// Aborts the process, naming the input, when one runs longer than `limit`.
+class Watchdog {
+ public:
+  explicit Watchdog(double limit) : limit_(limit), thread_([this] { watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; })) {
+      if (!running.load()) continue;
+      const double seconds =
+          std::chrono::duration<double>(Clock::now().time_since_epoch() - Clock::duration(started_ns.load())).count();
+      if (seconds > limit_ && running.load()) {
+        std::fprintf(stderr, "\n==== fuzz replay: timeout: one input ran for more than %g s (-timeout)", limit_);
+        describe_current();
+        std::_Exit(70);
+      }
+    }
+  }
+  double limit_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s [-runs=N] [-max_total_time=S] [-seed=N] [-timeout=S] [-only=I] "
+               "[-last_input=PATH] [-save=PATH] DIR|FILE...\n",
+               program.c_str(), why.c_str(), program.c_str());
+  std::exit(2);
+}
+
+Bytes read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) usage("cannot read " + path);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  program = argv[0];
+  uint64_t runs = 100000, rng_seed = 1;
+  double max_seconds = 3, timeout = 10;
+  int64_t only = -1;
+  std::string save;
+  std::vector<Seed> seeds;
+  bool any_directory = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto option = [&](std::string_view name, auto& value) {
+      if (arg.rfind(name, 0) != 0) return false;
+      const std::string text = arg.substr(name.size());
+      char* end = nullptr;
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
+        value = text;
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, double>) {
+        value = std::strtod(text.c_str(), &end);
+      } else {
+        value = std::decay_t<decltype(value)>(std::strtoll(text.c_str(), &end, 10));
+      }
+      if (end != nullptr && (text.empty() || *end != '\0')) usage("bad value in " + arg);
+      return true;
+    };
+    if (option("-runs=", runs) || option("-max_total_time=", max_seconds) || option("-seed=", rng_seed) ||
+        option("-timeout=", timeout) || option("-only=", only) || option("-last_input=", last_input) ||
+        option("-save=", save))
+      continue;
+    if (arg.rfind("-", 0) == 0) usage("unknown option " + arg);
+    if (fs::is_directory(arg)) {
+      any_directory = true;
+      std::vector<std::string> files;
+      for (const auto& entry : fs::directory_iterator(arg))
+        if (entry.is_regular_file()) files.push_back(entry.path().string());
+      std::sort(files.begin(), files.end());
+      for (auto& f : files) seeds.push_back({f, read_file(f)});
+    } else {
+      seeds.push_back({arg, read_file(arg)});
+    }
+  }
+  if (seeds.empty()) usage("no inputs");
+
+  if (!save.empty()) {
+    if (only < 0) usage("-save needs -only=I");
+    std::string recipe;
+    const Bytes b = mutation(seeds, rng_seed, uint64_t(only), recipe);
+    if (!write_file(save, b)) usage("cannot write " + save);
+    std::printf("%s (%zu bytes) written to %s\n", recipe.c_str(), b.size(), save.c_str());
+    return 0;
+  }
+
+#ifdef NNVM_REPLAY_ASAN
+  __sanitizer_set_death_callback(describe_current);  // ASan, UBSan (-fno-sanitize-recover) and LSan reports
+  for (int sig : {SIGABRT, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);  // ASan reports SIGSEGV itself
+#else
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);
+#endif
+  Watchdog watchdog(timeout);
+
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  if (only >= 0) {
+    std::string recipe;
+    const Bytes b = mutation(seeds, rng_seed, uint64_t(only), recipe);
+    run_one(b, recipe);
+    std::printf("%s: ran %s (%zu bytes)\n", program.c_str(), recipe.c_str(), b.size());
+    return 0;
+  }
+  for (const Seed& s : seeds) run_one(s.bytes, "file " + s.path);
+  const double seed_seconds = elapsed();
+  uint64_t done = 0;
+  if (any_directory) {
+    std::string recipe;
+    for (; done < runs && elapsed() < max_seconds; ++done) {
+      const Bytes b = mutation(seeds, rng_seed, done, recipe);
+      run_one(b, recipe + "; rerun with -only=" + std::to_string(done) + " -seed=" + std::to_string(rng_seed) +
+                     " and the same DIR|FILE arguments");
+    }
+  }
+  std::printf("%s: %zu files in %.2f s, %llu mutations (-seed=%llu) in %.2f s: no failure\n", program.c_str(),
+              seeds.size(), seed_seconds, (unsigned long long)done, (unsigned long long)rng_seed,
+              elapsed() - seed_seconds);
+  return 0;
+}
