@@ -95,11 +95,40 @@ void put_le(Bytes& b, size_t at, uint64_t v, size_t width) {
   for (size_t i = 0; i < width && at + i < b.size(); ++i) b[at + i] = char(uint8_t(v >> (8 * i)));
 }
 
-// One edit of `b`, described in `recipe`.
-void mutate_once(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string& recipe) {
+// One edit of `b` that keeps its size (nothing where it is empty), described in `recipe`.
+void mutate_in_place(Bytes& b, Rng& rng, std::string& recipe) {
   static constexpr uint8_t kBytes[] = {0x00, 0xff, 0x7f, 0x80, 0x01, 0xfe};
   static constexpr uint64_t kWords[] = {0, ~0ULL, 0x7f, 0x80, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
                                         0xffffffff, 0x7fffffffffffffffULL, 0x8000000000000000ULL};
+  if (b.empty()) return;
+  char note[160];
+  const size_t at = rng.below(b.size());
+  switch (rng.below(3)) {
+    case 0: {  // bit flips
+      const size_t flips = 1 + rng.below(8);
+      std::snprintf(note, sizeof note, "flip %zu bits from %zu; ", flips, at);
+      for (size_t i = 0; i < flips; ++i) b[(at + rng.below(16)) % b.size()] ^= char(1u << rng.below(8));
+      break;
+    }
+    case 1: {  // interesting bytes
+      const size_t n = 1 + rng.below(4);
+      const uint8_t v = kBytes[rng.below(std::size(kBytes))];
+      std::snprintf(note, sizeof note, "set %zu bytes at %zu to 0x%02x; ", n, at, v);
+      for (size_t i = 0; i < n && at + i < b.size(); ++i) b[at + i] = char(v);
+      break;
+    }
+    default: {  // interesting 16/32/64-bit little-endian words
+      const size_t width = size_t(2) << rng.below(3);
+      const uint64_t v = kWords[rng.below(std::size(kWords))];
+      std::snprintf(note, sizeof note, "set %zu-byte word at %zu to 0x%llx; ", width, at, (unsigned long long)v);
+      put_le(b, at, v, width);
+    }
+  }
+  recipe += note;
+}
+
+// One edit of `b`, described in `recipe`.
+void mutate_once(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string& recipe) {
   char note[160];
   const Seed& other = seeds[rng.below(seeds.size())];
   switch (b.empty() ? 7 : rng.below(8)) {
@@ -109,26 +138,10 @@ void mutate_once(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string
       b.resize(n);
       break;
     }
-    case 1: {  // bit flips
-      const size_t flips = 1 + rng.below(8);
-      std::snprintf(note, sizeof note, "flip %zu bits; ", flips);
-      for (size_t i = 0; i < flips; ++i) b[rng.below(b.size())] ^= char(1u << rng.below(8));
-      break;
-    }
-    case 2: {  // interesting bytes
-      const size_t at = rng.below(b.size()), n = 1 + rng.below(4);
-      const uint8_t v = kBytes[rng.below(std::size(kBytes))];
-      std::snprintf(note, sizeof note, "set %zu bytes at %zu to 0x%02x; ", n, at, v);
-      for (size_t i = 0; i < n && at + i < b.size(); ++i) b[at + i] = char(v);
-      break;
-    }
-    case 3: {  // interesting 16/32/64-bit little-endian words
-      const size_t at = rng.below(b.size()), width = size_t(2) << rng.below(3);
-      const uint64_t v = kWords[rng.below(std::size(kWords))];
-      std::snprintf(note, sizeof note, "set %zu-byte word at %zu to 0x%llx; ", width, at, (unsigned long long)v);
-      put_le(b, at, v, width);
-      break;
-    }
+    case 1:
+    case 2:
+    case 3:
+      return mutate_in_place(b, rng, recipe);
     case 4: {  // chunk deletion
       const size_t at = rng.below(b.size()), n = 1 + rng.below(std::min<size_t>(b.size() - at, 256));
       std::snprintf(note, sizeof note, "delete %zu bytes at %zu; ", n, at);
@@ -143,7 +156,7 @@ void mutate_once(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string
       break;
     }
     case 6: {  // a chunk of another seed written over this one
-      if (other.bytes.empty()) return mutate_once(b, seeds, rng, recipe);
+      if (other.bytes.empty()) return mutate_in_place(b, rng, recipe);
       const size_t from = rng.below(other.bytes.size());
       const size_t n = 1 + rng.below(std::min<size_t>(other.bytes.size() - from, 256)), to = rng.below(b.size());
       std::snprintf(note, sizeof note, "overwrite at %zu with %zu bytes at %zu of %s; ", to, n, from,
@@ -157,7 +170,6 @@ void mutate_once(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string
                     fs::path(other.path).filename().c_str(), from);
       b.resize(keep);
       b.append(other.bytes, from, Bytes::npos);
-      break;
     }
   }
   recipe += note;
@@ -169,32 +181,188 @@ uint64_t le(const Bytes& b, size_t at, size_t n) {
   return v;
 }
 
-// Recomputes the CRC-32 of each stored (uncompressed) entry of a zip archive
-// in its central directory entry, where it is valid enough to find; returns
-// how many were rewritten.
-int fix_zip_crcs(Bytes& b) {
-  if (b.size() < 22) return 0;
+// The stored (uncompressed) entries of a zip archive whose central directory
+// entries and local headers are valid enough to find: where each one's CRC-32
+// and data lie. (A .pt archive stores every entry.)
+struct ZipEntry {
+  size_t crc_at, data_at, size;
+};
+
+std::vector<ZipEntry> zip_entries(const Bytes& b) {
+  std::vector<ZipEntry> entries;
+  if (b.compare(0, 4, "PK\x03\x04", 4) != 0 || b.size() < 22) return entries;
   size_t end = b.size() - 22;
   while (le(b, end, 4) != 0x06054b50) {
-    if (end == 0 || b.size() - end > 22 + 65535) return 0;
+    if (end == 0 || b.size() - end > 22 + 65535) return entries;
     --end;
   }
   size_t at = size_t(le(b, end + 16, 4));
   const uint64_t count = le(b, end + 10, 2);
-  int fixed = 0;
   for (uint64_t i = 0; i < count && at + 46 <= b.size() && le(b, at, 4) == 0x02014b50; ++i) {
     const uint64_t method = le(b, at + 10, 2), size = le(b, at + 20, 4), local = le(b, at + 42, 4);
     if (method == 0 && local + 30 <= b.size() && le(b, size_t(local), 4) == 0x04034b50) {
       const uint64_t data = local + 30 + le(b, size_t(local) + 26, 2) + le(b, size_t(local) + 28, 2);
-      if (data <= b.size() && size <= b.size() - data) {
-        const uLong crc = crc32_z(0, reinterpret_cast<const Bytef*>(b.data() + data), size_t(size));
-        put_le(b, at + 16, crc, 4);
-        ++fixed;
-      }
+      if (data <= b.size() && size <= b.size() - data) entries.push_back({at + 16, size_t(data), size_t(size)});
     }
     at += 46 + size_t(le(b, at + 28, 2) + le(b, at + 30, 2) + le(b, at + 32, 2));
   }
-  return fixed;
+  return entries;
+}
+
+// Recomputes the CRC-32s in the central directory; returns how many.
+size_t fix_zip_crcs(Bytes& b) {
+  const std::vector<ZipEntry> entries = zip_entries(b);
+  for (const ZipEntry& e : entries)
+    put_le(b, e.crc_at, crc32_z(0, reinterpret_cast<const Bytef*>(b.data() + e.data_at), e.size), 4);
+  return entries.size();
+}
+
+// Byte edits inside one entry of a zip (its size kept), its CRC-32 fixed;
+// false where `b` has no nonempty stored entry.
+bool mutate_zip_entry(Bytes& b, Rng& rng, std::string& recipe) {
+  std::vector<ZipEntry> entries = zip_entries(b);
+  entries.erase(std::remove_if(entries.begin(), entries.end(), [](const ZipEntry& e) { return e.size == 0; }),
+                entries.end());
+  if (entries.empty()) return false;
+  const ZipEntry e = entries[rng.below(entries.size())];
+  Bytes data = b.substr(e.data_at, e.size);
+  recipe += "in the entry at " + std::to_string(e.data_at) + ": ";
+  mutate_in_place(data, rng, recipe);
+  b.replace(e.data_at, e.size, data);
+  put_le(b, e.crc_at, crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), data.size()), 4);
+  return true;
+}
+
+// ---- protobuf wire format (ONNX models, TensorProtos, GraphDefs): byte edits rarely leave a
+// message that parses, so half of the mutations of one edit a field and re-encode the lengths ----
+struct Field {
+  uint64_t key = 0;             // field number << 3 | wire type
+  uint64_t value = 0;           // varint, fixed32, fixed64
+  Bytes bytes;                  // length-delimited
+  std::vector<Field> children;  // the bytes, where they parse as a message
+  bool message = false;
+};
+
+bool read_varint(std::string_view& in, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const uint8_t c = uint8_t(in.front());
+    in.remove_prefix(1);
+    v |= uint64_t(c & 0x7f) << shift;
+    if (!(c & 0x80)) return true;
+  }
+  return false;
+}
+
+// Parses a whole message; false unless every byte belongs to a field of a known wire type.
+bool parse_message(std::string_view in, std::vector<Field>& out, int depth) {
+  while (!in.empty()) {
+    Field f;
+    if (!read_varint(in, f.key) || (f.key >> 3) == 0) return false;
+    switch (f.key & 7) {
+      case 0:
+        if (!read_varint(in, f.value)) return false;
+        break;
+      case 1:
+      case 5: {
+        const size_t n = (f.key & 7) == 1 ? 8 : 4;
+        if (in.size() < n) return false;
+        for (size_t i = 0; i < n; ++i) f.value |= uint64_t(uint8_t(in[i])) << (8 * i);
+        in.remove_prefix(n);
+        break;
+      }
+      case 2: {
+        uint64_t n;
+        if (!read_varint(in, n) || n > in.size()) return false;
+        f.bytes = Bytes(in.substr(0, size_t(n)));
+        in.remove_prefix(size_t(n));
+        f.message = depth < 32 && !f.bytes.empty() && parse_message(f.bytes, f.children, depth + 1);
+        if (!f.message) f.children.clear();
+        break;
+      }
+      default:
+        return false;
+    }
+    out.push_back(std::move(f));
+  }
+  return true;
+}
+
+void write_varint(Bytes& out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out += char(uint8_t(v) | 0x80);
+  out += char(v);
+}
+
+void write_message(const std::vector<Field>& fields, Bytes& out) {
+  for (const Field& f : fields) {
+    write_varint(out, f.key);
+    switch (f.key & 7) {
+      case 0: write_varint(out, f.value); break;
+      case 1:
+      case 5:
+        for (size_t i = 0; i < ((f.key & 7) == 1 ? 8u : 4u); ++i) out += char(uint8_t(f.value >> (8 * i)));
+        break;
+      default: {
+        Bytes body;
+        if (f.message) write_message(f.children, body);
+        write_varint(out, (f.message ? body : f.bytes).size());
+        out += f.message ? body : f.bytes;
+      }
+    }
+  }
+}
+
+void collect(std::vector<Field>& fields, std::vector<std::pair<std::vector<Field>*, size_t>>& all) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    all.emplace_back(&fields, i);
+    if (fields[i].message) collect(fields[i].children, all);
+  }
+}
+
+// One edit of one field of a message; false where `b` is not one.
+bool mutate_protobuf(Bytes& b, const std::vector<Seed>& seeds, Rng& rng, std::string& recipe) {
+  static constexpr uint64_t kValues[] = {0, 1, 2, 3, 7, 8, 16, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff,
+                                         0x80000000, 0xffffffff, 0x100000000, 0x7fffffffffffffffULL,
+                                         0x8000000000000000ULL, ~0ULL, ~1ULL};
+  std::vector<Field> fields;
+  if (b.empty() || !parse_message(b, fields, 0)) return false;
+  std::vector<std::pair<std::vector<Field>*, size_t>> all;
+  collect(fields, all);
+  auto [parent, index] = all[rng.below(all.size())];
+  Field& f = (*parent)[index];
+  char note[160];
+  std::snprintf(note, sizeof note, "field %zu of %zu (number %llu, wire type %llu): ", index + 1, all.size(),
+                (unsigned long long)(f.key >> 3), (unsigned long long)(f.key & 7));
+  recipe += note;
+  switch (rng.below(5)) {
+    case 0:
+      recipe += "delete; ";
+      parent->erase(parent->begin() + ptrdiff_t(index));
+      break;
+    case 1:
+      recipe += "repeat; ";
+      parent->insert(parent->begin() + ptrdiff_t(index), Field(f));
+      break;
+    default:
+      if ((f.key & 7) != 2) {
+        const uint64_t v = rng.below(3) == 0 ? f.value + rng.below(5) - 2 : kValues[rng.below(std::size(kValues))];
+        std::snprintf(note, sizeof note, "value 0x%llx; ", (unsigned long long)v);
+        recipe += note;
+        f.value = v;
+      } else if (f.message && rng.below(4) != 0) {
+        recipe += "repeat a random field in it; ";  // any field of the message, under this one
+        const auto [from, at] = all[rng.below(all.size())];
+        Field copy = (*from)[at];
+        f.children.push_back(std::move(copy));
+      } else {
+        recipe += "bytes: ";
+        f.message = false;  // f.bytes are still the children's encoding
+        mutate_once(f.bytes, seeds, rng, recipe);
+      }
+  }
+  b.clear();
+  write_message(fields, b);
+  return true;
 }
 
 // Mutated input `index`: a seed with one to three edits.
@@ -204,9 +372,13 @@ Bytes mutation(const std::vector<Seed>& seeds, uint64_t rng_seed, uint64_t index
   const Seed& seed = seeds[rng.below(seeds.size())];
   Bytes b = seed.bytes;
   recipe = "mutation " + std::to_string(index) + " of " + fs::path(seed.path).filename().string() + ": ";
+  // Half of them edit the structure (a protobuf's fields, a zip's entries) where the seed has one.
+  const bool structured = rng.below(2) == 0;
   const size_t edits = 1 + rng.below(3);
-  for (size_t i = 0; i < edits; ++i) mutate_once(b, seeds, rng, recipe);
-  if (b.compare(0, 4, "PK\x03\x04", 4) == 0 && rng.below(2) == 0)
+  for (size_t i = 0; i < edits; ++i)
+    if (!structured || !(mutate_protobuf(b, seeds, rng, recipe) || mutate_zip_entry(b, rng, recipe)))
+      mutate_once(b, seeds, rng, recipe);
+  if (!structured && rng.below(2) == 0 && !zip_entries(b).empty())
     recipe += "fix " + std::to_string(fix_zip_crcs(b)) + " zip CRCs; ";
   recipe.resize(recipe.size() - 2);
   return b;
