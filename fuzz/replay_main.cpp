@@ -16,14 +16,23 @@
 //     -last_input=PATH   write each input to PATH before running it
 //     -save=PATH         write mutated input -only=I to PATH and exit
 //
-// Mutated input I is a function of the seed files, -seed and I alone, so a
-// failure names I and a rerun with -only=I gives the same bytes (-save=PATH
-// writes them out). Each mutation stacks one to three edits of a seed:
-// truncation, bit flips, overwrites with 0, 0xff, 0x7f, 0x80 (as bytes and as
-// 16/32/64-bit words), a chunk deleted, duplicated or overwritten with a
-// chunk of another seed, or a splice of two seeds. A zip (a .pt archive) has
-// its entries' CRC-32s recomputed in half of its mutations so that the changes
-// reach the pickle and the storages (the libFuzzer build skips the check).
+// Mutated input I is a function of the seed files, -seed and I alone. Each
+// stacks one to three edits of a seed: truncation, bit flips, overwrites with
+// 0, 0xff, 0x7f, 0x80 (as bytes and as 16/32/64-bit words), a chunk deleted,
+// duplicated or overwritten with a chunk of another seed, or a splice of two
+// seeds. In half of them, where the seed is a protobuf message (ONNX, .pb) the
+// edits are of its fields (a value, a field deleted or repeated, bytes inside
+// one) with the lengths re-encoded, and where it is a zip (.pt) they are inside
+// one entry, whose CRC-32 is recomputed so that they reach the pickle and the
+// storages (the libFuzzer build skips the check).
+//
+// A crash, a sanitizer report or a timeout prints "fuzz replay: failed on
+// input <hash> (<file or mutation>)" and exits non-zero; the input's bytes are
+// in -last_input's file (the tests: build/fuzz/fuzz_<name>-last-input), so
+//   build/fuzz/fuzz_onnx_replay build/fuzz/fuzz_onnx-last-input
+// reruns it (copy it first: a run rewrites the file), and -only=I -save=PATH
+// recreates mutation I from the same seeds. A leak is reported at exit, with
+// the stack that allocated it.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -55,6 +64,10 @@
 #endif
 #ifdef NNVM_REPLAY_ASAN
 #include <sanitizer/common_interface_defs.h>
+// GCC links UBSan's runtime apart from ASan's, and its fatal reports (NNVM_SANITIZE
+// has -fno-sanitize-recover=undefined) skip ASan's death callback: they abort
+// instead, which the SIGABRT handler below reports. (UBSAN_OPTIONS overrides.)
+extern "C" const char* __ubsan_default_options() { return "abort_on_error=1"; }
 #endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
