@@ -195,6 +195,11 @@ TEST(Tensorflow, BadGraphsAreErrorsNamingTheNode) {
                {"Const node 's': has data type DT_STRING, which nnvm does not have"});
   expect_error([] { read_tensorflow(node("x", "Placeholder", {}, {{"dtype", float_const({}, {})}}), "g"); },
                {"Placeholder node 'x': attribute 'dtype' must be type, got tensor"});
+  // found by fuzz/fuzz_tensorflow_replay: a ConcatV2 without inputs read input -1
+  expect_error([] { read_tensorflow(node("c", "ConcatV2", {}), "g"); },
+               {"ConcatV2 node 'c': needs the axis and at least one tensor to join, has 0 inputs"});
+  expect_error([] { read_tensorflow(node("c", "Concat", {}), "g"); },
+               {"Concat node 'c': needs the axis and at least one tensor to join, has 0 inputs"});
   // an output inference does not make, read by another node
   std::string bn = placeholder("x", {1, 2, 2, 1});
   for (const char* p : {"s", "o", "m", "v"})

@@ -104,7 +104,7 @@ void GraphWriter::fail(const NodeDef& node, const std::string& message) const {
 const GraphWriter::Ref& GraphWriter::ref(const NodeDef& node, int i) const {
   auto it = inputs_.find(&node);
   int n = it == inputs_.end() ? 0 : int(it->second.size());
-  check(i < n, node, absl::StrCat("needs input ", i, ", has ", n));
+  check(i >= 0 && i < n, node, absl::StrCat("needs input ", i, ", has ", n));
   return it->second[size_t(i)];
 }
 

@@ -217,6 +217,7 @@ void squeeze(GraphWriter& w, const NodeDef& n) {
 
 void concat(GraphWriter& w, const NodeDef& n, bool axis_last) {
   int count = w.num_inputs(n), axis_input = axis_last ? count - 1 : 0;
+  w.check(count >= 2, n, absl::StrCat("needs the axis and at least one tensor to join, has ", count, " inputs"));
   Ints axis = w.const_ints(n, axis_input);
   w.check(axis.size() == 1, n, "the axis must be one integer");
   std::vector<std::string> ins;
