@@ -252,7 +252,7 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   // Copied rows: an odd number of cache lines apart, so the rows of a tile fall in different sets.
   const int64_t a_stride = (ceil_div(plan.kc, 16) | 1) * 16;
   float* abuf = plan.a == GemmA::kInPlace ? nullptr : cpu::gemm_scratch<float>(0, round_up(plan.mc, mr) * a_stride);
-  const cpu::RowTableB* table = x.extras.row_table_b;
+  const cpu::RowTable* table = x.extras.row_table_b;
   float* bbuf = table ? nullptr : cpu::gemm_scratch<float>(1, plan.kc * round_up(std::min(plan.nc, n1 - n0), nr));
   GemmTileCall call;
   const cpu::GemmEpilogue* epilogue = x.extras.epilogue;
@@ -280,8 +280,13 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
         const int64_t mcb = std::min(plan.mc, m1 - ic);
         const float* ablock = x.a.data + ic * x.a.rs + pc * x.a.cs;
         if (plan.a == GemmA::kPanels) pack_a(ablock, x.a.rs, x.a.cs, mcb, kcb, mr, abuf);
-        if (plan.a == GemmA::kCopiedRows)
+        if (plan.a == GemmA::kCopiedRows && x.extras.row_table_a) {
+          const cpu::RowTable& rows = *x.extras.row_table_a;
+          for (int64_t i = 0; i < mcb; ++i)
+            std::memcpy(abuf + i * a_stride, rows.base + rows.rows[ic + i] + pc, size_t(kcb) * 4);
+        } else if (plan.a == GemmA::kCopiedRows) {
           for (int64_t i = 0; i < mcb; ++i) std::memcpy(abuf + i * a_stride, ablock + i * x.a.rs, size_t(kcb) * 4);
+        }
         call.ldc_bytes = x.ldc * 4;
         auto tile = [&](int64_t ir, int64_t jr) {
           const int cols = int(std::min<int64_t>(nr, ncb - jr)), rows = int(std::min<int64_t>(mr, mcb - ir));
@@ -362,7 +367,7 @@ bool rows_spread_over_l1(int64_t stride, int rows) {
 }
 
 GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
-                   bool b_table, int threads, int mr) {
+                   bool a_table, bool b_table, int threads, int mr) {
   const Blocking blk = blocking(isa, threads);
   GemmPlan plan;
   plan.mr = mr;
@@ -375,6 +380,7 @@ GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<floa
   plan.mc = std::min(plan.mc, round_up(block_rows, mr));
   plan.nc = std::min(plan.nc, round_up(ceil_div(n, plan.tn), plan.nr));
   if (a.cs == 1) plan.a = rows_spread_over_l1(a.rs * 4, mr) ? GemmA::kInPlace : GemmA::kCopiedRows;
+  if (a_table) plan.a = GemmA::kCopiedRows;  // each row copied from where the table says
   // B in place when its rows are contiguous and one row tile meets each panel.
   plan.b_direct = b.cs == 1 && block_rows <= mr;
   plan.b_table = b_table;
@@ -395,7 +401,7 @@ GemmPlan gemm_plan(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu
   const Isa isa = active_isa();
   if (isa == Isa::kPortable) return GemmPlan{};
   const int forced = forced_rows().load(std::memory_order_relaxed);
-  return make_plan(isa, m, n, k, a, b, false, threads, forced ? forced : candidates(isa)[0]);
+  return make_plan(isa, m, n, k, a, b, false, false, threads, forced ? forced : candidates(isa)[0]);
 }
 
 std::vector<int> gemm_tile_rows_candidates() {
@@ -447,11 +453,14 @@ void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float
   static const bool log = log_enabled("jit");  // NNVM_LOG is read once
   auto product = [&](int mr) {
     return Product{m, n, k, a, b, extras, beta, c, ldc,
-                   make_plan(isa, m, n, k, a, b, extras.row_table_b != nullptr, threads, mr), isa};
+                   make_plan(isa, m, n, k, a, b, extras.row_table_a != nullptr, extras.row_table_b != nullptr,
+                             threads, mr),
+                   isa};
   };
   if (!tune && !log) return run_product(product(forced ? forced : untuned_rows(tiles, m)));
   std::ostringstream text;
-  text << isa_name(isa) << " m" << lg(m) << " n" << lg(n) << " k" << lg(k) << " a:" << layout(a)
+  text << isa_name(isa) << " m" << lg(m) << " n" << lg(n) << " k" << lg(k)
+       << " a:" << (extras.row_table_a ? "table" : layout(a))
        << " b:" << (extras.row_table_b ? "table" : layout(b)) << " t" << threads;
   const std::string key = text.str();
   Tuning& t = tuning();
@@ -506,10 +515,10 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
   const Isa isa = active_isa();
   if (isa == Isa::kPortable) return false;
   // B by a table with nothing to compute: done (cpu::gemm_reads_row_tables asks so)
-  if (extras.row_table_b && (m == 0 || n == 0)) return true;
+  if ((extras.row_table_a || extras.row_table_b) && (m == 0 || n == 0)) return true;
   if (m <= 0 || n <= 0 || k <= 0) return false;
   // the few-row products' order of sums is the C++ kernels' (gemm_adds_c_last)
-  if (!extras.row_table_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+  if (!extras.row_table_a && !extras.row_table_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
   gemm_product(isa, m, n, k, a, b, extras, beta, c, ldc);
   return true;
 }

@@ -19,7 +19,8 @@
 // any other A is packed a block at a time. B is packed once per (k block, panel) per thread,
 // and read in place when the thread has a single row tile to run over it, or
 // when its rows are runs at offsets a table gives (a convolution's windows,
-// cpu::RowTableB: never packed).
+// cpu::RowTable: never packed). An A given by a table (a weight gradient's
+// windows) is copied a block of rows at a time.
 //
 // Threads: the output is split into a grid of tm × tn blocks, one per
 // thread, choosing the grid that copies the least: splitting rows packs B
@@ -44,8 +45,8 @@
 namespace nnvm::jit {
 
 // The JIT GEMM, or false when it leaves the product to the C++ kernels:
-// cpu::gemm's provider. `extras`: B's rows by a table (any m, n, k), an
-// epilogue applied to each tile of C after its last k block.
+// cpu::gemm's provider. `extras`: A's or B's rows by a table (any m, n, k),
+// an epilogue applied to each tile of C after its last k block.
 bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
               float* c, int64_t ldc, const cpu::GemmExtras& extras = {});
 
@@ -63,7 +64,7 @@ struct GemmPlan {
   int tm = 1, tn = 1;   // the thread grid
   GemmA a = GemmA::kPanels;
   bool b_direct = false;
-  bool b_table = false;  // B's rows by a table (cpu::RowTableB)
+  bool b_table = false;  // B's rows by a table (cpu::RowTable)
   std::string describe() const;
 };
 GemmPlan gemm_plan(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,

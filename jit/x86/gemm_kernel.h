@@ -15,7 +15,7 @@
 // (a row-major A: rows lda·4 apart, k steps 4 apart), a packed B panel
 // (k steps NR·4 apart) and a row-major B read in place; a kernel made for
 // it reads B's rows at offsets from a table instead (a convolution's
-// shifted image, gemm.h RowTableB). Rows past `rows` are
+// shifted image, gemm.h RowTable). Rows past `rows` are
 // neither computed nor stored (each row count is its own kernel); columns
 // past `cols` are computed on whatever B holds there and never stored
 // (AVX-512: opmask, AVX2: vmaskmovps), so no byte past C's tile is touched.

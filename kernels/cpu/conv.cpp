@@ -11,10 +11,12 @@
 //                     kernel; otherwise col[(o,kh,kw), p] = Wᵀ · x[c, p],
 //                     then col2im adds each column into the output pixels it
 //                     touches, in a fixed order.
-//   conv2d_backward_weight: dW[o, (c,kh,kw)] = Σ_images g[o, p] · im2col(x)[(c,kh,kw), p],
-//                     over blocks of images whose columns sit side by side; with
-//                     few columns (c·kh·kw <= 16, a first layer) as dot products
-//                     image by image, without the GEMM.
+//   conv2d_backward_weight: dW[o, (c,kh,kw)] = Σ_images g[o, p] · im2col(x)[(c,kh,kw), p]:
+//                     float32 on the direct convolution's windows (their rows the
+//                     GEMM's A, read through the table), in fixed blocks of images;
+//                     with few columns (c·kh·kw <= 16, a first layer) as dot
+//                     products image by image, without the GEMM; otherwise over
+//                     blocks of images whose im2col columns sit side by side.
 // Images go to threads whole when there are several; a single image gives its
 // GEMM the whole pool.
 #include <algorithm>
@@ -218,7 +220,7 @@ template <class T> void col2im(T* col, int64_t channels, const Geometry& g, T* o
 // ow) of window (c, d_h·kh mod s_h, kw): over the band's pixels in order
 // (j = (oh − oh0)·out_width + ow), row (c, kh, kw) of the im2col matrix is
 // that window from its row d_h·kh div s_h on, one run of memory, which the
-// GEMM reads in place through a table of offsets (gemm.h RowTableB) instead
+// GEMM reads in place through a table of offsets (gemm.h RowTable) instead
 // of packing it, and its product is the band of the output itself. The
 // copy writes each input pixel kw times (im2col: kh·kw times, packed again
 // by the GEMM). Bands keep a band's windows in L2 while the GEMM reads them
@@ -381,7 +383,7 @@ void conv2d_direct_band(const float* image, int64_t sc, int64_t sh, int64_t sw, 
   float* buf = thread_buffer<float, 1>(d.size);
   direct_copy(image, sc, sh, sw, g, d, oh0, buf);
   for (int64_t grp = 0; grp < g.groups; ++grp) {
-    const RowTableB rows{buf + grp * cg * d.channel, taps};
+    const RowTable rows{buf + grp * cg * d.channel, taps};
     float* band_out = out + grp * og * pixels + oh0 * g.out_width;
     const DirectBias add{band_out, bias ? bias + grp * og : nullptr, pixels};
     const GemmEpilogue epilogue{&direct_add_bias, &add};
@@ -585,6 +587,61 @@ void backward_weight_dots(const T* px, const T* pg, const Geometry& g, int64_t k
   }
 }
 
+// The weight gradient on the direct convolution's windows:
+//   dWᵀ[(c,kh,kw), o] = Σ_images Σ_bands Σ_j window_run(c,kh,kw)[j] · g[o, oh0·out_width + j]
+// a GEMM per (image, band) whose A is the windows' rows read through the
+// table of offsets (copied a block at a time: gemm.h RowTable) and whose B
+// is the band of the output gradient read transposed, adding into dWᵀ. The
+// images go in fixed blocks (at least kDotImages, at most so many blocks
+// that their partial sums fill 64 MB), one block a thread, each block's
+// partial sums added in order: the same bits for every thread count.
+// False, nothing written, where the GEMM has no provider that reads row
+// tables.
+bool conv2d_backward_weight_direct(const float* px, const float* pg, const Geometry& g, float* dw) {
+  if (!gemm_reads_row_tables()) return false;
+  const DirectLayout d = direct_layout(g);
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups, k = cg * g.kernel_h * g.kernel_w;
+  const int64_t pixels = g.out_height * g.out_width, plane = g.height * g.width;
+  std::vector<int64_t> taps(static_cast<size_t>(k));
+  direct_taps(g, d, cg, taps.data());
+  const int64_t bands = (g.out_height + d.band - 1) / d.band, size = g.out_channels * k;
+  const int64_t max_blocks = std::max<int64_t>(1, (int64_t(1) << 24) / size);
+  const int64_t per_block = std::max(kDotImages, (g.batch + max_blocks - 1) / max_blocks);
+  const int64_t blocks = (g.batch + per_block - 1) / per_block;
+  // dWᵀ of each group (k × og) for each block, every element written before it is read
+  const Tensor partial_buffer = empty({blocks * size}, kFloat32);
+  float* const partial = partial_buffer.data_ptr<float>();
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      float* acc = partial + b * size;
+      float beta = 0.f;
+      for (int64_t n = b * per_block; n < std::min(g.batch, (b + 1) * per_block); ++n)
+        for (int64_t band = 0; band < bands; ++band) {
+          const int64_t oh0 = band * d.band, columns = (std::min(g.out_height, oh0 + d.band) - oh0) * g.out_width;
+          float* buf = thread_buffer<float, 1>(d.size);
+          direct_copy(px + n * g.channels * plane, plane, g.width, 1, g, d, oh0, buf);
+          for (int64_t grp = 0; grp < g.groups; ++grp) {
+            const RowTable windows{buf + grp * cg * d.channel, taps.data()};
+            // B[j][o] = g[o, oh0·out_width + j]: the band of the group's output gradient, transposed
+            const MatrixRef<float> grad{pg + (n * g.out_channels + grp * og) * pixels + oh0 * g.out_width, 1, pixels};
+            const bool ran = gemm_row_table_a(k, og, columns, windows, grad, beta, acc + grp * k * og, og);
+            NNVM_CHECK(ran, "conv2d_backward_weight", "the GEMM declined a product it reads row tables for");
+          }
+          beta = 1.f;
+        }
+    }
+  });
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t o = 0; o < og; ++o)
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t at = grp * k * og + t * og + o;
+        float sum = partial[at];
+        for (int64_t b = 1; b < blocks; ++b) sum += partial[b * size + at];
+        dw[(grp * og + o) * k + t] = sum;
+      }
+  return true;
+}
+
 template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& gs, const Geometry& g, T* dw) {
   const Tensor x = staged(xs, dtype_of_v<T>), gy = staged(gs, dtype_of_v<T>);
   const T* px = x.data_ptr<T>();
@@ -593,6 +650,8 @@ template <class T> void conv2d_backward_weight(const Tensor& xs, const Tensor& g
   const int64_t k = cg * g.kernel_h * g.kernel_w, pixels = g.out_height * g.out_width;
   const int64_t plane = g.height * g.width;
   if (k <= kDotColumns) return backward_weight_dots(px, pg, g, k, dw);
+  if constexpr (std::is_same_v<T, float>)
+    if (conv2d_backward_weight_direct(px, pg, g, dw)) return;
   const int64_t per_image = std::max<int64_t>(1, g.channels * g.kernel_h * g.kernel_w * pixels);
   const int64_t block = std::clamp<int64_t>(kColumnBudget / per_image, 1, g.batch);
   // col[(c, kh, kw), (n, p)] and grad[o, (n, p)] for the images of one block,

@@ -160,19 +160,33 @@ bool provided(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<flo
 void set_gemm_provider(GemmProvider p) { provider().store(p, std::memory_order_release); }
 GemmProvider gemm_provider() { return provider().load(std::memory_order_acquire); }
 
-bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTableB& b, float beta,
+bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTable& b, float beta,
                       float* c, int64_t ldc, const GemmEpilogue* epilogue) {
-  return provided(m, n, k, a, {nullptr, 0, 0}, beta, c, ldc, GemmExtras{&b, epilogue});
+  GemmExtras extras;
+  extras.row_table_b = &b;
+  extras.epilogue = epilogue;
+  return provided(m, n, k, a, {nullptr, 0, 0}, beta, c, ldc, extras);
+}
+
+bool gemm_row_table_a(int64_t m, int64_t n, int64_t k, const RowTable& a, MatrixRef<float> b, float beta,
+                      float* c, int64_t ldc) {
+  GemmExtras extras;
+  extras.row_table_a = &a;
+  return provided(m, n, k, {nullptr, 0, 0}, b, beta, c, ldc, extras);
 }
 
 bool gemm_reads_row_tables() {
-  const RowTableB none{nullptr, nullptr};
-  return provided(0, 0, 0, {nullptr, 0, 0}, {nullptr, 0, 0}, 0.f, nullptr, 0, GemmExtras{&none, nullptr});
+  const RowTable none{nullptr, nullptr};
+  GemmExtras extras;
+  extras.row_table_b = &none;
+  return provided(0, 0, 0, {nullptr, 0, 0}, {nullptr, 0, 0}, 0.f, nullptr, 0, extras);
 }
 
 bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,
                         float* c, int64_t ldc, const GemmEpilogue& epilogue) {
-  return provided(m, n, k, a, b, beta, c, ldc, GemmExtras{nullptr, &epilogue});
+  GemmExtras extras;
+  extras.epilogue = &epilogue;
+  return provided(m, n, k, a, b, beta, c, ldc, extras);
 }
 
 void gemm_pack_b(int vector_bytes, const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols,

@@ -28,16 +28,17 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> 
 void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double> b, double beta, double* c,
           int64_t ldc);
 
-// A right operand whose rows are runs of one buffer at offsets a table
-// gives: B[p][j] = base[rows[p] + j]. A stride-1 convolution's im2col matrix
-// over an image padded (and, for a stride s, split into its s × s phases)
-// is one: each row (a tap) is the image shifted by the tap's offset, so the
-// GEMM reads B where it lies and never packs it (kernels/cpu/conv.cpp).
-// The GEMM reads whole vectors: each row must be readable for columns
+// An operand whose rows are runs of one buffer at offsets a table gives:
+// row p is base[rows[p] + j], j along the row. A stride-1 convolution's
+// im2col matrix over an image copied into windows is one: each row (a tap)
+// is a window shifted by the tap's offset, so the GEMM reads it where it
+// lies (kernels/cpu/conv.cpp): as B (a convolution), never packed; as A (a
+// weight gradient), rows copied a block at a time. The GEMM reads whole
+// vectors: each row of a B must be readable for columns
 // [0, n + kRowTableSlack), whatever the columns past n hold.
-struct RowTableB {
+struct RowTable {
   const float* base;
-  const int64_t* rows;  // k offsets, in elements
+  const int64_t* rows;  // offsets, in elements
 };
 inline constexpr int64_t kRowTableSlack = 32;
 
@@ -53,7 +54,8 @@ struct GemmEpilogue {
 
 // What a product asks of the GEMM besides C = A·B + beta·C.
 struct GemmExtras {
-  const RowTableB* row_table_b = nullptr;   // B's rows by a table (the MatrixRef b unused)
+  const RowTable* row_table_b = nullptr;   // B's rows by a table (the MatrixRef b unused)
+  const RowTable* row_table_a = nullptr;   // A's rows by a table (the MatrixRef a unused)
   const GemmEpilogue* epilogue = nullptr;
 };
 
@@ -71,9 +73,13 @@ GemmProvider gemm_provider();
 // applied to each finished tile), when the provider takes it; false
 // otherwise (nothing ran), and the caller materialises B (im2col), or runs
 // its epilogue after gemm().
-bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTableB& b, float beta,
+bool gemm_row_table_b(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, const RowTable& b, float beta,
                       float* c, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
-// Whether the provider takes products whose B is a row table (asked before
+// C = A·B + beta·C with A's rows given by `a`, when the provider takes it;
+// false otherwise (nothing ran).
+bool gemm_row_table_a(int64_t m, int64_t n, int64_t k, const RowTable& a, MatrixRef<float> b, float beta,
+                      float* c, int64_t ldc);
+// Whether the provider takes products whose A or B is a row table (asked before
 // preparing one).
 bool gemm_reads_row_tables();
 bool gemm_with_epilogue(int64_t m, int64_t n, int64_t k, MatrixRef<float> a, MatrixRef<float> b, float beta,

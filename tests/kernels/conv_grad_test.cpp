@@ -146,6 +146,45 @@ TEST(ConvGrad, FewColumnWeightGradientMatchesNaiveSumOnAnyThreadCount) {
   expect_values(Tensor(tensor<double>(runs[0])).reshape({o, 1, k, k}), expect, 1e-4, 1e-3);
 }
 
+// The float32 weight gradient on the direct convolution's windows
+// (conv.cpp conv2d_backward_weight_direct): images in fixed blocks (19: two
+// blocks of 8 and a partial one), images in several bands of rows (64×64
+// over 32 channels), strides, dilations, groups, padding. Against float64
+// (im2col on the C++ GEMM), and the same bits on 1, 2 and 3 threads.
+TEST(ConvGrad, DirectWeightGradientMatchesFloat64OnAnyThreadCount) {
+  struct Case {
+    DimVector x, w, stride, pad, dil;
+    int64_t groups;
+  };
+  const Case cases[] = {
+      {{19, 32, 64, 64}, {16, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{5, 12, 23, 17}, {8, 6, 3, 5}, {2, 1}, {1, 2}, {1, 2}, 2},
+      {{3, 8, 31, 29}, {24, 8, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1},
+      {{9, 20, 9, 9}, {10, 20, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
+  };
+  uint64_t seed = 70;
+  const int threads = get_num_threads();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + shape_str(c.w));
+    const Tensor x = testing::random(c.x, kFloat64, seed++);
+    const Tensor w = testing::random(c.w, kFloat64, seed++).requires_grad_();
+    const Tensor y = conv2d(x, w, Tensor(), c.stride, c.pad, c.dil, c.groups);
+    const Tensor g = testing::random(y.sizes(), kFloat64, seed++);
+    const Tensor dw64 = autograd::grad({y}, {w}, {g})[0];
+    std::vector<std::vector<double>> runs;
+    for (int t : {1, 2, 3}) {
+      set_num_threads(t);
+      const Tensor w32 = w.detach().to(kFloat32).requires_grad_();
+      const Tensor y32 = conv2d(x.to(kFloat32), w32, Tensor(), c.stride, c.pad, c.dil, c.groups);
+      runs.push_back(values(autograd::grad({y32}, {w32}, {g.to(kFloat32)})[0]));
+    }
+    set_num_threads(threads);
+    EXPECT_EQ(runs[0], runs[1]);
+    EXPECT_EQ(runs[0], runs[2]);
+    expect_values(dw64, runs[0], 1e-4, 1e-3);
+  }
+}
+
 TEST(PoolGrad, MaxPool2d) {
   struct Case {
     DimVector x, kernel, stride, padding, dilation;
