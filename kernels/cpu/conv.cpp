@@ -398,7 +398,7 @@ void conv2d_direct_band(const float* image, int64_t sc, int64_t sh, int64_t sw, 
 // has no provider that reads row tables.
 bool conv2d_direct_batch(const float* x, int64_t sn, int64_t sc, int64_t sh, int64_t sw, const float* w,
                          const float* bias, const Geometry& g, float* out) {
-  if (!gemm_reads_row_tables()) return false;
+  if (g.channels == 0 || !gemm_reads_row_tables()) return false;  // (no channels: the GEMM's k is 0)
   const DirectLayout d = direct_layout(g);
   const int64_t k = g.channels / g.groups * g.kernel_h * g.kernel_w;
   std::vector<int64_t> taps(static_cast<size_t>(k));
@@ -598,7 +598,7 @@ void backward_weight_dots(const T* px, const T* pg, const Geometry& g, int64_t k
 // False, nothing written, where the GEMM has no provider that reads row
 // tables.
 bool conv2d_backward_weight_direct(const float* px, const float* pg, const Geometry& g, float* dw) {
-  if (!gemm_reads_row_tables()) return false;
+  if (g.channels == 0 || !gemm_reads_row_tables()) return false;
   const DirectLayout d = direct_layout(g);
   const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups, k = cg * g.kernel_h * g.kernel_w;
   const int64_t pixels = g.out_height * g.out_width, plane = g.height * g.width;
