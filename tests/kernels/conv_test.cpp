@@ -133,6 +133,19 @@ TEST(Conv2d, DirectMatchesLoopsWithTheSameBitsOnAnyThreadCount) {
     }
 }
 
+// No input channels: the sum over (c, kh, kw) is empty, the output the bias
+// (or zeros); no batch, no output channels: empty outputs.
+TEST(Conv2d, EmptySumsAndEmptyOutputs) {
+  const Tensor y = conv2d(zeros({2, 0, 5, 5}), zeros({3, 0, 3, 3}), full({3}, 1.5f), {1, 1}, {1, 1});
+  ASSERT_EQ(shape_str(y.sizes()), "[2, 3, 5, 5]");
+  EXPECT_EQ(y.sum().item<float>(), 1.5f * 150);
+  const Tensor t = conv_transpose2d(zeros({2, 0, 5, 5}), zeros({0, 3, 3, 3}), Tensor(), {1, 1}, {1, 1});
+  ASSERT_EQ(shape_str(t.sizes()), "[2, 3, 5, 5]");
+  EXPECT_EQ(t.abs().sum().item<float>(), 0.f);
+  EXPECT_EQ(conv2d(zeros({0, 4, 5, 5}), ones({3, 4, 3, 3})).numel(), 0);
+  EXPECT_EQ(conv2d(ones({1, 4, 5, 5}), ones({0, 4, 3, 3})).numel(), 0);
+}
+
 TEST(Conv2d, UnbatchedHalfAndConv1d) {
   const Conv p{1, 4, 6, 5, 2, 3, 3, {1, 2}, {1, 1}, {1, 1}, 2, true};
   const Tensor x = testing::random({4, 6, 5}, kFloat16, 30), w = testing::random({2, 2, 3, 3}, kFloat16, 31);
