@@ -12,7 +12,7 @@
 # build-fuzz/fuzz/<target> <file>.
 set -euo pipefail
 
-target=${1:?usage: tools/fuzz.sh fuzz_pytorch|fuzz_npy|fuzz_onnx|fuzz_tensorflow [SECONDS]}
+target=${1:?usage: tools/fuzz.sh fuzz_pytorch|fuzz_npy|fuzz_onnx|fuzz_tensorflow|fuzz_safetensors [SECONDS]}
 seconds=${2:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz

@@ -1,6 +1,7 @@
 // safetensors: a fixture written by tests/data/make_safetensors_fixture.py
 // (from the published format, with json and struct only), round trips through
 // nn::save / nn::load, and corrupted files.
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +166,93 @@ TEST(ApiSerialize, RejectsCorruptedFiles) {
   expect_bad(huge, {"header length"});
   testing::expect_error([&] { nn::load_safetensors(temp_path("missing.safetensors")); },
                         {"load_safetensors", "cannot open"});
+  std::filesystem::remove(path);
+}
+
+// A header of n zero-size F32 tensors "t0000000", "t0000001", ... and `extra` members.
+std::string many_tensors_header(int n, const std::string& extra = "") {
+  std::string header = "{";
+  for (int i = 0; i < n; ++i) {
+    char member[96];
+    std::snprintf(member, sizeof member, "%s\"t%07d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                  i ? "," : "", i);
+    header += member;
+  }
+  return header + extra + "}";
+}
+
+// The hostile headers fuzzing found: duplicate detection compared each key
+// with every earlier one, so 80,000 keys took 18 s. Now a look-up per key
+// (about 0.1 s to parse 80,000 by hand on a busy machine); the test asserts
+// only the outcome.
+TEST(ApiSerialize, HeadersWithManyKeys) {
+  const std::string path = temp_path("many_keys.safetensors");
+  write_bytes(path, make_file(many_tensors_header(80'000), ""));
+  const std::map<std::string, Tensor> tensors = nn::load_safetensors(path);
+  ASSERT_EQ(tensors.size(), 80'000u);
+  EXPECT_EQ(tensors.at("t0079999").sizes(), (DimVector{0}));
+  write_bytes(path, make_file(many_tensors_header(80'000, R"(,"t0012345":{})"), ""));
+  testing::expect_error([&] { nn::load_safetensors(path); },
+                        {"load_safetensors", path, "bad JSON header", "duplicate key \"t0012345\""});
+  std::string keys = "{";  // 40,000 keys in 520 KB, none of them an entry
+  for (int i = 0; i < 40'000; ++i) {
+    char member[32];
+    std::snprintf(member, sizeof member, "%s\"k%07d\":0", i ? "," : "", i);
+    keys += member;
+  }
+  write_bytes(path, make_file(keys + "}", ""));
+  testing::expect_error([&] { nn::load_safetensors(path); }, {path, "entry \"k0000000\" is not an object"});
+  std::filesystem::remove(path);
+}
+
+TEST(ApiSerialize, RefusesHeadersPastTheLimit) {
+  const std::string path = temp_path("huge_header.safetensors");
+  const size_t limit = size_t(16) << 20;
+  write_bytes(path, make_file("{}" + std::string(limit - 2, ' '), ""));  // at the limit: an empty file
+  EXPECT_TRUE(nn::load_safetensors(path).empty());
+  write_bytes(path, make_file("{}" + std::string(limit - 1, ' '), ""));
+  testing::expect_error([&] { nn::load_safetensors(path); },
+                        {"load_safetensors", path, "header length 16777217", "limit of 16777216 bytes"});
+  std::filesystem::remove(path);
+}
+
+// A shape whose element count, or byte count, passes 64 bits: refused naming
+// the file, the tensor and the shape (the byte count wrapped to 0 and matched
+// the offsets [0, 0]; the allocation then failed without naming the file).
+TEST(ApiSerialize, RefusesShapesPast64Bits) {
+  const std::string path = temp_path("overflow.safetensors");
+  auto expect_bad = [&](const std::string& header, std::initializer_list<std::string_view> pieces) {
+    write_bytes(path, make_file(header, ""));
+    testing::expect_error([&] { nn::load_safetensors(path); }, pieces);
+  };
+  expect_bad(R"({"w":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,0]}})",
+             {"load_safetensors", path, "entry \"w\"", "shape [2305843009213693952]", "2^64 bytes"});
+  expect_bad(R"({"w":{"dtype":"F64","shape":[2,1152921504606846976],"data_offsets":[0,0]}})",
+             {path, "entry \"w\"", "a float64 tensor of shape [2, 1152921504606846976]", "2^64 bytes"});
+  expect_bad(R"({"w":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,0]}})",
+             {path, "entry \"w\"", "shape [4294967296, 4294967296] multiplies past 2^63"});
+  // empty, but its strides would still pass 2^63
+  expect_bad(R"({"w":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})",
+             {path, "entry \"w\"", "[0, 4294967296, 4294967296] multiplies past 2^63"});
+  // the largest that fits: refused by the offsets, not the arithmetic
+  expect_bad(R"({"w":{"dtype":"U8","shape":[9223372036854775807],"data_offsets":[0,0]}})",
+             {path, "entry \"w\"", "do not span the 9223372036854775807 bytes"});
+  std::filesystem::remove(path);
+}
+
+// JSON text is UTF-8: a name that is not cannot be written, nor read.
+TEST(ApiSerialize, NamesMustBeUtf8) {
+  const std::string path = temp_path("utf8.safetensors");
+  testing::expect_error([&] { nn::save_safetensors({{"w\xff", zeros({1})}}, path); },
+                        {"save_safetensors", "tensor name", "not valid UTF-8"});
+  testing::expect_error([&] { nn::save_safetensors({{"w", zeros({1})}}, path, {{"note", "\xc3"}}); },
+                        {"save_safetensors", "metadata \"note\"", "not valid UTF-8"});
+  nn::save_safetensors({{"w\xc3\xa9", zeros({1})}}, path, {{"note", "\xe2\x82\xac\n\"\\"}});
+  const nn::SafetensorsFile back = nn::read_safetensors(path);
+  EXPECT_EQ(back.tensors.count("w\xc3\xa9"), 1u);
+  EXPECT_EQ(back.metadata.at("note"), "\xe2\x82\xac\n\"\\");
+  write_bytes(path, make_file("{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}", ""));
+  testing::expect_error([&] { nn::load_safetensors(path); }, {"load_safetensors", path, "bad JSON header", "UTF-8"});
   std::filesystem::remove(path);
 }
 
