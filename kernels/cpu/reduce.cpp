@@ -241,7 +241,7 @@ template <class T, bool kMax> void arg_of_columns(const T* p, int64_t R, int64_t
       const bool better = kMax ? v > best[i] : v < best[i];
       best[i] = better ? v : best[i];
       at[i] = better ? Row(r) : at[i];
-      if constexpr (std::is_floating_point_v<T>) nan_at[i] = (nan_at[i] < 0) & (v != v) ? Row(r) : nan_at[i];
+      if constexpr (std::is_floating_point_v<T>) nan_at[i] = ((nan_at[i] < 0) & (v != v)) ? Row(r) : nan_at[i];
     }
   }
   for (int64_t i = 0; i < n; ++i) out[i] = int64_t(nan_at[i] >= 0 ? nan_at[i] : at[i]);
