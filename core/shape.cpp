@@ -10,32 +10,40 @@ namespace nnvm {
 
 size_t checked_nbytes(IntArrayRef shape, size_t itemsize, std::string_view op) {
   uint64_t bytes = itemsize;
-  bool overflow = false;
+  bool overflow = false, empty = false;  // an empty tensor needs no bytes, whatever its other sizes
   for (int64_t s : shape) {
     NNVM_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape), " (expected sizes >= 0)");
+    empty = empty || s == 0;
     overflow = overflow || __builtin_mul_overflow(bytes, uint64_t(s), &bytes);
   }
+  if (empty) return 0;
   NNVM_CHECK(!overflow && bytes <= uint64_t(INT64_MAX), op, "a tensor of shape ", shape_str(shape),
              " would need more than 2^63 bytes");
   return size_t(bytes);
 }
 
+// An empty tensor's other sizes may multiply past 2^63 (its storage is
+// empty): a stride that does not fit int64 is an error, as in libtorch.
 DimVector contiguous_strides(IntArrayRef shape) {
   DimVector strides(shape.size());
   int64_t s = 1;
+  bool overflow = false;
   for (size_t i = shape.size(); i-- > 0;) {
+    NNVM_CHECK(!overflow, "strides", "the strides of shape ", shape_str(shape),
+               " overflow int64 (expected sizes whose products fit in 2^63)");
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    overflow = __builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s);
   }
   return strides;
 }
 
 bool is_contiguous_layout(IntArrayRef shape, IntArrayRef strides) {
   int64_t expected = 1;
+  bool overflow = false;  // then no stride equals `expected`
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 0) return true;
-    if (shape[i] != 1 && strides[i] != expected) return false;
-    expected *= shape[i];
+    if (shape[i] != 1 && (overflow || strides[i] != expected)) return false;
+    overflow = overflow || __builtin_mul_overflow(expected, shape[i], &expected);
   }
   return true;
 }

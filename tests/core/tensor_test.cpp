@@ -393,6 +393,19 @@ TEST(ThreadPool, BackToBackAndAfterSleepingRegionsCoverTheirRanges) {
   set_num_threads(threads);
 }
 
+// An empty tensor whose other sizes multiply past 2^63: its strides do not
+// fit int64, an error naming the shape (UBSan found the signed overflow);
+// the layout check of such a shape does not overflow either.
+TEST(Tensor, EmptyShapesWhoseStridesOverflowAreErrors) {
+  const int64_t big = int64_t(1) << 32;
+  testing::expect_error([&] { (void)empty({0, big, big}); }, {"strides", "[0, 4294967296, 4294967296]"});
+  EXPECT_EQ(empty({big, big, 0}).numel(), 0);  // the strides fit: [big, 1, 1]
+  // past the overflow: an empty dim makes the layout contiguous, a dim of 2 cannot match
+  EXPECT_TRUE(is_contiguous_layout(DimVector{0, big, big}, DimVector{7, big, 1}));
+  EXPECT_FALSE(is_contiguous_layout(DimVector{2, big, big}, DimVector{123, big, 1}));
+  EXPECT_TRUE(is_contiguous_layout(DimVector{1, 0, big}, DimVector{5, 9, 1}));
+}
+
 TEST(Allocator, CachesAndReturnsToBaseline) {
   const AllocatorStats before = cpu_memory_stats();
   {
