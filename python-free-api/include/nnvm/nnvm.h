@@ -47,6 +47,7 @@
 #include "nnvm/nn/loss.h"
 #include "nnvm/nn/module.h"
 #include "nnvm/nn/normalization.h"
+#include "nnvm/nn/padding.h"
 #include "nnvm/nn/ops.h"
 #include "nnvm/nn/pooling.h"
 #include "nnvm/nn/rnn.h"
