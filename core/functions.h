@@ -289,9 +289,10 @@ Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride =
                   IntArrayRef padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
 // Resamples the spatial dims (all after N and C) to `size` or by
-// `scale_factor`, as PyTorch: mode "nearest" or "bilinear" for 4-D inputs,
-// "linear" (3-D), "bicubic" (4-D), "trilinear" (5-D) or "area" (adaptive
-// average pooling; 3- to 5-D). align_corners applies to the linear modes and bicubic.
+// `scale_factor`, as PyTorch: mode "nearest", "nearest-exact" (the pixel
+// whose centre is nearest) or "area" (adaptive average pooling) for 3- to
+// 5-D inputs, "linear" (3-D), "bilinear" or "bicubic" (4-D), "trilinear"
+// (5-D). align_corners applies to the linear modes and bicubic.
 Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
                    std::optional<std::vector<double>> scale_factor = std::nullopt,
                    std::string_view mode = "nearest", bool align_corners = false);

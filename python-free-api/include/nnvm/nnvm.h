@@ -53,6 +53,7 @@
 #include "nnvm/nn/rnn.h"
 #include "nnvm/nn/serialize.h"
 #include "nnvm/nn/transformer.h"
+#include "nnvm/nn/upsampling.h"
 #include "nnvm/nn/utils.h"
 #include "nnvm/npy.h"
 #include "nnvm/optim/adam.h"
