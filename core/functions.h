@@ -2,6 +2,7 @@
 // tensor creation, and the ops that are not methods in libtorch either.
 #pragma once
 
+#include <concepts>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -40,21 +41,6 @@ Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptio
 Tensor rand_like(const Tensor& t, Generator* gen = nullptr);
 Tensor randn_like(const Tensor& t, Generator* gen = nullptr);
 
-// A bare size, as libtorch's IntArrayRef takes one: nnvm::zeros(n), nnvm::randn(3).
-template <Index I> Tensor empty(I n, TensorOptions o = {}) { return empty(IntArrayRef({int64_t(n)}), o); }
-template <Index I> Tensor zeros(I n, TensorOptions o = {}) { return zeros(IntArrayRef({int64_t(n)}), o); }
-template <Index I> Tensor ones(I n, TensorOptions o = {}) { return ones(IntArrayRef({int64_t(n)}), o); }
-template <Index I> Tensor rand(I n, TensorOptions o = {}, Generator* gen = nullptr) {
-  return rand(IntArrayRef({int64_t(n)}), o, gen);
-}
-template <Index I> Tensor randn(I n, TensorOptions o = {}, Generator* gen = nullptr) {
-  return randn(IntArrayRef({int64_t(n)}), o, gen);
-}
-template <Index I>
-Tensor full(I n, const Scalar& value, std::optional<TensorOptions> o = std::nullopt) {
-  return full(IntArrayRef({int64_t(n)}), value, o);
-}
-
 // Wraps memory the caller owns (no copy). `deleter` runs when the last view dies.
 Tensor from_blob(void* data, IntArrayRef shape, TensorOptions options = {});
 Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, TensorOptions options = {});
@@ -63,6 +49,9 @@ Tensor from_blob(void* data, IntArrayRef shape, std::function<void(void*)> delet
 // Copies values into a new 1-d tensor (or with `shape`), of the vector's element type.
 template <class T> Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt);
 Tensor tensor(const std::vector<bool>& values, std::optional<IntArrayRef> shape = std::nullopt);
+// A shape given as a bare integer would be viewed inside std::optional's
+// constructor, after the integer is gone: write tensor(values, {n}).
+template <class T, std::integral I> Tensor tensor(const std::vector<T>& values, I shape) = delete;
 // A braced list, as libtorch's torch::tensor reads one: floating values make
 // a float32 tensor (the default dtype), integers int64, bools bool; `options`
 // sets another dtype or requires_grad. tensor<T>({...}) makes T's dtype.
@@ -145,15 +134,9 @@ inline Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt) { 
 inline Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
   return x.sum(dims, keepdim, dtype);
 }
-template <Index I> Tensor sum(const Tensor& x, I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
-  return x.sum(dim, keepdim, dtype);
-}
 inline Tensor mean(const Tensor& x, std::optional<DType> dtype = std::nullopt) { return x.mean(dtype); }
 inline Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
   return x.mean(dims, keepdim, dtype);
-}
-template <Index I> Tensor mean(const Tensor& x, I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
-  return x.mean(dim, keepdim, dtype);
 }
 inline Tensor prod(const Tensor& x, std::optional<DType> dtype = std::nullopt) { return x.prod(dtype); }
 inline Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) {
@@ -165,8 +148,6 @@ inline Tensor min(const Tensor& x) { return x.min(); }
 inline std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false) { return x.min(dim, keepdim); }
 inline Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false) { return x.amax(dims, keepdim); }
 inline Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false) { return x.amin(dims, keepdim); }
-template <Index I> Tensor amax(const Tensor& x, I dim, bool keepdim = false) { return x.amax(dim, keepdim); }
-template <Index I> Tensor amin(const Tensor& x, I dim, bool keepdim = false) { return x.amin(dim, keepdim); }
 inline Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false) {
   return x.argmax(dim, keepdim);
 }
@@ -181,9 +162,6 @@ inline Tensor std(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1
 }
 inline Tensor norm(const Tensor& x, const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) {
   return x.norm(p, dims, keepdim);
-}
-template <Index I> Tensor norm(const Tensor& x, const Scalar& p, I dim, bool keepdim = false) {
-  return x.norm(p, dim, keepdim);
 }
 inline Tensor all(const Tensor& x) { return x.all(); }
 inline Tensor all(const Tensor& x, int64_t dim, bool keepdim = false) { return x.all(dim, keepdim); }
@@ -259,7 +237,6 @@ Tensor expand_reduced(const Tensor& g, const Tensor& x, IntArrayRef reduced, boo
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
-template <Index I> Tensor logsumexp(const Tensor& x, I dim, bool keepdim = false) { return x.logsumexp(dim, keepdim); }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1,
                                     bool keepdim = false);
 
@@ -310,27 +287,12 @@ Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride =
                   IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true);
-// A bare kernel size (and stride), as libtorch's IntArrayRef takes one: max_pool2d(x, 2).
-template <Index K> Tensor max_pool2d(const Tensor& x, K kernel_size, IntArrayRef stride = {}) {
-  return max_pool2d(x, IntArrayRef({int64_t(kernel_size)}), stride);
-}
-template <Index K, Index S> Tensor max_pool2d(const Tensor& x, K kernel_size, S stride) {
-  return max_pool2d(x, IntArrayRef({int64_t(kernel_size)}), IntArrayRef({int64_t(stride)}));
-}
-template <Index K> Tensor avg_pool2d(const Tensor& x, K kernel_size, IntArrayRef stride = {}) {
-  return avg_pool2d(x, IntArrayRef({int64_t(kernel_size)}), stride);
-}
-template <Index K, Index S> Tensor avg_pool2d(const Tensor& x, K kernel_size, S stride) {
-  return avg_pool2d(x, IntArrayRef({int64_t(kernel_size)}), IntArrayRef({int64_t(stride)}));
-}
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
-template <Index I> Tensor adaptive_avg_pool2d(const Tensor& x, I output_size) {
-  return adaptive_avg_pool2d(x, IntArrayRef({int64_t(output_size)}));
-}
 // Resamples the spatial dims (all after N and C) to `size` or by
-// `scale_factor`, as PyTorch: mode "nearest" or "bilinear" for 4-D inputs,
-// "linear" (3-D), "bicubic" (4-D), "trilinear" (5-D) or "area" (adaptive
-// average pooling; 3- to 5-D). align_corners applies to the linear modes and bicubic.
+// `scale_factor`, as PyTorch: mode "nearest", "nearest-exact" (the pixel
+// whose centre is nearest) or "area" (adaptive average pooling) for 3- to
+// 5-D inputs, "linear" (3-D), "bilinear" or "bicubic" (4-D), "trilinear"
+// (5-D). align_corners applies to the linear modes and bicubic.
 Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
                    std::optional<std::vector<double>> scale_factor = std::nullopt,
                    std::string_view mode = "nearest", bool align_corners = false);

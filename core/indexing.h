@@ -2,9 +2,13 @@
 // x.index({"...", None}), x.index_put_({mask}, 0). An index list reads as
 // Python's x[:, 0]: integers select (the dim goes), Slices keep a strided
 // range, None inserts a dim of size 1, Ellipsis stands for the dims no other
-// index names, a bool adds a dim of size 1 (true) or 0 (false), and tensors
-// are advanced indices: int64 tensors (broadcast together) or one bool mask.
-// Integers, Slices and None make views; tensor indices copy, as in libtorch.
+// index names, and tensors are advanced indices: integer tensors, broadcast
+// together, each indexing one dim, and bool masks, each indexing as many dims
+// as it has, read as the integer indices of its true elements (nonzero).
+// As in libtorch, a bool (or a 0-dim bool tensor) inserts a dim of size 1 and
+// indexes it with the advanced index [0] (true) or [] (false), so it
+// broadcasts with the other tensor indices, and a 0-dim integer tensor is an
+// integer. Integers, Slices and None make views; tensor indices copy.
 #pragma once
 
 #include <optional>

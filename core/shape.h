@@ -2,24 +2,42 @@
 // Strides are in elements, like libtorch's.
 #pragma once
 
-#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 
 namespace nnvm {
 
-using IntArrayRef = absl::Span<const int64_t>;
 using DimVector = absl::InlinedVector<int64_t, 6>;
 
-// A bare integer where libtorch's IntArrayRef takes one (nnvm::randn(3),
-// x.sum(1)). Overloads taking it are templates, so a braced list ({}, {2, 3})
-// is never read as one integer: it still picks the IntArrayRef overload.
-template <class I> concept Index = std::integral<I> && !std::same_as<I, bool>;
+// Sizes or dims, viewed, not owned: libtorch's IntArrayRef. A braced list
+// ({}, {2, 3}), a DimVector, a std::vector or a Span converts to one, and so
+// does a bare integer, as one element (nnvm::randn(3), x.sum(1),
+// max_pool2d(x, 2)), as c10::IntArrayRef's one-element constructor does: the
+// view points at the integer, which a call's argument outlives, so a view
+// made from a bare integer must not be kept past the call, nor made inside
+// another object's constructor: std::optional<IntArrayRef>(n) would point at
+// a copy gone when it returns (so nnvm::tensor(values, n) does not compile).
+class IntArrayRef : public absl::Span<const int64_t> {
+  using Span = absl::Span<const int64_t>;
+
+ public:
+  using Span::Span;
+  constexpr IntArrayRef() = default;
+  constexpr IntArrayRef(Span s) noexcept : Span(s) {}                    // NOLINT: implicit, as a Span
+  constexpr IntArrayRef(const int64_t& one) noexcept : Span(&one, 1) {}  // NOLINT: implicit, as c10's
+  // Comparisons exact for an IntArrayRef against an IntArrayRef, a
+  // DimVector or a std::vector (either side, by C++20's reversed ==), where
+  // absl's templates for Spans would otherwise compete as equally good.
+  friend bool operator==(IntArrayRef a, IntArrayRef b) { return Span(a) == Span(b); }
+  friend bool operator==(IntArrayRef a, const DimVector& b) { return Span(a) == Span(b); }
+  friend bool operator==(IntArrayRef a, const std::vector<int64_t>& b) { return Span(a) == Span(b); }
+};
 
 inline int64_t numel_of(IntArrayRef shape) {
   int64_t n = 1;

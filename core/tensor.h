@@ -3,9 +3,8 @@
 // names and argument order; each forwards to one op of the op table. As in
 // libtorch, in-place methods (add_, zero_, ...) are const: they change the
 // data the handle points to, not the handle, so `w.grad().zero_()` works.
-// A bare integer is accepted where libtorch's IntArrayRef accepts one
-// (x.sum(1), x.view(-1)): those overloads are templates on `Index`, so a
-// braced list, `{}` included, still means a list of sizes.
+// Sizes and dims are IntArrayRefs (core/shape.h), which a bare integer
+// converts to as libtorch's does: x.sum(1), x.view(-1), x.permute({1, 0}).
 #pragma once
 
 #include <cstdint>
@@ -176,9 +175,7 @@ class Tensor {
 
   // ---- views (no copies) ----
   Tensor view(IntArrayRef shape) const;
-  template <Index I> Tensor view(I size) const { return view(IntArrayRef({int64_t(size)})); }
   Tensor reshape(IntArrayRef shape) const;  // a view when the layout allows, else a copy
-  template <Index I> Tensor reshape(I size) const { return reshape(IntArrayRef({int64_t(size)})); }
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor permute(IntArrayRef dims) const;
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
@@ -282,14 +279,8 @@ class Tensor {
   // ---- reductions (empty dims = all dims) ----
   Tensor sum(std::optional<DType> dtype = std::nullopt) const;
   Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
-  template <Index I> Tensor sum(I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const {
-    return sum(IntArrayRef({int64_t(dim)}), keepdim, dtype);
-  }
   Tensor mean(std::optional<DType> dtype = std::nullopt) const;
   Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
-  template <Index I> Tensor mean(I dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const {
-    return mean(IntArrayRef({int64_t(dim)}), keepdim, dtype);
-  }
   Tensor prod(std::optional<DType> dtype = std::nullopt) const;
   Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor max() const;
@@ -298,20 +289,12 @@ class Tensor {
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
-  template <Index I> Tensor amax(I dim, bool keepdim = false) const { return amax(IntArrayRef({int64_t(dim)}), keepdim); }
-  template <Index I> Tensor amin(I dim, bool keepdim = false) const { return amin(IntArrayRef({int64_t(dim)}), keepdim); }
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
-  template <Index I> Tensor logsumexp(I dim, bool keepdim = false) const {
-    return logsumexp(IntArrayRef({int64_t(dim)}), keepdim);
-  }
   Tensor norm(const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
-  template <Index I> Tensor norm(const Scalar& p, I dim, bool keepdim = false) const {
-    return norm(p, IntArrayRef({int64_t(dim)}), keepdim);
-  }
   Tensor all() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
   Tensor any() const;
@@ -347,7 +330,6 @@ class Tensor {
   Tensor triu(int64_t diagonal = 0) const;
   Tensor repeat(IntArrayRef repeats) const;
   Tensor flip(IntArrayRef dims) const;
-  template <Index I> Tensor flip(I dim) const { return flip(IntArrayRef({int64_t(dim)})); }
   Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;  // values, indices
   std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;

@@ -179,8 +179,12 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
     binary("div", Prim::kDiv);
     binary("maximum", Prim::kMax);
     binary("minimum", Prim::kMin);
-    // add(x, y; alpha) = x + alpha * y; add.Scalar(x; other, alpha) = x + other * alpha
+    // add(x, y; alpha) = x + alpha * y, one rounding for floats as the
+    // reference kernel (kernels/cpu/binary.cpp) and PyTorch compute it, so an
+    // optimizer's update is the same hot and cold; add.Scalar(x; other,
+    // alpha) = x + other * alpha
     (*m)["add"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {
+      if (is_floating(b.dtype(n.outputs[0]))) return b.op(Prim::kFma, b.scalar(n, step, 0), in[1], in[0]);
       return b.op(Prim::kAdd, in[0], b.op(Prim::kMul, b.scalar(n, step, 0), in[1]));
     };
     (*m)["add.Scalar"] = [](Builder& b, const trace::Node& n, int32_t step, Inputs in) {

@@ -52,12 +52,20 @@ struct Advanced {
   Tensor index;
 };
 
-// Dims of the indexed tensor an index names.
+// A bool or uint8 tensor index is a mask (libtorch reads uint8 as bool).
+bool is_mask(const Tensor& index) { return index.dtype() == kBool || index.dtype() == kUInt8; }
+
+// Dims of the indexed tensor an index names (libtorch's
+// count_specified_dimensions): a mask as many as it has, so a 0-dim one none.
 int64_t consumed(const TensorIndex& i) {
   if (i.is_integer() || i.is_slice()) return 1;
-  if (i.is_tensor()) return i.tensor().dtype() == kBool ? std::max<int64_t>(i.tensor().dim(), 1) : 1;
+  if (i.is_tensor()) return is_mask(i.tensor()) ? i.tensor().dim() : 1;
   return 0;
 }
+
+// The advanced index a bool stands for, on the dim of size 1 it inserts:
+// [0] keeps that dim, [] empties it.
+Tensor bool_index(bool keep) { return keep ? zeros({1}, kInt64) : zeros({0}, kInt64); }
 
 std::string list_str(absl::Span<const TensorIndex> indices) {
   std::string s = "[";
@@ -65,8 +73,9 @@ std::string list_str(absl::Span<const TensorIndex> indices) {
   return s + "]";
 }
 
-// The integers, Slices, None, Ellipsis and bools applied as views; the tensor
-// indices left in `advanced`, with the dims of the result they index.
+// The integers, Slices, None and Ellipsis applied as views, and the dims
+// bools insert; the tensor indices (and the bools' [0] or []) left in
+// `advanced`, with the dims of the result they index.
 Tensor apply_basic(const Tensor& x, absl::Span<const TensorIndex> indices, std::vector<Advanced>& advanced,
                    std::string_view op) {
   int64_t named = 0;
@@ -81,8 +90,14 @@ Tensor apply_basic(const Tensor& x, absl::Span<const TensorIndex> indices, std::
   Tensor t = x;
   int64_t d = 0;  // the dim of t the next index applies to
   for (const TensorIndex& i : indices) {
-    if (i.is_integer()) {
-      const int64_t size = t.size(d), k = i.integer();
+    const bool tensor_index = i.is_tensor() && !(i.tensor().dim() == 0 && is_mask(i.tensor()));
+    if (tensor_index)
+      NNVM_CHECK(is_mask(i.tensor()) || i.tensor().dtype() == kInt64 || i.tensor().dtype() == kInt32, op,
+                 "tensor indices must be int64, int32, bool or uint8, got ", i.tensor().dtype(), " in ",
+                 list_str(indices));
+    if (i.is_integer() || (tensor_index && i.tensor().dim() == 0)) {
+      // A 0-dim integer tensor is an integer, as libtorch reads one.
+      const int64_t size = t.size(d), k = i.is_integer() ? i.integer() : i.tensor().item<int64_t>();
       NNVM_CHECK(k >= -size && k < size, op, "index ", k, " is out of bounds for dim ", d, " of size ", size,
                  " (shape ", shape_str(x.sizes()), ", indices ", list_str(indices), ")");
       t = t.select(d, k);
@@ -96,15 +111,14 @@ Tensor apply_basic(const Tensor& x, absl::Span<const TensorIndex> indices, std::
       t = t.unsqueeze(d++);
     } else if (i.is_ellipsis()) {
       d += x.dim() - named;
-    } else if (i.is_boolean()) {
+    } else if (i.is_boolean() || (i.is_tensor() && i.tensor().dim() == 0 && is_mask(i.tensor()))) {
+      // libtorch's: a dim of size 1, indexed like the tensor indices, so it broadcasts with them.
+      const bool keep = i.is_boolean() ? i.boolean() : i.tensor().to(kBool).item<bool>();
       t = t.unsqueeze(d);
-      if (!i.boolean()) t = t.slice(d, 0, 0);
-      ++d;
+      advanced.push_back({d++, bool_index(keep)});
     } else {
       const Tensor& index = i.tensor();
-      NNVM_CHECK(index.dtype() == kBool || index.dtype() == kInt64 || index.dtype() == kInt32, op,
-                 "tensor indices must be int64, int32 or bool, got ", index.dtype(), " in ", list_str(indices));
-      advanced.push_back({d, index});
+      advanced.push_back({d, is_mask(index) ? index.to(kBool) : index});
       d += consumed(i);
     }
   }

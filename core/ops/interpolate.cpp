@@ -1,6 +1,9 @@
 // interpolate: resampling of the spatial dims (those after N and C), with
-// PyTorch's modes and coordinates. "nearest" and "bilinear" are the
-// upsample ops of core/ops/pool.cpp, with kernels. The other modes are
+// PyTorch's modes and coordinates. "nearest" of a 4-D input and "bilinear"
+// are the upsample ops of core/ops/pool.cpp, with kernels. "nearest" of a 3-
+// or 5-D input and "nearest-exact" pick one input index per output index in
+// each spatial dim: an index_select per dim, which differentiates as
+// index_select does (the gradient adds each output back onto its source). The other modes are
 // separable, one 1-D resampling per spatial dim, and each 1-D resampling is
 // linear in the input: a product by an [out, in] matrix of weights built here
 // from the sizes alone. So "linear", "bicubic", "trilinear" and "area" are one
@@ -13,6 +16,7 @@
 
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
+#include "nnvm/core/ops/image.h"
 
 namespace nnvm {
 
@@ -26,15 +30,30 @@ struct ModeRule {
   int64_t min_rank, max_rank;
   bool takes_align_corners;
 };
-constexpr ModeRule kModes[] = {{"nearest", 4, 4, false},  {"linear", 3, 3, true},    {"bilinear", 4, 4, true},
-                               {"bicubic", 4, 4, true},   {"trilinear", 5, 5, true}, {"area", 3, 5, false}};
+constexpr ModeRule kModes[] = {{"nearest", 3, 5, false},   {"nearest-exact", 3, 5, false}, {"linear", 3, 3, true},
+                               {"bilinear", 4, 4, true},  {"bicubic", 4, 4, true},        {"trilinear", 5, 5, true},
+                               {"area", 3, 5, false}};
 
 const ModeRule& mode_rule(std::string_view mode) {
   for (const ModeRule& r : kModes)
     if (r.mode == mode) return r;
-  NNVM_CHECK(false, kOp, "mode must be \"nearest\", \"linear\", \"bilinear\", \"bicubic\", \"trilinear\" or ",
-             "\"area\", got \"", mode, "\"");
+  NNVM_CHECK(false, kOp, "mode must be \"nearest\", \"nearest-exact\", \"linear\", \"bilinear\", \"bicubic\", ",
+             "\"trilinear\" or \"area\", got \"", mode, "\"");
   return kModes[0];
+}
+
+// Nearest-neighbour resampling as one index_select per spatial dim.
+Tensor nearest_by_index(const Tensor& x, IntArrayRef size, const std::vector<double>& scales, bool exact) {
+  Tensor y = x;
+  for (int64_t s = 0; s < int64_t(size.size()); ++s) {
+    const int64_t d = 2 + s, in = x.size(d), out = size[size_t(s)];
+    std::vector<int64_t> source(static_cast<size_t>(out));
+    for (int64_t o = 0; o < out; ++o) source[size_t(o)] = nearest_source(o, in, out, scales[size_t(s)], exact);
+    bool identity = in == out;
+    for (int64_t o = 0; identity && o < out; ++o) identity = source[size_t(o)] == o;
+    if (!identity) y = y.index_select(d, tensor(source));
+  }
+  return y;
 }
 
 // PyTorch's area_pixel_compute_scale: input pixels per output pixel.
@@ -145,6 +164,10 @@ Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
                  shape_str(x.sizes()));
     }
   }
+  // A size left as it is still gives a new tensor, as in libtorch, never x itself.
+  const auto fresh = [&x](const Tensor& y) { return y.is_same(x) ? x.clone() : y; };
+  if (mode == "nearest-exact" || (mode == "nearest" && x.dim() != 4))
+    return fresh(nearest_by_index(x, out, scales, mode == "nearest-exact"));
   if (mode == "nearest") {
     static const OpDef& nearest = find_op("upsample_nearest2d");
     return call1(nearest, {x}, {out, Scalar(scales[0]), Scalar(scales[1])});
@@ -153,7 +176,7 @@ Tensor interpolate(const Tensor& x, std::optional<std::vector<int64_t>> size,
     static const OpDef& bilinear = find_op("upsample_bilinear2d");
     return call1(bilinear, {x}, {out, Scalar(scales[0]), Scalar(scales[1]), align_corners});
   }
-  return separable_resample(x, mode, out, scales, align_corners);
+  return fresh(separable_resample(x, mode, out, scales, align_corners));
 }
 
 }  // namespace nnvm

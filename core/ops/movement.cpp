@@ -325,6 +325,26 @@ Tensor copy_pad(const Tensor& x, IntArrayRef pad, bool circular) {
   return r;
 }
 
+// Reflect padding with negative pads, as PyTorch's reflection_pad: output
+// element j reads the input at j - before reflected into [0, n), so the
+// positive pads reflect the whole input and the negative ones crop the
+// result (a crop may reach into the reflected part). Each pad must be less
+// than the input's size.
+Tensor reflect_pad_cropped(const Tensor& x, IntArrayRef pad, const OpDef& op) {
+  check_pad_pairs(x, pad);
+  DimVector grow, crop;
+  for (size_t p = 0; p < pad.size() / 2; ++p) {
+    const int64_t d = x.dim() - 1 - int64_t(p), before = pad[2 * p], after = pad[2 * p + 1], n = x.size(d);
+    NNVM_CHECK(before < n && after < n, "pad", "reflect padding (", before, ", ", after, ") of dim ", d,
+               " must be less than the dim's size ", n, " on each side (input shape ", shape_str(x.sizes()), ")");
+    for (int64_t v : {before, after}) {
+      grow.push_back(std::max<int64_t>(v, 0));
+      crop.push_back(std::min<int64_t>(v, 0));
+    }
+  }
+  return nnvm::pad(call1(op, {x}, {grow, std::string("reflect"), Scalar(0.0)}), crop);
+}
+
 }  // namespace
 
 Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value) {
@@ -332,6 +352,8 @@ Tensor pad(const Tensor& x, IntArrayRef pad, std::string_view mode, double value
   if (mode == "replicate" || mode == "circular") return copy_pad(x, pad, mode == "circular");
   NNVM_CHECK(mode == "constant" || mode == "reflect", "pad", "mode must be \"constant\", \"reflect\", ",
              "\"replicate\" or \"circular\", got \"", mode, "\" (input shape ", shape_str(x.sizes()), ")");
+  if (mode == "reflect" && std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v < 0; }))
+    return reflect_pad_cropped(x, pad, op);
   return call1(op, {x}, {dims(pad), std::string(mode), Scalar(value)});
 }
 

@@ -97,9 +97,15 @@ template <R rule, Types types, class Fn> void binary(const std::string& name, Fn
 }  // namespace
 
 NNVM_REGISTER(cpu_binary_kernels) {
+  // x + alpha y rounded once, as PyTorch's add (vec::fmadd) and the JIT's
+  // lowering (jit/loop_ir.cpp) compute it: written out, not left to the
+  // compiler's contraction, so a fused plan and this kernel agree bit for bit.
   register_kernel("add", kCPU, pointwise_kernel<R::Same, Types::All, 2>(0, []<class T>(const Attrs& a) {
     const T alpha = scalar_as<T>(a.s(0));
-    return [alpha](T x, T y) { return x + alpha * y; };
+    return [alpha](T x, T y) {
+      if constexpr (std::is_floating_point_v<T>) return std::fma(alpha, y, x);
+      else return T(x + alpha * y);
+    };
   }));
   register_kernel("add.Scalar", kCPU, pointwise_kernel<R::Same, Types::All, 1>(1, []<class T>(const Attrs& a) {
     const T other = scalar_as<T>(a.s(0)), alpha = scalar_as<T>(a.s(1));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nnvm/core/op.h"
+#include "nnvm/core/ops/image.h"
 #include "nnvm/kernels/cpu/staging.h"
 #include "nnvm/kernels/cpu/window.h"
 
@@ -323,21 +324,13 @@ template <class T> T source_scale(int64_t in, int64_t out, double user_scale, bo
   return user_scale > 0 ? T(1.0 / user_scale) : T(in) / T(out);
 }
 
-// The input pixel nearest-neighbour sampling reads for output pixel `o`.
-// Computed in float whatever the dtype, as libtorch does, so edge pixels agree.
-inline int64_t nearest_source(int64_t o, float scale, int64_t size) {
-  return std::min(int64_t(std::floor(float(o) * scale)), size - 1);
-}
-
 // Calls f(oh, ow, ih, iw) for every output pixel with the input pixel
-// nearest-neighbour sampling reads for it: the forward gathers, the backward
-// scatters, over the same pairs.
+// nearest-neighbour sampling reads for it (nearest_source, core/ops/interpolate.h):
+// the forward gathers, the backward scatters, over the same pairs.
 template <class F> void for_each_nearest(const Planes& p, double user_h, double user_w, F f) {
-  const float scale_h = source_scale<float>(p.height, p.out_height, user_h, false);
-  const float scale_w = source_scale<float>(p.width, p.out_width, user_w, false);
   for (int64_t oh = 0; oh < p.out_height; ++oh) {
-    const int64_t ih = nearest_source(oh, scale_h, p.height);
-    for (int64_t ow = 0; ow < p.out_width; ++ow) f(oh, ow, ih, nearest_source(ow, scale_w, p.width));
+    const int64_t ih = nearest_source(oh, p.height, p.out_height, user_h, false);
+    for (int64_t ow = 0; ow < p.out_width; ++ow) f(oh, ow, ih, nearest_source(ow, p.width, p.out_width, user_w, false));
   }
 }
 

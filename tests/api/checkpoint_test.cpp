@@ -13,6 +13,7 @@
 
 #include "nnvm/nnvm.h"
 #include "reference.h"
+#include "regression_steps.h"
 
 namespace nnvm {
 
@@ -55,16 +56,8 @@ Net make_net(uint64_t seed, int64_t hidden = 8) {
   return Net(hidden);
 }
 
-// Steps [first, first + steps) of a regression, each on its own fixed batch.
 void train(const Net& net, optim::Optimizer& opt, int first, int steps, optim::LRScheduler* scheduler = nullptr) {
-  for (int s = first; s < first + steps; ++s) {
-    const Tensor x = testing::random({8, 4}, kFloat32, uint64_t(100 + s));
-    const Tensor y = testing::random({8, 2}, kFloat32, uint64_t(200 + s));
-    opt.zero_grad();
-    mse_loss(net(x), y).backward();
-    opt.step();
-    if (scheduler) scheduler->step();
-  }
+  testing::train_regression(net, opt, first, steps, scheduler);
 }
 
 using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;

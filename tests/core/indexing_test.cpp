@@ -158,7 +158,7 @@ TEST(Indexing, MistakesNameTheIndices) {
   testing::expect_error([&] { x.index({tensor<int64_t>({0, 1}), Slice(), tensor<int64_t>({1, 0, 1})}); },
                         {"index", "[2]", "[3]", "broadcastable"});
   testing::expect_error([&] { x.index({tensor<int64_t>({2})}); }, {"index", "out of bounds for dim 0 of size 2"});
-  testing::expect_error([&] { x.index({ones({2}, kFloat32)}); }, {"index", "int64, int32 or bool", "float32"});
+  testing::expect_error([&] { x.index({ones({2}, kFloat32)}); }, {"index", "int64, int32, bool or uint8", "float32"});
   testing::expect_error([&] { x.index({ones({3}, kBool)}); }, {"index", "bool mask of shape [3]", "[2]"});
   testing::expect_error([] { indexing::TensorIndex("::"); }, {"index", "\"...\""});
 }

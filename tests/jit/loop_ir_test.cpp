@@ -38,7 +38,8 @@ TEST(LoopIR, LowersAddWithAlphaAndScalarOpsToRunTimeArguments) {
   EXPECT_EQ(ir.args[0].attr, 0);
   EXPECT_EQ(ir.args[1].step, 1);
   EXPECT_EQ(count(ir, Prim::kLoad), 2);
-  EXPECT_EQ(count(ir, Prim::kMul), 2);  // alpha * y, then * s1
+  EXPECT_EQ(count(ir, Prim::kFma), 1);  // x + alpha * y, rounded once as the reference kernel does
+  EXPECT_EQ(count(ir, Prim::kMul), 1);  // * s1
   EXPECT_EQ(count(ir, Prim::kExp), 1);
   ASSERT_EQ(count(ir, Prim::kConst), 1);  // the compile-time 5 is a constant, not an argument
   for (const Expr& e : ir.exprs) {

@@ -41,7 +41,8 @@ TEST(MovementGrad, PadConstant) {
 
 TEST(MovementGrad, PadReflect) {
   const Tensor x = leaf({2, 4, 5}, 9), one = leaf({3, 1}, 10);
-  const std::vector<std::vector<int64_t>> pads = {{1, 2}, {3, 3}, {0, 3, 2, 0}, {2, 1, 3, 1}, {0, 0, 1, 1}};
+  const std::vector<std::vector<int64_t>> pads = {{1, 2},  {3, 3},   {0, 3, 2, 0},  {2, 1, 3, 1},
+                                                  {0, 0, 1, 1}, {-1, 3}, {2, -4}, {-2, 1, 3, -1}};
   for (const auto& p : pads) {
     gradcheck([&p](const std::vector<Tensor>& in) { return pad(in[0], p, "reflect"); }, {x});
     gradcheck([&p](const std::vector<Tensor>& in) { return pad(in[0].transpose(1, 2), p, "reflect"); }, {x});

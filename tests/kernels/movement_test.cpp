@@ -175,11 +175,13 @@ TEST(MovementPad, ConstantPadsAndNegativePaddingCrops) {
   EXPECT_EQ(shape_str(pad(zeros({2, 3}), {-3, 0}).sizes()), "[2, 0]");
 }
 
+// Negative pads crop the reflected result, as PyTorch's reflection_pad: x[j - before] reflected.
 TEST(MovementPad, ReflectMirrorsWithoutRepeatingTheEdge) {
   uint64_t seed = 40;
   for (DType dt : {kFloat32, kFloat16, kInt64, kBool})
     for (testing::Layout l : testing::kLayouts)
-      for (const DimVector& pads : {DimVector{1, 2}, DimVector{2, 0, 1, 3}, DimVector{4, 4}, DimVector{0, 0, 0, 0}}) {
+      for (const DimVector& pads : {DimVector{1, 2}, DimVector{2, 0, 1, 3}, DimVector{4, 4}, DimVector{0, 0, 0, 0},
+                                    DimVector{-1, 2}, DimVector{2, -3}, DimVector{-4, 3}, DimVector{-2, 1, 1, -1}}) {
         SCOPED_TRACE(trace(dt, l, {2, 4, 5}));
         check_pad(testing::with_layout(input({2, 4, 5}, dt, seed++), l), pads, true, 0.0);
       }
@@ -190,7 +192,8 @@ TEST(MovementPad, ReportsBadInput) {
   testing::expect_error([&] { pad(x, {1, 2, 3}); }, {"pad", "pairs", "[1, 2, 3]"});
   testing::expect_error([&] { pad(x, {1, 1, 1, 1, 1, 1}); }, {"pad", "[2, 3]", "3 (before, after) pairs"});
   testing::expect_error([&] { pad(x, {3, 0}, "reflect"); }, {"pad", "reflect", "(3, 0)", "size 3"});
-  testing::expect_error([&] { pad(x, {-1, 0}, "reflect"); }, {"pad", "reflect", "non-negative"});
+  testing::expect_error([&] { pad(x, {-1, 3}, "reflect"); }, {"pad", "reflect", "(-1, 3)", "less than", "size 3"});
+  testing::expect_error([&] { pad(x, {-2, -2}, "reflect"); }, {"pad", "negative size -1", "[2, 3]"});
   testing::expect_error([&] { pad(x, {1, 1}, "wrap"); }, {"pad", "\"wrap\""});
   testing::expect_error([&] { pad(x, {-2, -2}); }, {"pad", "negative size -1", "[2, 3]"});
 }

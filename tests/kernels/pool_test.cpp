@@ -297,7 +297,7 @@ TEST(PoolErrors, NameOpAndShapes) {
   testing::expect_error([] { avg_pool2d(ones({1, 1, 5, 5}), {2, 2, 2}); }, {"avg_pool2d", "kernel_size"});
   testing::expect_error([] { avg_pool2d(ones({1, 0, 5, 5}), {2}); }, {"avg_pool2d", "[1, 0, 5, 5]"});
   testing::expect_error([] { adaptive_avg_pool2d(ones({2, 1, 5, 5}), {-1, 2}); }, {"adaptive_avg_pool2d", "output_size"});
-  testing::expect_error([] { interpolate(ones({1, 1, 5}), std::vector<int64_t>{3}); }, {"interpolate", "[1, 1, 5]"});
+  testing::expect_error([] { interpolate(ones({1, 5}), std::vector<int64_t>{3}); }, {"interpolate", "[1, 5]"});
   testing::expect_error([] { interpolate(ones({1, 1, 5, 5}), std::nullopt); }, {"interpolate", "size"});
   testing::expect_error([] { interpolate(ones({1, 1, 5, 5}), std::vector<int64_t>{2}, std::nullopt, "lanczos"); },
                         {"interpolate", "lanczos"});

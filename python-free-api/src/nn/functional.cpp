@@ -137,12 +137,16 @@ Tensor pad(const Tensor& input, const PadFuncOptions& options) {
 }
 
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
-  static constexpr std::string_view names[] = {"nearest", "linear", "bilinear", "bicubic", "trilinear", "area"};
-  const std::string_view mode = names[int(options.mode())];
-  // Set, even to false, it is an error with nearest and area, as in libtorch.
-  NNVM_CHECK(!options.align_corners() || (mode != "nearest" && mode != "area"), "interpolate",
-             "align_corners can only be set with mode kLinear, kBilinear, kBicubic or kTrilinear, not k",
-             mode == "area" ? "Area" : "Nearest");
+  static constexpr std::string_view names[] = {"nearest", "linear",  "bilinear",     "bicubic",
+                                               "trilinear", "area", "nearest-exact"};
+  static constexpr std::string_view enum_names[] = {"kNearest", "kLinear", "kBilinear", "kBicubic",
+                                                    "kTrilinear", "kArea", "kNearestExact"};
+  const int m = int(options.mode());
+  const std::string_view mode = names[m];
+  // Set, even to false, it is an error with the nearest modes and area, as in libtorch.
+  NNVM_CHECK(!options.align_corners() || (mode != "nearest" && mode != "nearest-exact" && mode != "area"),
+             "interpolate", "align_corners can only be set with mode kLinear, kBilinear, kBicubic or kTrilinear, not ",
+             enum_names[m]);
   return nnvm::interpolate(input, options.size(), options.scale_factor(), mode, options.align_corners().value_or(false));
 }
 

@@ -1,6 +1,7 @@
 // Conv2d and ConvTranspose2d over [N, C, H, W] (or unbatched [C, H, W]) inputs.
 #pragma once
 
+#include <concepts>
 #include <optional>
 
 #include "nnvm/nn/expanding_array.h"
@@ -64,6 +65,8 @@ class ConvTranspose2dImpl : public Module {
   void reset_parameters();
   // output_size ([H, W] or [N, C, H, W]) picks the output_padding that gives it, as libtorch.
   Tensor forward(const Tensor& x, const std::optional<IntArrayRef>& output_size = std::nullopt);
+  // A bare integer would be viewed inside std::optional's constructor, after it is gone (core/shape.h).
+  template <std::integral I> Tensor forward(const Tensor& x, I output_size) = delete;
 
   ConvTranspose2dOptions options;
   Tensor weight, bias;
