@@ -409,7 +409,9 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
 std::vector<Tensor> Model::operator()(const std::vector<std::pair<std::string, Tensor>>& inputs) const {
   const std::vector<ValueInfo>& want = impl_->program->inputs;
   std::vector<Tensor> ordered(want.size());
-  for (const auto& [name, value] : inputs) {
+  for (const auto& input : inputs) {
+    const std::string& name = input.first;  // (clang 14 cannot capture a structured binding)
+    const Tensor& value = input.second;
     auto it = std::find_if(want.begin(), want.end(), [&](const ValueInfo& v) { return v.name == name; });
     NNVM_CHECK(it != want.end(), "Model", "has no input named '", name, "'");
     NNVM_CHECK(!ordered[size_t(it - want.begin())].defined(), "Model", "input '", name, "' is given twice");
