@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
 
   // A fixed batch to measure the fit on, before and after training.
   auto [test_x, test_y] = get_batch(w_target, b_target, 1000);
-  auto test_loss = [&] {
+  auto test_loss = [&, test_x = test_x, test_y = test_y] {  // (clang 14 cannot capture structured bindings)
     nnvm::NoGradGuard no_grad;
     return F::smooth_l1_loss(fc(test_x), test_y).item<float>();
   };
