@@ -43,40 +43,10 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& out, const Att
           w.size(2), w.size(3), a.i(3), stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
 }
 
-// A tap of a stride-1 window over planes `width` wide, offset (dh, dw):
-// element i of a plane of `rows` rows pairs with element i + shift (shift =
-// dh width + dw) of one of `other_rows` rows where row and column line up:
-// in rows [first, last) of the first plane, every column but [wrap_from,
-// wrap_to), which would pair with the other plane's next or last row. For
-// i in [begin, end), both ends are inside their planes; empty when nothing
-// pairs.
-struct ShiftedTap {
-  int64_t first = 0, last = 0, shift = 0, begin = 0, end = 0, wrap_from = 0, wrap_to = 0;
-};
-ShiftedTap shifted_tap(int64_t dh, int64_t dw, int64_t width, int64_t rows, int64_t other_rows) {
-  ShiftedTap t;
-  t.first = std::clamp<int64_t>(-dh, 0, rows);
-  t.last = std::clamp<int64_t>(other_rows - dh, t.first, rows);
-  if (t.first == t.last || dw <= -width || dw >= width) return {};
-  t.shift = dh * width + dw;
-  t.begin = std::max(t.first * width, -t.shift);
-  t.end = std::min(t.last * width, other_rows * width - t.shift);
-  t.wrap_from = dw > 0 ? width - dw : 0;
-  t.wrap_to = dw > 0 ? width : -dw;
-  return t;
-}
-
 // Whether each tap of g reads (im2col) or writes (col2im) a plane that is
 // the other side's shifted: stride 1 and rows as wide as the input's.
 bool taps_shift_planes(const Geometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 && g.out_width == g.width;
-}
-
-// Zeros the wrapped columns of rows [first, last) of a plane: column by
-// column, since a fill of a row's few elements would be a call to memset each.
-template <class T> void zero_wrapped(T* plane, const ShiftedTap& t, int64_t width) {
-  for (int64_t j = t.wrap_from; j < t.wrap_to; ++j)
-    for (int64_t r = t.first; r < t.last; ++r) plane[r * width + j] = T(0);
 }
 
 // Calls f(tap, c, dh, dw) for each (c, kh, kw) of `channels` channels: the
@@ -97,19 +67,8 @@ template <class F> void for_each_tap(int64_t channels, const Geometry& g, F f) {
 // loop's bookkeeping and short copies cost more than the copying.
 template <class T> void im2col_shifted_planes(const T* x, int64_t sc, int64_t channels, const Geometry& g, T* col,
                                               int64_t ld) {
-  const int64_t width = g.width, block = g.out_height * width;
   for_each_tap(channels, g, [&](int64_t tap, int64_t c, int64_t dh, int64_t dw) {
-    T* dst = col + tap * ld;
-    const ShiftedTap t = shifted_tap(dh, dw, width, g.out_height, g.height);
-    if (t.begin >= t.end) {
-      std::fill(dst, dst + block, T(0));
-      return;
-    }
-    std::fill(dst, dst + t.first * width, T(0));
-    std::fill(dst + t.last * width, dst + block, T(0));
-    const T* src = x + c * sc;
-    std::copy(src + t.begin + t.shift, src + t.end + t.shift, dst + t.begin);
-    zero_wrapped(dst, t, width);
+    copy_shifted_plane(x + c * sc, dh, dw, g.width, g.out_height, g.height, col + tap * ld);
   });
 }
 

@@ -89,37 +89,15 @@ void direct_taps(const Geometry& g, const DirectLayout& d, int64_t channels, int
 
 // The windows of a stride-1 convolution whose output rows are as wide as
 // its contiguous input rows (a "same" convolution: 3x3 with padding 1), the
-// common case: the rows of window (c, kw) inside the image are the plane
-// itself shifted by the tap's column offset dw, one copy of the band's
-// rows (a row's last |dw| elements wrapping into the next row), then zeros
-// over the wrapped columns and the rows outside the image. Row by row, the
-// copies of a late layer's short rows (7 to 14 floats) cost more than the
-// copying. Window row i is input row oh0 + i − pad_h.
+// common case: window (c, kw) is the plane shifted by (oh0 − pad_h, the
+// tap's column offset), one copy_shifted_plane. Window row i is input row
+// oh0 + i − pad_h.
 void direct_copy_shifted_planes(const float* x, int64_t sc, const Geometry& g, const DirectLayout& d, int64_t oh0,
                                 int64_t c0, int64_t c1, float* buf) {
-  const int64_t width = g.width, first = std::clamp<int64_t>(g.pad_h - oh0, 0, d.rows);
-  const int64_t last = std::clamp<int64_t>(g.pad_h - oh0 + g.height, first, d.rows);
-  const int64_t count = (last - first) * width, ih0 = oh0 + first - g.pad_h;  // the rows inside the image
   for (int64_t c = c0; c < c1; ++c)
-    for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
-      float* window = buf + c * d.channel + kw * d.window;
-      const int64_t dw = kw * g.dil_w - g.pad_w;
-      std::fill(window, window + first * width, 0.f);
-      std::fill(window + last * width, window + d.window, 0.f);
-      // rows[t] = plane[shift + t], where that is inside the plane
-      float* rows = window + first * width;
-      const int64_t shift = ih0 * width + dw;
-      const int64_t begin = std::clamp<int64_t>(-shift, 0, count);
-      const int64_t end = std::clamp<int64_t>(g.height * width - shift, begin, count);
-      const float* from = x + c * sc + (shift + begin);
-      std::fill(rows, rows + begin, 0.f);
-      std::copy(from, from + (end - begin), rows + begin);
-      std::fill(rows + end, rows + count, 0.f);
-      // the wrapped columns: ow + dw outside [0, width)
-      const int64_t lo = dw > 0 ? std::max<int64_t>(0, width - dw) : 0, hi = dw > 0 ? width : std::min(width, -dw);
-      for (int64_t r = 0; r < last - first; ++r)
-        for (int64_t ow = lo; ow < hi; ++ow) rows[r * width + ow] = 0.f;
-    }
+    for (int64_t kw = 0; kw < g.kernel_w; ++kw)
+      copy_shifted_plane(x + c * sc, oh0 - g.pad_h, kw * g.dil_w - g.pad_w, g.width, d.rows, g.height,
+                         buf + c * d.channel + kw * d.window);
 }
 
 // The windows of channels [c0, c1) of the band from output row oh0, as
