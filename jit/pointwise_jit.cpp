@@ -125,7 +125,7 @@ std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const st
   const LoopIR& ir = lowering_.ir;
   const std::string key = absl::StrCat("x86-", name, ":", key_);
   auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(
-      global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key, stream); }));
+      trace::global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key, stream); }));
   NNVM_CHECK(kernel != nullptr, "PointwiseJit", "the kernel cache holds another kind of kernel under an x86 key");
   std::lock_guard<std::mutex> lock(mutex_);
   variants_.emplace_back(name, kernel);
@@ -239,7 +239,7 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   };
   // a stream decision also reads the outputs' alignment, which no layout promise covers
   const LaunchStamp stamp{may_stream ? 0 : layouts, int64_t(isa)};
-  ReplayCapture* capture = replay_capture();
+  trace::ReplayCapture* capture = trace::replay_capture();
   std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
       id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, stamp,
@@ -250,7 +250,7 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
     if (may_stream) {
       capture->decline("a pointwise kernel's streaming stores depend on the outputs' alignment");
     } else {
-      ReplayCall call{&PointwiseJit::replay_launch, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
+      trace::ReplayCall call{&PointwiseJit::replay_launch, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
       for (size_t k = 0; k < operands; ++k) call.operands.push_back({ids[k], 0});
       capture->add(std::move(call));
     }

@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/trace/kernel_cache.h"
 #include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
-#include "nnvm/jit/replay.h"
+#include "nnvm/trace/replay.h"
 #include "nnvm/jit/x86/isa.h"
 
 namespace nnvm::jit {
@@ -38,7 +38,7 @@ class PointwiseKernel;
 }
 
 // One compiled variant, the KernelCache's entry: code, or why there is none.
-class CompiledPointwise final : public CompiledKernel {
+class CompiledPointwise final : public trace::CompiledKernel {
  public:
   // `key`: the kernel cache's key, which names the dump files (jit/kernel_dump.h).
   CompiledPointwise(const LoopIR& ir, const std::string& accesses, Isa isa, const std::string& key,

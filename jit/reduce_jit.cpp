@@ -175,7 +175,7 @@ std::shared_ptr<const CompiledReduce> ReduceJit::variant(Isa isa, x86::ReduceAxi
       if (n == name) return v;
   }
   const LoopIR& ir = lowering_.ir;
-  auto kernel = std::dynamic_pointer_cast<const CompiledReduce>(global_kernel_cache().get(
+  auto kernel = std::dynamic_pointer_cast<const CompiledReduce>(trace::global_kernel_cache().get(
       absl::StrCat("x86-", name, ":", key_),
       [&] { return std::make_shared<const CompiledReduce>(ir, accesses, axis, isa); }));
   NNVM_CHECK(kernel != nullptr, "ReduceJit", "the kernel cache holds another kind of kernel under an x86 key");
@@ -335,7 +335,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   };
   // the reduced dims and keepdim are structure: a layout promise covers them
   const LaunchStamp stamp{layouts, int64_t(isa) << 32 | get_num_threads()};
-  ReplayCapture* capture = replay_capture();
+  trace::ReplayCapture* capture = trace::replay_capture();
   std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
       id_, last_, describe,
@@ -350,7 +350,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const ScalarLanes lanes = scalar_lanes(ir, attrs);
   if (l.single_call) {  // a small reduction: the launch's call with this run's operands
     if (capture) [[unlikely]] {
-      ReplayCall call{&ReduceJit::replay_call, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
+      trace::ReplayCall call{&ReduceJit::replay_call, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
       for (size_t k = 0; k < operands; ++k) call.operands.push_back({ids[k], 0});
       capture->add(std::move(call));
     }

@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
-#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/trace/kernel_cache.h"
 #include "nnvm/jit/launch_key.h"
 #include "nnvm/jit/loop_ir.h"
-#include "nnvm/jit/reason.h"
-#include "nnvm/jit/replay.h"
+#include "nnvm/trace/reason.h"
+#include "nnvm/trace/replay.h"
 #include "nnvm/jit/x86/arg_reduce_kernel.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/reduce_kernel.h"
@@ -45,7 +45,7 @@
 namespace nnvm::jit {
 
 // One compiled variant, the KernelCache's entry: code, or why there is none.
-class CompiledReduce final : public CompiledKernel {
+class CompiledReduce final : public trace::CompiledKernel {
  public:
   CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa);
   ~CompiledReduce() override;
@@ -124,7 +124,7 @@ class ReduceJit {
   std::string key_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledReduce>>> variants_;
-  mutable Reason last_fallback_;  // a run that used the kernel clears it
+  mutable trace::Reason last_fallback_;  // a run that used the kernel clears it
   // The last launch: plans replay on several threads at once, so it is swapped whole.
   mutable std::atomic<std::shared_ptr<const Launch>> last_;
   const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots

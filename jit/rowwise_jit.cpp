@@ -122,7 +122,7 @@ const x86::RowwiseKernel& RowwiseJit::kernel(Isa isa) const {
   if (const x86::RowwiseKernel* ready = ready_[size_t(isa)].load(std::memory_order_acquire)) return *ready;
   const x86::RowwiseSpec spec = spec_;
   auto compiled = std::dynamic_pointer_cast<const CompiledRowwise>(
-      global_kernel_cache().get(absl::StrCat("x86-", isa_name(isa), "-rowwise-", spec.name()),
+      trace::global_kernel_cache().get(absl::StrCat("x86-", isa_name(isa), "-rowwise-", spec.name()),
                                 [&] { return std::make_shared<const CompiledRowwise>(spec, isa); }));
   NNVM_CHECK(compiled != nullptr, "RowwiseJit", "the kernel cache holds another kind of kernel under a rowwise key");
   std::lock_guard<std::mutex> lock(mutex_);
@@ -208,8 +208,8 @@ bool RowwiseJit::run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x,
   base.x_stride = rl->stride * 4;
   base.y_stride = rl->cols * 4;
   if (norm) base.eps = float(a.d(spec_.op == x86::RowOp::kLayerNorm ? 3 : 2));
-  if (ReplayCapture* capture = replay_capture()) [[unlikely]] {
-    ReplayCall call{&RowwiseJit::replay_rows, std::make_shared<const Replayed>(Replayed{this, &run, base, rl->rows}), {}};
+  if (trace::ReplayCapture* capture = trace::replay_capture()) [[unlikely]] {
+    trace::ReplayCall call{&RowwiseJit::replay_rows, std::make_shared<const Replayed>(Replayed{this, &run, base, rl->rows}), {}};
     call.operands.push_back({ids[size_t(inputs_[0])], 0});  // x, y, then the weight and bias
     call.operands.push_back({ids[size_t(outputs_[0])], 0});
     for (size_t i = 1; i < inputs_.size(); ++i) call.operands.push_back({ids[size_t(inputs_[i])], 0});
@@ -223,7 +223,7 @@ bool RowwiseJit::run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x,
 // dweight and dbias add up per fixed block of rows, then the blocks in order
 // (kernels/cpu/norm.cpp does the same): the sums do not depend on the thread count.
 bool RowwiseJit::run_norm_backward(const Operands& in, const Operands& out, const Attrs& a) const {
-  decline_replay("a row-wise backward kernel");
+  trace::decline_replay("a row-wise backward kernel");
   const int64_t k = int64_t(a.ints(0).size());
   const std::optional<RowLayout> g = row_layout(*in[0], k), x = row_layout(*in[1], k);
   if (!g || !x) return fall_back("the gradient or the input is not unit-stride rows a uniform stride apart");
@@ -282,7 +282,7 @@ bool RowwiseJit::run_norm_backward(const Operands& in, const Operands& out, cons
 // libtorch's formula, as the reference: with lse the row's log-sum-exp,
 //   loss = (1 - ls) * -w[t] (x[t] - lse) + ls / C * -sum_c (x[c] - lse).
 bool RowwiseJit::run_cross_entropy(const Operands& in, const Tensor& out, const Attrs& a) const {
-  decline_replay("cross_entropy reads its targets");
+  trace::decline_replay("cross_entropy reads its targets");
   const Tensor& x = *in[0];
   const std::optional<RowLayout> rl = row_layout(x, 1);
   if (!rl) return fall_back("the logits are not unit-stride rows a uniform stride apart");
@@ -340,7 +340,7 @@ bool RowwiseJit::run_cross_entropy(const Operands& in, const Tensor& out, const 
 //   dx[c] = k ((1 - ls) w[t] (p[c] - [c == t]) + ls / C (W p[c] - w[c]))
 // = a p[c] - b w[c], then dx[t] -= k (1 - ls) w[t]; ignored rows are zeros.
 bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& out, const Attrs& a) const {
-  decline_replay("cross_entropy reads its targets");
+  trace::decline_replay("cross_entropy reads its targets");
   const Tensor& x = *in[1];
   const std::optional<RowLayout> rl = row_layout(x, 1);
   if (!rl) return fall_back("the logits are not unit-stride rows a uniform stride apart");

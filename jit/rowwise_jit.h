@@ -21,9 +21,9 @@
 #include <mutex>
 #include <string>
 
-#include "nnvm/jit/kernel_cache.h"
-#include "nnvm/jit/reason.h"
-#include "nnvm/jit/replay.h"
+#include "nnvm/trace/kernel_cache.h"
+#include "nnvm/trace/reason.h"
+#include "nnvm/trace/replay.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/rowwise_kernel.h"
 #include "nnvm/trace/group_program.h"
@@ -31,7 +31,7 @@
 namespace nnvm::jit {
 
 // One compiled row kernel, the KernelCache's entry.
-class CompiledRowwise final : public CompiledKernel {
+class CompiledRowwise final : public trace::CompiledKernel {
  public:
   CompiledRowwise(const x86::RowwiseSpec& spec, Isa isa);
   std::string describe() const override;
@@ -91,7 +91,7 @@ class RowwiseJit {
   mutable std::mutex mutex_;
   mutable std::array<std::shared_ptr<const CompiledRowwise>, 3> kernels_;  // per Isa, set once (under mutex_)
   mutable std::array<std::atomic<const x86::RowwiseKernel*>, 3> ready_{};  // each kernels_[isa]'s, once set
-  mutable Reason last_fallback_;  // a run that used the kernel clears it
+  mutable trace::Reason last_fallback_;  // a run that used the kernel clears it
 };
 
 // Row kernels compiled in this process, and runs that used one on the calling thread (tests count both).

@@ -46,7 +46,7 @@ std::string plan_dot(const FusedPlan& plan) {
   for (size_t g = 0; g < f.groups.size(); ++g) {
     const GroupProgram& program = plan.program(int32_t(g));
     absl::StrAppendFormat(&s, "  subgraph cluster_%d {\n    label=\"group %d %s, %s\";\n", int(g), int(g),
-                          group_kind_name(f.groups[g].kind), program.tiled() ? "tiled" : program.epilogue() ? "JIT epilogue" : "node by node");
+                          group_kind_name(f.groups[g].kind), program.tiled() ? std::string("tiled") : program.kernel() ? program.kernel()->describe() : std::string("node by node"));
     for (int32_t n : f.groups[g].nodes) {
       const Node& node = t.nodes()[size_t(n)];
       absl::StrAppendFormat(&s, "    n%d [label=\"#%d %s\\n%s\"];\n", n, n, node.op->name,

@@ -11,7 +11,7 @@
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
-#include "nnvm/jit/x86/isa.h"
+#include "nnvm/trace/backend.h"
 #include "nnvm/trace/dump.h"
 #include "nnvm/trace/signature.h"
 
@@ -20,7 +20,7 @@ namespace nnvm::trace {
 namespace {
 
 std::shared_ptr<const GroupProgram> cached_program(const Trace& t, const FusionGroup& g, const GroupValues& values) {
-  std::shared_ptr<const jit::CompiledKernel> kernel = jit::global_kernel_cache().get(
+  std::shared_ptr<const CompiledKernel> kernel = global_kernel_cache().get(
       group_key(t, g, values), [&] { return std::make_shared<const GroupProgram>(t, g, values); });
   auto program = std::dynamic_pointer_cast<const GroupProgram>(kernel);
   NNVM_CHECK(program != nullptr, "FusedPlan", "the kernel cache holds another kind of kernel under a tile key");
@@ -398,8 +398,8 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
                          std::find(written.begin(), written.end(), 1) == written.end() &&
                          !replay_declined_.is_set() &&
                          !replay_.load(std::memory_order_relaxed);
-  jit::ReplayCapture capture;
-  std::optional<jit::CaptureScope> capture_scope;
+  ReplayCapture capture;
+  std::optional<CaptureScope> capture_scope;
   if (capturing) [[unlikely]]
     capture_scope.emplace(&capture);
   for (size_t k = 0; k < order_.size(); ++k) {
@@ -448,7 +448,7 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
 // bases[base] + offset, the bases being the run's inputs' first elements, the
 // thread's arena, the outputs' memory, then the trace's constants.
 struct FusedPlan::Replay {
-  jit::Isa isa = jit::Isa::kPortable;  // the calls' code is this ISA's
+  uint64_t variant = 0;  // the backends' variant the calls' code is of (trace/backend.h)
   int64_t arena_bytes = 0;
   std::vector<int64_t> output_bytes;
   std::vector<const char*> constants;
@@ -457,7 +457,7 @@ struct FusedPlan::Replay {
     int64_t offset;
   };
   struct Call {
-    jit::ReplayCall::Fn run;
+    ReplayCall::Fn run;
     std::shared_ptr<const void> state;
     std::vector<Operand> operands;
   };
@@ -474,7 +474,7 @@ std::string FusedPlan::replay_declined() const { return replay_declined_.get(); 
 
 void FusedPlan::decline_replay(std::string why) const { replay_declined_.set(std::move(why)); }
 
-void FusedPlan::keep_replay(jit::ReplayCapture& capture) const {
+void FusedPlan::keep_replay(ReplayCapture& capture) const {
   if (capture.declined()) return decline_replay(capture.why());
   if (arena_escapes_) return decline_replay("an output is a view of the arena");
   if (memory_.arena_bytes > kKeptArenaBytes) return decline_replay("the arena is larger than a thread keeps");
@@ -507,17 +507,17 @@ void FusedPlan::keep_replay(jit::ReplayCapture& capture) const {
     r->constants.push_back(static_cast<const char*>(value.storage()->data()) +
                            value.storage_offset() * int64_t(itemsize(value.dtype())));
   }
-  for (jit::ReplayCall& call : capture.calls()) {
+  for (ReplayCall& call : capture.calls()) {
     if (call.operands.size() > kMaxReplayOperands) return decline_replay("a call has too many operands");
     Replay::Call c{call.run, std::move(call.state), {}};
-    for (const jit::ReplayOperand& o : call.operands) {
+    for (const ReplayOperand& o : call.operands) {
       const Replay::Operand where = at[size_t(o.value)];
       if (where.base < 0) return decline_replay("a call reads a value no replay has");
       c.operands.push_back({where.base, where.offset + o.offset});
     }
     r->calls.push_back(std::move(c));
   }
-  r->isa = jit::active_isa();
+  r->variant = backends_variant();
   r->arena_bytes = memory_.arena_bytes;
   const Replay* none = nullptr;
   if (replay_.compare_exchange_strong(none, r.get())) r.release();  // else another thread's run kept its own
@@ -525,7 +525,7 @@ void FusedPlan::keep_replay(jit::ReplayCapture& capture) const {
 
 bool FusedPlan::replay(absl::Span<const Tensor> inputs, absl::Span<Storage* const> outputs) const {
   const Replay* r = replay_.load(std::memory_order_acquire);
-  if (!r || r->isa != jit::active_isa() || inputs.size() != trace_.inputs().size() ||
+  if (!r || r->variant != backends_variant() || inputs.size() != trace_.inputs().size() ||
       outputs.size() != r->output_bytes.size())
     return false;
   const size_t first_output = inputs.size() + 1, first_constant = first_output + outputs.size();
@@ -574,17 +574,19 @@ std::string FusedPlan::to_string() const {
   std::string s = "# trace\n" + trace_.to_string() + "# fusion\n" + fusion_.to_string(trace_);
   for (int32_t g : order_) {
     const Group& group = groups_[size_t(g)];
+    if (const GroupKernel* kernel = group.program->kernel(); kernel && !group.program->tiled()) {
+      absl::StrAppendFormat(&s, "run group %d: %s\n", g, kernel->describe());
+      continue;
+    }
     if (!group.program->tiled()) {
-      if (group.program->epilogue())
-        absl::StrAppendFormat(&s, "run group %d: the matmul, then its epilogue as one JIT kernel\n", g);
-      else
-        absl::StrAppendFormat(&s, "run group %d node by node: %s\n", g, group.program->why_untiled());
+      absl::StrAppendFormat(&s, "run group %d node by node: %s\n", g, group.program->why_untiled());
       continue;
     }
     const Tiling& tl = group.tiling;
     absl::StrAppendFormat(&s, "run group %d tiled: loop %s, %d tiles of %d elements", g, shape_str(tl.loop),
                           tl.tiles, tl.tile_numel);
     if (tl.split >= 0) absl::StrAppendFormat(&s, " (%d rows of dim %d)", tl.rows, tl.split);
+    if (const GroupKernel* kernel = group.program->kernel()) absl::StrAppend(&s, "; ", kernel->describe());
     s += "\n";
   }
   return s + "# memory\n" + memory_.to_string(trace_);

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "nnvm/jit/reason.h"
-#include "nnvm/jit/replay.h"
+#include "nnvm/trace/reason.h"
+#include "nnvm/trace/replay.h"
 #include "nnvm/trace/group_program.h"
 #include "nnvm/trace/passes/fuse.h"
 #include "nnvm/trace/passes/plan_memory.h"
@@ -125,7 +125,7 @@ class FusedPlan final : public Plan {
   // The kernel calls of a run, captured for replay(); see executor.cpp.
   struct Replay;
   // Keeps a run's captured calls as the plan's replay, or the reason they cannot be.
-  void keep_replay(jit::ReplayCapture& capture) const;
+  void keep_replay(ReplayCapture& capture) const;
   void decline_replay(std::string why) const;
 
   Trace trace_;
@@ -156,7 +156,7 @@ class FusedPlan final : public Plan {
   uint64_t id_ = 0;  // this plan among every plan of the process
   // Set once, by the first run that captured every call (owned); read by replays on any thread.
   mutable std::atomic<const Replay*> replay_{nullptr};
-  mutable jit::Reason replay_declined_;  // set for good
+  mutable Reason replay_declined_;  // set for good
 };
 
 }  // namespace nnvm::trace

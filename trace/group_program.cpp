@@ -1,24 +1,15 @@
 #include "nnvm/trace/group_program.h"
 
-#include <atomic>
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/thread_pool.h"
-#include "nnvm/jit/pointwise_jit.h"
-#include "nnvm/jit/reduce_jit.h"
-#include "nnvm/jit/rowwise_jit.h"
-#include "nnvm/kernels/cpu/gemm.h"
+#include "nnvm/trace/replay.h"
 
 namespace nnvm::trace {
 
 namespace {
-
-// Elementwise ops whose result depends on the element's position in the whole
-// tensor (a draw keyed by its flat index): a tile would draw other numbers.
-bool keyed_by_position(const OpDef& op) { return op.name == "bernoulli"; }
 
 // The layout class of a value: rank, its size-1 dims, contiguous or not.
 void append_layout(std::string& key, const Value& v) {
@@ -42,6 +33,8 @@ int64_t narrow_to_tile(DimVector& shape, IntArrayRef strides, IntArrayRef index,
 }
 
 }  // namespace
+
+bool draws_by_position(const OpDef& op) { return op.name == "bernoulli"; }
 
 GroupValues group_values(const Trace& t, const FusionGroup& g) {
   GroupValues v;
@@ -101,17 +94,7 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
   if (g.kind != GroupKind::kPointwise && !reduction) {
     why_untiled_ = g.kind == GroupKind::kMatmulEpilogue ? "a matmul runs whole; its epilogue reads it from memory"
                                                         : "one node: its kernel runs whole";
-    if (g.nodes.size() == 1 && jit::RowwiseJit::handles(last.op->name))
-      rowwise_ = std::make_unique<jit::RowwiseJit>(t, g, values);
-    if (g.nodes.size() == 1 && jit::ReduceJit::handles(last.op->name)) {
-      reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
-      reduce_input_ = index_of(last.inputs[0]);
-    }
-    if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) build_epilogue(t, g, values);
-    if (epilogue_) {
-      const std::string& first = steps_[0].op->name;
-      gemm_products_ = first == "matmul" ? 1 : first == "matmul_sum" ? 2 : 0;
-    }
+    compile(t, g, values);
     return;
   }
   const size_t pointwise = reduction ? g.nodes.size() - 1 : g.nodes.size();
@@ -120,7 +103,7 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
   for (size_t k = 0; k < pointwise && why_untiled_.empty(); ++k) {
     const Node& node = t.nodes()[size_t(g.nodes[k])];
     if (!node.op->elementwise) why_untiled_ = absl::StrCat(node.op->name, " is not elementwise");
-    else if (keyed_by_position(*node.op)) why_untiled_ = absl::StrCat(node.op->name, " draws by element position");
+    else if (draws_by_position(*node.op)) why_untiled_ = absl::StrCat(node.op->name, " draws by element position");
     for (ValueId out : node.outputs)
       if (why_untiled_.empty() && t.value(out).shape != shape)
         why_untiled_ = absl::StrCat(node.op->name, " does not compute the loop shape ", shape_str(shape));
@@ -129,7 +112,6 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
         why_untiled_ = absl::StrCat(node.op->name, " reads a value that does not broadcast to the loop");
   }
   max_split_ = int32_t(shape.size()) - 1;
-  bool first_dim = false;
   if (why_untiled_.empty() && reduction) {
     const bool dims_attr = last.attrs.size() > 1 && std::holds_alternative<DimVector>(last.attrs[0]);
     if (!is_reduction(*last.op) || !dims_attr || last.inputs.size() != 1 || index_of(loop) < inputs_ + outputs_ ||
@@ -138,51 +120,30 @@ GroupProgram::GroupProgram(const Trace& t, const FusionGroup& g, const GroupValu
     } else {
       const DimVector reduced = reduction_dims(last.attrs.ints(0), int64_t(shape.size()), last.op->name);
       max_split_ = int32_t(reduced.empty() ? 0 : reduced[0]) - 1;
-      first_dim = max_split_ < 0;
-      if (first_dim) why_untiled_ = "it reduces the first dim: no rows to tile";
+      first_dim_ = max_split_ < 0;
+      if (first_dim_) why_untiled_ = "it reduces the first dim: no rows to tile";
     }
   }
   if (why_untiled_.empty()) loop_value_ = index_of(loop);
-  if (why_untiled_.empty() && !reduction) jit_ = std::make_unique<jit::PointwiseJit>(t, g, values, group_key(t, g, values));
-  // the reduction kernel also takes the first dim, which has no rows to tile
-  if (reduction && (why_untiled_.empty() || first_dim) && jit::ReduceJit::handles(last.op->name)) {
-    reduce_ = std::make_unique<jit::ReduceJit>(t, g, values, group_key(t, g, values));
-    reduce_input_ = index_of(loop);
+  compile(t, g, values);
+}
+
+void GroupProgram::compile(const Trace& t, const FusionGroup& g, const GroupValues& values) {
+  const GroupSource source{t, g, values, *this};
+  for (const std::shared_ptr<const Backend>& backend : backends()) {
+    std::string why_not;
+    kernel_ = backend->compile(source, &why_not);
+    if (kernel_) {
+      backend_ = std::string(backend->name());
+      return;
+    }
+    declined_.push_back(absl::StrCat(std::string(backend->name()), ": ", why_not.empty() ? "declined" : why_not));
   }
 }
 
-// The nodes after the matmul as a pointwise group of their own: its inputs
-// are what they read from outside them (the matmul's output among them), its
-// outputs the group's outputs they compute. Kept only when it lowers.
-void GroupProgram::build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values) {
-  const ValueId product = t.nodes()[size_t(g.nodes[0])].outputs[0];
-  const DimVector& loop = t.value(product).shape;
-  FusionGroup e;
-  e.kind = GroupKind::kPointwise;
-  e.nodes.assign(g.nodes.begin() + 1, g.nodes.end());
-  auto has = [](const std::vector<ValueId>& v, ValueId x) { return std::find(v.begin(), v.end(), x) != v.end(); };
-  std::vector<ValueId> computed;
-  for (int32_t n : e.nodes) {
-    const Node& node = t.nodes()[size_t(n)];
-    if (!node.op->elementwise || keyed_by_position(*node.op)) return;
-    for (ValueId in : node.inputs) {
-      if (!broadcasts_to(t.value(in).shape, loop)) return;
-      if (!has(computed, in) && !has(e.inputs, in)) e.inputs.push_back(in);
-    }
-    for (ValueId out : node.outputs) {
-      if (t.value(out).shape != loop) return;
-      computed.push_back(out);
-      if (has(g.outputs, out)) e.outputs.push_back(out);
-    }
-  }
-  if (e.outputs.empty()) return;
-  const GroupValues ev = group_values(t, e);
-  auto epilogue = std::make_unique<jit::PointwiseJit>(t, e, ev, group_key(t, e, ev));
-  if (!epilogue->declined().empty()) return;
-  for (ValueId v : ev.ids)
-    epilogue_values_.push_back(int32_t(std::find(values.ids.begin(), values.ids.end(), v) - values.ids.begin()));
-  epilogue_loop_ = int32_t(std::find(values.ids.begin(), values.ids.end(), product) - values.ids.begin());
-  epilogue_ = std::move(epilogue);
+std::string GroupProgram::describe() const {
+  if (kernel_) return kernel_->describe();
+  return tiled() ? "tiled" : absl::StrCat("node by node: ", why_untiled_);
 }
 
 GroupProgram::~GroupProgram() = default;
@@ -218,178 +179,19 @@ Tiling GroupProgram::tiling(const Trace& t, absl::Span<const ValueId> ids) const
 
 void GroupProgram::run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                        const Tiling& tiling, uint64_t layouts) const {
-  if (jit_ && jit_->run(ids, env, attrs, tiling.loop, layouts)) return;
-  if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
-    bool epilogue_ran = false;  // tile by tile, inside the GEMM
-    if (!run_gemm(ids, env, attrs, layouts, &epilogue_ran)) run_steps(ids, env, attrs, 0, 1);
-    if (epilogue_ran) return;
-    absl::InlinedVector<ValueId, 8> operands;
-    for (int32_t i : epilogue_values_) operands.push_back(ids[size_t(i)]);
-    if (!epilogue_->run(operands, env, attrs.subspan(1), env[size_t(ids[size_t(epilogue_loop_)])].sizes(), layouts))
-      run_steps(ids, env, attrs, 1);
-    return;
-  }
-  if (rowwise_ && rowwise_->run(ids, env, *attrs[0])) return;
-  // untiled, the reduction's input is allocated: its shape is the loop
-  if (reduce_ &&
-      reduce_->run(ids, env, attrs, tiled() ? IntArrayRef(tiling.loop) : env[size_t(ids[size_t(reduce_input_)])].sizes(),
-                   layouts))
-    return;
+  if (kernel_ && kernel_->run(*this, GroupRun{ids, env, attrs, tiling, layouts})) return;
+  run_portable(ids, env, attrs, tiling);
+}
+
+void GroupProgram::run_portable(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
+                                absl::Span<const Attrs* const> attrs, const Tiling& tiling) const {
   if (tiled()) run_tiles(ids, env, attrs, tiling);
   else run_steps(ids, env, attrs);
 }
 
-namespace {
-
-// An epilogue group's GEMMs, c = a b (+ c' d'): every operand's layout but
-// its address. The operands' addresses come as a, b (, c', d'), then c.
-struct GemmCall {
-  int64_t m = 0, n = 0;
-  int32_t products = 0;
-  bool alternates = false;  // the products' order alternates from run to run
-  int64_t k[2] = {};
-  int64_t rs[4] = {}, cs[4] = {};  // per operand
-  std::atomic<bool>* reverse = nullptr;  // the program's order on its last run
-  // The epilogue applied tile by tile as the last product finishes them:
-  // its operands' addresses follow c's in the call's pointers.
-  std::shared_ptr<const jit::PointwiseJit::TileLaunch> tiles;
-};
-
-// The epilogue's operands for one run, and its launch: a GemmEpilogue's context.
-struct EpilogueTiles {
-  const jit::PointwiseJit::TileLaunch* launch;
-  const char* const* base;
-};
-
-void apply_epilogue(const void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  const EpilogueTiles& e = *static_cast<const EpilogueTiles*>(ctx);
-  jit::PointwiseJit::run_tile(*e.launch, e.base, i0, i1, j0, j1);
-}
-
-void run_gemm_call(const GemmCall& g, const char* const* ptrs) {
-  // A loop that runs the group again and again (an RNN step) reads both B
-  // operands each run, with its other data in between; together they may
-  // not fit the L1 cache. In the same order every run, each B evicts the
-  // other's lines before they are read again (an LRU cache's cyclic miss);
-  // every other run reversing it, each run starts with the B read last and
-  // misses only the lines the data in between took. Where the GEMM adds C
-  // last, the order changes no bit of the result (but a NaN's payload).
-  bool reverse = false;
-  if (g.alternates) {
-    reverse = !g.reverse->load(std::memory_order_relaxed);
-    g.reverse->store(reverse, std::memory_order_relaxed);  // a race only changes the order
-  }
-  float* out = reinterpret_cast<float*>(const_cast<char*>(ptrs[2 * g.products]));
-  auto matrix = [&](int32_t i) {
-    return cpu::MatrixRef<float>{reinterpret_cast<const float*>(ptrs[i]), g.rs[i], g.cs[i]};
-  };
-  // As the reference kernel: c = a b, then c += c' d' (GEMM beta 1), or the other way round.
-  for (int32_t q = 0; q < g.products; ++q) {
-    const int32_t p = reverse ? g.products - 1 - q : q;
-    const float beta = q == 0 ? 0.f : 1.f;
-    if (g.tiles && q == g.products - 1) {
-      const EpilogueTiles tiles{g.tiles.get(), ptrs + 2 * g.products + 1};
-      if (cpu::gemm_with_epilogue(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), beta, out, g.n,
-                                  cpu::GemmEpilogue{&apply_epilogue, &tiles}))
-        continue;
-      // (the JIT took every product of this size, so it takes this one: not reached)
-      cpu::gemm(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), beta, out, g.n);
-      jit::PointwiseJit::run_tile(*g.tiles, ptrs + 2 * g.products + 1, 0, g.m, 0, g.n);
-      continue;
-    }
-    cpu::gemm(g.m, g.n, g.k[p], matrix(2 * p), matrix(2 * p + 1), beta, out, g.n);
-  }
-}
-
-void replay_gemm(const void* state, const char* const* ptrs) {
-  run_gemm_call(*static_cast<const GemmCall*>(state), ptrs);
-}
-
-}  // namespace
-
-namespace {
-
-// Whether two tensors' storages share any byte.
-bool share_memory(const TensorImpl& x, const TensorImpl& y) {
-  const char* a = static_cast<const char*>(x.storage->data());
-  const char* b = static_cast<const char*>(y.storage->data());
-  return a < b + y.storage->nbytes() && b < a + x.storage->nbytes();
-}
-
-// Below this many multiply-adds the epilogue runs after the GEMM, in one
-// call over the whole output: a tile's call costs more than it saves there.
-constexpr int64_t kTiledEpilogueWork = int64_t(1) << 20;
-
-std::atomic<int64_t> tiled_epilogues{0};
-
-}  // namespace
-
-int64_t tiled_epilogue_runs() { return tiled_epilogues.load(std::memory_order_relaxed); }
-
-bool GroupProgram::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env,
-                            absl::Span<const Attrs* const> attrs, uint64_t layouts, bool* epilogue_ran) const {
-  if (gemm_products_ == 0) return false;
-  const Step& step = steps_[0];
-  const TensorImpl* out_impl = env[size_t(ids[size_t(step.outputs[0])])].impl();
-  if (!out_impl) return false;
-  const TensorImpl& c = *out_impl;
-  if (c.dtype != kFloat32 || c.shape.size() != 2 || !c.storage->has_memory()) return false;
-  GemmCall g;
-  g.m = c.shape[0];
-  g.n = c.shape[1];
-  g.products = gemm_products_;
-  g.reverse = &reverse_products_;
-  if (c.strides[1] != 1 && g.n > 1) return false;
-  if (c.strides[0] != g.n && g.m > 1) return false;
-  absl::InlinedVector<const char*, 16> ptrs;
-  const size_t operands = step.inputs.size();
-  for (size_t i = 0; i < operands; ++i) {
-    const TensorImpl* x = env[size_t(ids[size_t(step.inputs[i])])].impl();
-    if (!x || x->dtype != kFloat32 || x->shape.size() != 2) return false;
-    ptrs.push_back(static_cast<const char*>(x->storage->data()) + x->offset * int64_t(sizeof(float)));
-    g.rs[i] = x->strides[0];
-    g.cs[i] = x->strides[1];
-    if (i % 2 == 0) g.k[i / 2] = x->shape[1];
-  }
-  ptrs.push_back(static_cast<const char*>(c.storage->data()) + c.offset * int64_t(sizeof(float)));
-  g.alternates = g.products == 2 && cpu::gemm_adds_c_last(g.m, g.n, g.k[0], g.cs[1]) &&
-                 cpu::gemm_adds_c_last(g.m, g.n, g.k[1], g.cs[3]);
-  // The epilogue tile by tile as the GEMM finishes them, while each is in L1
-  // (jit/gemm_jit.h), where the JIT GEMM takes the last product and no
-  // output of the epilogue shares memory with a product's operand (the
-  // tiles are written while the GEMM still reads them).
-  absl::InlinedVector<ValueId, 8> epilogue_ids;
-  const int32_t last = g.products - 1;
-  if (epilogue_ran && epilogue_ && !g.alternates && g.m * g.n * g.k[last] >= kTiledEpilogueWork &&
-      !cpu::gemm_takes_few_rows(g.m, g.n, g.k[last], g.cs[2 * last + 1])) {
-    for (int32_t i : epilogue_values_) epilogue_ids.push_back(ids[size_t(i)]);
-    g.tiles = epilogue_->tile_launch(epilogue_ids, env, attrs.subspan(1), c.shape, layouts);
-    const size_t first_output = epilogue_ids.size() - epilogue_->ir().stores.size();
-    for (size_t k = first_output; k < epilogue_ids.size() && g.tiles; ++k)
-      for (size_t i = 0; i < operands && g.tiles; ++i)
-        if (share_memory(*env[size_t(epilogue_ids[k])].impl(), *env[size_t(ids[size_t(step.inputs[i])])].impl()))
-          g.tiles = nullptr;
-    if (g.tiles) {
-      for (ValueId v : epilogue_ids) ptrs.push_back(static_cast<const char*>(env[size_t(v)].data_ptr()));
-      *epilogue_ran = true;
-      tiled_epilogues.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  if (jit::ReplayCapture* capture = jit::replay_capture()) [[unlikely]] {
-    jit::ReplayCall call{&replay_gemm, std::make_shared<const GemmCall>(g), {}};
-    for (size_t i = 0; i < operands; ++i) call.operands.push_back({ids[size_t(step.inputs[i])], 0});
-    call.operands.push_back({ids[size_t(step.outputs[0])], 0});
-    if (g.tiles)
-      for (ValueId v : epilogue_ids) call.operands.push_back({v, 0});
-    capture->add(std::move(call));
-  }
-  run_gemm_call(g, ptrs.data());
-  return true;
-}
-
 void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env,
                              absl::Span<const Attrs* const> attrs, size_t first, size_t end) const {
-  jit::decline_replay("a group runs its reference kernels");
+  decline_replay("a group runs its reference kernels");
   // A step's operands are moved out of env and back, not copied: a copy of a
   // Tensor is an atomic increment and decrement in a process with threads. A
   // value a step names twice is copied the second time. A step of one input
@@ -446,7 +248,7 @@ void GroupProgram::run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>&
 
 void GroupProgram::run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env,
                              absl::Span<const Attrs* const> attrs, const Tiling& tiling) const {
-  jit::decline_replay("a group runs its tile program");
+  decline_replay("a group runs its tile program");
   const size_t nv = ids.size(), in_memory = size_t(inputs_ + outputs_);
   const int32_t split = tiling.split;
   // The views a tile narrows: inputs broadcast to the loop, outputs as they are

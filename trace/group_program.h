@@ -11,18 +11,12 @@
 //   - anything else (a matmul and its epilogue, a single node, a reduction
 //     over the first dim, a draw keyed by element position) runs node by
 //     node, every value in memory; why is recorded.
-// A tiled pointwise group runs JIT code instead when it lowers and the ISA
-// allows (jit/pointwise_jit.h); the tiles are its fallback. A single row-wise
-// op (softmax, layer_norm, cross_entropy and their backward passes) runs a
-// JIT row kernel (jit/rowwise_jit.h) when it is float32 along the last dim;
-// its reference kernel is the fallback. A reduction (tiled with its
-// prologue, or a single one) runs a JIT reduction kernel (jit/reduce_jit.h)
-// when it is float32 and its reduced dims are one block in memory. A
-// matmul's epilogue runs as one pointwise JIT kernel over the matmul's
-// output when it lowers (the matmul itself runs whole first); else node by
-// node.
+// What a backend compiled for the group (trace/backend.h) runs instead
+// when it takes the run: the x86 JIT's kernels for a tiled pointwise group,
+// a reduction, a single row-wise op or a matmul's epilogue. The tiles and
+// the reference kernels are the fallback.
 // A program depends on the group's structure only: it is built once per
-// group signature and kept in the KernelCache (jit/kernel_cache.h). Sizes
+// group signature and kept in the KernelCache (trace/kernel_cache.h). Sizes
 // (the tiling), memory and Scalar values come from the plan at run time.
 #pragma once
 
@@ -32,15 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/trace/backend.h"
 #include "nnvm/trace/ir.h"
+#include "nnvm/trace/kernel_cache.h"
 #include "nnvm/trace/passes/fuse.h"
-
-namespace nnvm::jit {
-class PointwiseJit;
-class ReduceJit;
-class RowwiseJit;
-}
 
 namespace nnvm::trace {
 
@@ -59,6 +48,11 @@ GroupValues group_values(const Trace& t, const FusionGroup& g);
 // and run-time Scalars are not in it: a new batch size reuses the program.
 std::string group_key(const Trace& t, const FusionGroup& g, const GroupValues& values);
 
+// An elementwise op whose result depends on the element's position in the
+// whole tensor (a draw keyed by its flat index): a tile, or a kernel's block,
+// would draw other numbers.
+bool draws_by_position(const OpDef& op);
+
 // How a tiled group's loop splits. A tile is one index of each dim before
 // `split` and `rows` indices of `split` (fewer at its end) with every dim after.
 struct Tiling {
@@ -72,11 +66,7 @@ struct Tiling {
 // Elements per tile: the values of a few nodes stay in L1/L2 while a tile runs.
 inline constexpr int64_t kTileElements = 4096;
 
-// Epilogue groups run so far with their epilogue inside the GEMM, tile by
-// tile (tests; replays through a hot plan's captured calls not counted).
-int64_t tiled_epilogue_runs();
-
-class GroupProgram final : public jit::CompiledKernel {
+class GroupProgram final : public CompiledKernel {
  public:
   struct Step {
     const OpDef* op;
@@ -90,15 +80,16 @@ class GroupProgram final : public jit::CompiledKernel {
   bool tiled() const { return why_untiled_.empty(); }
   // Why the group runs node by node; empty when it is tiled.
   const std::string& why_untiled() const { return why_untiled_; }
+  // A reduction group that reduces its first dim (untiled: no rows to tile).
+  bool reduces_first_dim() const { return first_dim_; }
   const std::vector<Step>& steps() const { return steps_; }
-  // A tiled pointwise group's machine-code path (jit/pointwise_jit.h), or null.
-  const jit::PointwiseJit* jit() const { return jit_.get(); }
-  // A single row-wise op's machine-code path (jit/rowwise_jit.h), or null.
-  const jit::RowwiseJit* rowwise() const { return rowwise_.get(); }
-  // A reduction's machine-code path (jit/reduce_jit.h), or null.
-  const jit::ReduceJit* reduce() const { return reduce_.get(); }
-  // A matmul epilogue's machine-code path (its nodes after the matmul), or null.
-  const jit::PointwiseJit* epilogue() const { return epilogue_.get(); }
+  // What a backend compiled for the group, or null; the backend's name, and
+  // each backend that declined it with its reason ("x86: ...").
+  const GroupKernel* kernel() const { return kernel_.get(); }
+  const std::string& backend() const { return backend_; }
+  const std::vector<std::string>& declined() const { return declined_; }
+  // How the group runs: the kernel's description, tiled, or node by node and why.
+  std::string describe() const override;
 
   // The tiling of a group of this program with `ids`'s sizes in `t`.
   Tiling tiling(const Trace& t, absl::Span<const ValueId> ids) const;
@@ -112,17 +103,17 @@ class GroupProgram final : public jit::CompiledKernel {
   void run(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
            const Tiling& tiling, uint64_t layouts = 0) const;
 
- private:
+  // The group's portable program: its tiles, or its steps node by node.
+  void run_portable(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
+                    const Tiling& tiling) const;
+  // Steps [first, end) with their reference kernels, every value in memory:
+  // the untiled fallback, and the part of a group a backend's kernel leaves.
   void run_steps(absl::Span<const ValueId> ids, std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  size_t first = 0, size_t end = SIZE_MAX) const;
-  void build_epilogue(const Trace& t, const FusionGroup& g, const GroupValues& values);
-  // An epilogue group's matmul (or matmul_sum) straight through the GEMM
-  // when its operands are 2-D float32 and its output contiguous; false when
-  // they are not (the reference kernel runs it). With `epilogue_ran`, the
-  // epilogue may run inside the GEMM, on each tile it finishes; then
-  // *epilogue_ran is set.
-  bool run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
-                uint64_t layouts, bool* epilogue_ran) const;
+
+ private:
+  // Offers the group to the registered backends (trace/backend.h).
+  void compile(const Trace& t, const FusionGroup& g, const GroupValues& values);
   void run_tiles(absl::Span<const ValueId> ids, const std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs,
                  const Tiling& tiling) const;
 
@@ -131,19 +122,11 @@ class GroupProgram final : public jit::CompiledKernel {
   int32_t inputs_ = 0, outputs_ = 0;
   int32_t loop_value_ = -1;    // tiled: the group value whose shape is the loop
   int32_t max_split_ = -1;     // tiled: the deepest dim a tile may split
-  int32_t reduce_input_ = -1;  // with reduce_: the group value the reduction reads
   std::string why_untiled_;
-  std::unique_ptr<jit::PointwiseJit> jit_;
-  std::unique_ptr<jit::RowwiseJit> rowwise_;
-  std::unique_ptr<jit::ReduceJit> reduce_;
-  std::unique_ptr<jit::PointwiseJit> epilogue_;
-  std::vector<int32_t> epilogue_values_;  // per epilogue operand: its index in the group's values
-  int32_t epilogue_loop_ = -1;            // the matmul's output: the epilogue's loop shape
-  int32_t gemm_products_ = 0;             // an epilogue group's first step: 1 matmul, 2 matmul_sum
-  // run_gemm's order for matmul_sum's two products on the last run: every
-  // other run reverses it. Relaxed loads and stores, no read-modify-write:
-  // runs on several threads at once may repeat an order, which only costs time.
-  mutable std::atomic<bool> reverse_products_{false};
+  bool first_dim_ = false;
+  std::unique_ptr<const GroupKernel> kernel_;
+  std::string backend_;
+  std::vector<std::string> declined_;
 };
 
 }  // namespace nnvm::trace

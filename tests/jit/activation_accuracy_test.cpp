@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/x86_backend.h"
 #include "nnvm/trace/executor.h"
 #include "isa_scope.h"
 #include "reference.h"
@@ -52,7 +53,7 @@ void expect_bound(const char* name, double (*ref)(double), double bound) {
   for (Isa isa : jit_isas()) {
     IsaGuard guard(isa);
     const trace::FusedPlan plan(t);
-    const PointwiseJit* jit = plan.program(0).jit();
+    const PointwiseJit* jit = pointwise_jit(plan.program(0));
     ASSERT_TRUE(jit != nullptr && jit->declined().empty()) << plan.to_string();
     const std::vector<float> y = plan.run({minus_x}, {})[0].to_vector<float>();
     double worst = 0;

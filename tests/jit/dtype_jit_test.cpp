@@ -5,6 +5,7 @@
 // touched one byte past a buffer would die); what declines and why; and a
 // training step whose backward pass holds masks running them as JIT code.
 #include "nnvm/nnvm.h"
+#include "nnvm/jit/x86_backend.h"
 #include "nnvm/trace/recorder.h"
 #include "dtype_test_util.h"
 
@@ -293,7 +294,7 @@ TEST(DtypeJit, MaskedBackwardGroupsRunAsJitCode) {
     if (!holds_bool || group.kind == trace::GroupKind::kSingle) continue;
     ++masked;
     const trace::GroupProgram& program = plan->program(int32_t(g));
-    const PointwiseJit* jit = program.jit() ? program.jit() : program.epilogue();
+    const PointwiseJit* jit = pointwise_jit(program) ? pointwise_jit(program) : epilogue_jit(program);
     ASSERT_NE(jit, nullptr) << "group " << g << "\n" << plan->to_string();
     EXPECT_EQ(jit->declined(), "") << "group " << g;
   }

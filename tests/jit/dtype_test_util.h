@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nnvm/nnvm.h"
+#include "nnvm/jit/x86_backend.h"
 #include "jit_test_util.h"
 #include "reference.h"
 
@@ -20,7 +21,7 @@ inline void expect_exact(const trace::Trace& t, const std::vector<Tensor>& input
   EagerGuard eager;
   const trace::FusedPlan plan(t);
   ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const PointwiseJit* program = plan.program(0).jit();
+  const PointwiseJit* program = pointwise_jit(plan.program(0));
   ASSERT_NE(program, nullptr) << plan.to_string();
   ASSERT_EQ(program->declined(), "") << program->ir().to_string();
   const std::vector<Tensor> expected = trace::interpret(t, inputs, {});

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/x86_backend.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
 #include "isa_scope.h"
@@ -41,7 +42,7 @@ void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, bool jitt
     IsaGuard guard(isa);
     EagerGuard eager;
     const trace::FusedPlan plan(t);
-    const PointwiseJit* epilogue = epilogue_group(plan).epilogue();
+    const PointwiseJit* epilogue = epilogue_jit(epilogue_group(plan));
     EXPECT_EQ(epilogue != nullptr, jitted) << plan.to_string();
     const size_t before = epilogue ? epilogue->variant_names().size() : 0;
     const std::vector<Tensor> expected = trace::interpret(t, inputs, scalars);
@@ -127,11 +128,11 @@ TEST(EpilogueJit, TiledInsideTheGemmMatchesTheInterpreter) {
     const ValueId y = t.add_node1(op("add"), {t.add_node1(op("mul"), {act, row}), residual}, {Scalar(1)});
     t.mark_output(y);
     t.mark_output(pre);
-    const int64_t before = trace::tiled_epilogue_runs();
+    const int64_t before = tiled_epilogue_runs();
     expect_matches(t, in, true);
     expect_matches(t, in, true, {Scalar(-2.0), Scalar(1)});
     if (!jit_isas().empty()) {
-      EXPECT_GT(trace::tiled_epilogue_runs(), before);
+      EXPECT_GT(tiled_epilogue_runs(), before);
     }
   }
 }
@@ -141,7 +142,7 @@ TEST(EpilogueJit, TiledInsideTheGemmMatchesTheInterpreter) {
 // each step's new operands; every step equals the eager program's.
 TEST(EpilogueJit, TiledEpilogueReplaysInAHotTrace) {
   const Tensor w = testing::random({96, 200}, kFloat32, 31), b = testing::random({96}, kFloat32, 32);
-  const int64_t before = trace::tiled_epilogue_runs();
+  const int64_t before = tiled_epilogue_runs();
   for (int step = 0; step < 6; ++step) {
     SCOPED_TRACE(step);
     const Tensor x = testing::random({150, 200}, kFloat32, uint64_t(40 + step));
@@ -157,7 +158,7 @@ TEST(EpilogueJit, TiledEpilogueReplaysInAHotTrace) {
     testing::expect_tensors_close(got, want, 2e-5, 1e-5);
   }
   if (!jit_isas().empty() && mode() == Mode::Traced) {
-    EXPECT_GT(trace::tiled_epilogue_runs(), before);
+    EXPECT_GT(tiled_epilogue_runs(), before);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "nnvm/nnvm.h"
+#include "nnvm/jit/x86_backend.h"
 #include "nnvm/trace/recorder.h"
 #include "dtype_test_util.h"
 
@@ -275,7 +276,7 @@ TEST(Int64Jit, AccuracyRunsItsComparisonAsJitCode) {
       const trace::GroupValues values = trace::group_values(plan->trace(), plan->fusion().groups[g]);
       const bool reads_int64 = std::any_of(values.ids.begin(), values.ids.begin() + values.inputs,
                                            [&](ValueId v) { return plan->trace().value(v).dtype == kInt64; });
-      const PointwiseJit* jit = plan->program(int32_t(g)).jit();
+      const PointwiseJit* jit = pointwise_jit(plan->program(int32_t(g)));
       if (!reads_int64 || !jit) continue;
       ++compared;
       EXPECT_EQ(jit->declined(), "") << plan->to_string();

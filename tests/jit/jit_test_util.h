@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/x86_backend.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/jit/rowwise_jit.h"
 #include "nnvm/jit/x86/pointwise_kernel.h"
@@ -31,13 +32,13 @@ inline trace::Trace single(const char* name, const std::vector<Tensor>& inputs, 
 // The kernel kinds: a group program's kernel and the kind's run counter.
 struct RowKernel {
   static constexpr const char* kName = "the row kernel";
-  static const RowwiseJit* of(const auto& program) { return program.rowwise(); }
+  static const RowwiseJit* of(const auto& program) { return rowwise_jit(program); }
   static int64_t runs() { return rowwise_runs(); }
   static std::string describe(const RowwiseJit&) { return ""; }
 };
 struct ReduceKernel {
   static constexpr const char* kName = "the reduction kernel";
-  static const ReduceJit* of(const auto& program) { return program.reduce(); }
+  static const ReduceJit* of(const auto& program) { return reduce_jit(program); }
   static int64_t runs() { return reduce_runs(); }
   static std::string describe(const ReduceJit& k) { return k.ir().to_string(); }
 };

@@ -66,7 +66,7 @@ TEST(LaunchMemo, PointwiseRecomputesForEveryNewLayout) {
     const Tensor row = testing::random({33}, kFloat32, 5);
     const Trace t = pointwise_chain(testing::random({4, 33}, kFloat32, 1), row);
     const trace::FusedPlan plan(t);
-    ASSERT_NE(plan.program(0).jit(), nullptr) << plan.to_string();
+    ASSERT_NE(pointwise_jit(plan.program(0)), nullptr) << plan.to_string();
     for (const Tensor& x : layouts(33, 10)) expect_runs_match(plan, t, {x, row});
     const Tensor other_row = testing::random({40}, kFloat32, 6).narrow(0, 7, 33);  // the row at an offset
     for (const Tensor& x : layouts(33, 20)) expect_runs_match(plan, t, {x, other_row});
@@ -77,7 +77,7 @@ TEST(LaunchMemo, ReductionRecomputesForEveryNewLayout) {
   on_each_isa([&](Isa) {
     const Trace t = row_sum(testing::random({4, 45}, kFloat32, 1));
     const trace::FusedPlan plan(t);
-    ASSERT_NE(plan.program(0).reduce(), nullptr) << plan.to_string();
+    ASSERT_NE(reduce_jit(plan.program(0)), nullptr) << plan.to_string();
     const int64_t runs = reduce_runs();
     for (const Tensor& x : layouts(45, 30)) expect_runs_match(plan, t, {x});
     EXPECT_GT(reduce_runs(), runs);
@@ -119,7 +119,7 @@ TEST(LaunchMemo, PlansInTurnWithTheirRecordedStridesCompareNoKey) {
     const Trace pt = pointwise_chain(x, row), rt = row_sum(x);
     const trace::FusedPlan p1(pt), p2(pt), r1(rt), r2(rt);
     ASSERT_EQ(&p1.program(0), &p2.program(0)) << "the kernel cache shares one program";
-    ASSERT_NE(r1.program(0).reduce(), nullptr) << r1.to_string();
+    ASSERT_NE(reduce_jit(r1.program(0)), nullptr) << r1.to_string();
     const Tensor tall = testing::random({12, 33}, kFloat32, 2);
     auto round = [&](const Tensor& in) {
       expect_runs_match(p1, pt, {in, row});
@@ -152,8 +152,8 @@ TEST(LaunchMemo, MoreProgramsThanAThreadKeepsInTurn) {
       for (int i = 0; i < k; ++i) v = t.add_node1(find_op("mul"), {v, rv});
       t.mark_output(v);
       plans.push_back(std::make_unique<trace::FusedPlan>(t));
-      ASSERT_NE(plans.back()->program(0).jit(), nullptr) << plans.back()->to_string();
-      ASSERT_EQ(plans.back()->program(0).jit()->declined(), "");
+      ASSERT_NE(pointwise_jit(plans.back()->program(0)), nullptr) << plans.back()->to_string();
+      ASSERT_EQ(pointwise_jit(plans.back()->program(0))->declined(), "");
       traces.push_back(std::move(t));
     }
     // each round one layout for all: programs in one place see keys that match

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "nnvm/jit/pointwise_jit.h"
+#include "nnvm/jit/x86_backend.h"
 #include "nnvm/jit/reduce_jit.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
@@ -57,7 +58,7 @@ void expect_op(const char* name, Attrs attrs, double lo, double hi, double rtol 
     IsaGuard guard(isa);
     const trace::FusedPlan plan(t);
     ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-    const PointwiseJit* jit = plan.program(0).jit();
+    const PointwiseJit* jit = pointwise_jit(plan.program(0));
     ASSERT_NE(jit, nullptr) << plan.to_string();
     ASSERT_EQ(jit->declined(), "") << jit->ir().to_string();
     const int64_t before = pointwise_compiles();
@@ -121,7 +122,7 @@ TEST(MathOpsJit, PowOverSpecialValues) {
     IsaGuard guard(isa);
     const trace::FusedPlan plan(t);
     ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-    ASSERT_EQ(plan.program(0).jit()->declined(), "");
+    ASSERT_EQ(pointwise_jit(plan.program(0))->declined(), "");
     const std::vector<Tensor> got = plan.run({xs, ys}, {});
     for (size_t k = 0; k < 3; ++k) testing::expect_tensors_close(got[k], expected[k], 1e-6, 1e-37);
   }
@@ -150,7 +151,7 @@ TEST(MathOpsJit, ReductionPrologues) {
         t.mark_output(t.add_node1(find_op("sum"), {v}, {DimVector{dim}, false, kFloat32}));
         const trace::FusedPlan plan(t);
         ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-        const ReduceJit* reduce = plan.program(0).reduce();
+        const ReduceJit* reduce = reduce_jit(plan.program(0));
         ASSERT_NE(reduce, nullptr) << plan.to_string();
         const int64_t runs = reduce_runs();
         const Tensor got = plan.run({x}, {})[0];

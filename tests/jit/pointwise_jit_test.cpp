@@ -25,7 +25,7 @@ void expect_matches(const Trace& t, const std::vector<Tensor>& inputs, Isa isa, 
   EagerGuard eager;
   const trace::FusedPlan plan(t);
   ASSERT_EQ(plan.fusion().groups.size(), 1u) << plan.to_string();
-  const PointwiseJit* jit = plan.program(0).jit();
+  const PointwiseJit* jit = pointwise_jit(plan.program(0));
   ASSERT_NE(jit, nullptr) << plan.to_string();
   ASSERT_EQ(jit->declined(), "") << jit->ir().to_string();
   const std::vector<Tensor> expected = trace::interpret(t, inputs, {});
@@ -191,7 +191,7 @@ TEST(PointwiseJit, StreamingStoresMatchAndNeedAlignedOutputs) {
       testing::expect_tensors_close(actual[0], trace::interpret(t, {x, y}, {})[0], 1e-5, 1e-6);
       const bool aligned = reinterpret_cast<uintptr_t>(actual[0].data_ptr()) % 64 == 0 && shape.back() % 16 == 0;
       // plans of one group signature share its program, so variants accumulate over the shapes
-      const std::vector<std::string> variants = plan.program(0).jit()->variant_names();
+      const std::vector<std::string> variants = pointwise_jit(plan.program(0))->variant_names();
       const std::string streaming = std::string(isa_name(isa)) + "-ccc-nt", plain = streaming.substr(0, streaming.size() - 3);
       auto has = [&](const std::string& name) { return std::find(variants.begin(), variants.end(), name) != variants.end(); };
       EXPECT_TRUE(has(aligned ? streaming : plain)) << ::testing::PrintToString(variants);
@@ -216,7 +216,7 @@ TEST(PointwiseJit, AutoStreamsOnlyLargeOutputsOfMemoryBoundGroups) {
     t.mark_output(t.add_node1(op("add.Scalar"), {v}, {Scalar(0.25), Scalar(1)}));
     const trace::FusedPlan plan(t);
     testing::expect_tensors_close(plan.run({x}, {})[0], trace::interpret(t, {x}, {})[0], 1e-5, 1e-6);
-    return plan.program(0).jit()->variant_names();
+    return pointwise_jit(plan.program(0))->variant_names();
   };
   const int64_t large = stream_store_bytes() / 4;
   // a group's variants accumulate over its runs, the ISAs' included

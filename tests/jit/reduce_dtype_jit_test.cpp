@@ -127,7 +127,7 @@ TEST(ReduceDtypeJit, RandomShapesMatchTheReference) {
       const trace::FusedPlan plan(t);
       const std::vector<Tensor> expected = trace::interpret(t, {x}, {});
       const std::vector<Tensor> actual = plan.run({x}, {});
-      const ReduceJit* jit = plan.program(0).reduce();
+      const ReduceJit* jit = reduce_jit(plan.program(0));
       ASSERT_NE(jit, nullptr);
       testing::expect_tensors_close(actual[0], expected[0], 0, 0);
       EXPECT_EQ(actual[0].dtype(), expected[0].dtype());

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "nnvm/nnvm.h"
-#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/trace/kernel_cache.h"
 #include "nnvm/trace/recorder.h"
 #include "nnvm/trace/signature.h"
 #include "reference.h"
@@ -353,7 +353,7 @@ TEST_F(Runtime, TracesOfADataDependentLoopShareTheirKernels) {
   std::vector<int> counts;  // trip counts read from values, as an `if` on item() would
   for (int steps = 1; steps <= 4; ++steps) counts.push_back(int(std::lround((h0.sum() * 0 + steps).item<float>())));
   const int64_t traces_before = compiles();
-  const int64_t kernels_before = jit::global_kernel_cache().stats().compiles;
+  const int64_t kernels_before = trace::global_kernel_cache().stats().compiles;
   std::vector<Tensor> results;
   for (int round = 0; round < 3; ++round) {
     for (int count : counts) {
@@ -362,7 +362,7 @@ TEST_F(Runtime, TracesOfADataDependentLoopShareTheirKernels) {
     }
   }
   const int64_t traces = compiles() - traces_before;
-  const int64_t kernels = jit::global_kernel_cache().stats().compiles - kernels_before;
+  const int64_t kernels = trace::global_kernel_cache().stats().compiles - kernels_before;
   EXPECT_EQ(traces, 4) << "one plan per trip count";
   EXPECT_LT(kernels, traces) << "the steps' shared groups compile once, not once per trace";
   for (size_t i = 0; i < results.size(); ++i) expect_same(results[i], run(counts[i % counts.size()]));

@@ -1,6 +1,6 @@
-#include "nnvm/jit/replay.h"
+#include "nnvm/trace/replay.h"
 
-namespace nnvm::jit {
+namespace nnvm::trace {
 
 namespace {
 // Read by every JIT run: a plain pointer, the TLS segment's smallest kind
@@ -14,4 +14,4 @@ CaptureScope::CaptureScope(ReplayCapture* capture) : previous_(t_capture) { t_ca
 
 CaptureScope::~CaptureScope() { t_capture = previous_; }
 
-}  // namespace nnvm::jit
+}  // namespace nnvm::trace

@@ -1,6 +1,6 @@
 // The kernel cache: one compile per key, LRU eviction, concurrent lookups, and
 // fusion groups shared between traces and batch sizes.
-#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/trace/kernel_cache.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include "nnvm/trace/executor.h"
 #include "reference.h"
 
-namespace nnvm::jit {
+namespace nnvm::trace {
 namespace {
 
 struct Dummy final : CompiledKernel {};
@@ -114,4 +114,4 @@ TEST(KernelCache, TracesSharingAFusionGroupCompileItOnce) {
 }
 
 }  // namespace
-}  // namespace nnvm::jit
+}  // namespace nnvm::trace

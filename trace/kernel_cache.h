@@ -23,7 +23,7 @@
 
 #include "nnvm/trace/bounded_cache.h"
 
-namespace nnvm::jit {
+namespace nnvm::trace {
 
 class CompiledKernel {
  public:
@@ -61,11 +61,11 @@ class KernelCache {
   };
 
   mutable std::mutex mutex_;
-  trace::BoundedCache<std::string, std::shared_ptr<Slot>> entries_;
+  BoundedCache<std::string, std::shared_ptr<Slot>> entries_;
   KernelCacheStats stats_;
 };
 
 // The cache every compiled plan takes its kernels from.
 KernelCache& global_kernel_cache();
 
-}  // namespace nnvm::jit
+}  // namespace nnvm::trace

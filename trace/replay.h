@@ -19,7 +19,7 @@
 
 #include "absl/container/inlined_vector.h"
 
-namespace nnvm::jit {
+namespace nnvm::trace {
 
 // Where one operand of a captured call lies: `offset` bytes past the first
 // element of the plan's value `value` (a trace ValueId).
@@ -75,4 +75,4 @@ inline void decline_replay(const char* why) {
     c->decline(why);
 }
 
-}  // namespace nnvm::jit
+}  // namespace nnvm::trace

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-namespace nnvm::jit {
+namespace nnvm::trace {
 
 class Reason {
  public:
@@ -35,4 +35,4 @@ class Reason {
   std::atomic<bool> set_{false};  // why_ is not empty
 };
 
-}  // namespace nnvm::jit
+}  // namespace nnvm::trace

@@ -1,4 +1,4 @@
-#include "nnvm/jit/kernel_cache.h"
+#include "nnvm/trace/kernel_cache.h"
 
 #include <chrono>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
 
-namespace nnvm::jit {
+namespace nnvm::trace {
 
 KernelCache::KernelCache(size_t capacity) : entries_(capacity) {}
 
@@ -52,4 +52,4 @@ KernelCache& global_kernel_cache() {
   return *cache;
 }
 
-}  // namespace nnvm::jit
+}  // namespace nnvm::trace
