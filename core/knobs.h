@@ -18,7 +18,8 @@
 //                             each JIT kernel's machine code and LoopIR,
 //                             and name kernels in /tmp/perf-<pid>.map    jit::set_perf_map()
 //   NNVM_LOG=a,b              comma-separated topics that print one line    TraceCache::set_log()
-//                             per event to stderr: trace, cache, jit (default none)
+//                             per event to stderr: trace, cache, jit,     trace::set_pipeline_log()
+//                             pipeline (default none)
 //   NNVM_ISA=avx512|avx2|portable  the JIT's instruction set (default: the  jit::set_isa()
 //                             best the CPU has; portable: no JIT)
 //   NNVM_CACHE_DIR=DIR        where choices measured at run time persist    (none)

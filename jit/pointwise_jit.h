@@ -95,7 +95,7 @@ class PointwiseJit {
   // A run's loop space, variant and block geometry, reused by every later
   // run with the same key (operand layouts, ISA, stream decision).
   struct Launch;
-  // A captured launch (jit/replay.h): the launch and its Scalars' lanes.
+  // A captured launch (trace/replay.h): the launch and its Scalars' lanes.
   struct Replayed {
     const PointwiseJit* jit;
     std::shared_ptr<const Launch> launch;

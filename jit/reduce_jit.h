@@ -101,7 +101,7 @@ class ReduceJit {
   // A run's reduce space, variant and task geometry, reused by every later
   // run with the same key (operand layouts, reduced dims, ISA).
   struct Launch;
-  // A captured single-call launch (jit/replay.h): the launch and its Scalars' lanes.
+  // A captured single-call launch (trace/replay.h): the launch and its Scalars' lanes.
   struct Replayed {
     const ReduceJit* jit;
     std::shared_ptr<const Launch> launch;

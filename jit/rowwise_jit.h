@@ -63,7 +63,7 @@ class RowwiseJit {
  private:
   // The node's operands, in env.
   using Operands = absl::InlinedVector<const Tensor*, 4>;
-  // A captured row launch (jit/replay.h): operands x, y, then the weight and bias it has.
+  // A captured row launch (trace/replay.h): operands x, y, then the weight and bias it has.
   struct Replayed {
     const RowwiseJit* jit;
     const x86::RowwiseKernel* kernel;

@@ -19,80 +19,9 @@ namespace nnvm::trace {
 
 namespace {
 
-std::shared_ptr<const GroupProgram> cached_program(const Trace& t, const FusionGroup& g, const GroupValues& values) {
-  std::shared_ptr<const CompiledKernel> kernel = global_kernel_cache().get(
-      group_key(t, g, values), [&] { return std::make_shared<const GroupProgram>(t, g, values); });
-  auto program = std::dynamic_pointer_cast<const GroupProgram>(kernel);
-  NNVM_CHECK(program != nullptr, "FusedPlan", "the kernel cache holds another kind of kernel under a tile key");
-  return program;
-}
-
 bool is_view(const Trace& t, ValueId v) {
   const int32_t node = t.value(v).node;
   return node >= 0 && t.nodes()[size_t(node)].op->view != nullptr;
-}
-
-// Groups in a topological order that keeps memory small. Of the ready groups,
-// the earliest-numbered one that frees at least the bytes it allocates runs
-// first (a view, a reduction, an optimizer update that is the last reader of
-// its gradient); when none does, the earliest-numbered ready group. Freeing
-// counts the computed values whose last reader the group is (a view's
-// readers read its base). The order of first nodes is not always
-// topological: a group may read a value of a group whose first node comes later.
-std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
-  const size_t n = f.groups.size(), nv = t.values().size();
-  std::vector<ValueId> base(nv);
-  for (size_t v = 0; v < nv; ++v)
-    base[v] = is_view(t, ValueId(v)) ? base[size_t(t.nodes()[size_t(t.value(ValueId(v)).node)].inputs[0])] : ValueId(v);
-  auto bytes = [&](ValueId v) {
-    const Value& val = t.value(v);
-    return val.node < 0 || is_view(t, v) ? int64_t(0) : numel_of(val.shape) * int64_t(itemsize(val.dtype));
-  };
-  std::vector<bool> kept(nv, false);  // a trace output's memory outlives the plan
-  for (ValueId out : t.outputs()) kept[size_t(base[size_t(out)])] = true;
-
-  std::vector<std::vector<int32_t>> readers(n);
-  std::vector<std::vector<ValueId>> reads(n);  // the bases each group reads, each once
-  std::vector<int32_t> waiting(n, 0), pending_reads(nv, 0);
-  for (size_t g = 0; g < n; ++g) {
-    std::vector<int32_t> producers;
-    for (ValueId in : f.groups[g].inputs) {
-      const ValueId b = base[size_t(in)];
-      if (std::find(reads[g].begin(), reads[g].end(), b) == reads[g].end()) {
-        reads[g].push_back(b);
-        ++pending_reads[size_t(b)];
-      }
-      const int32_t node = t.value(in).node;
-      if (node < 0) continue;
-      const int32_t p = f.group_of[size_t(node)];
-      if (p != int32_t(g) && std::find(producers.begin(), producers.end(), p) == producers.end())
-        producers.push_back(p);
-    }
-    for (int32_t p : producers) readers[size_t(p)].push_back(int32_t(g));
-    waiting[g] = int32_t(producers.size());
-  }
-  auto shrinks = [&](int32_t g) {
-    int64_t net = 0;
-    for (ValueId out : f.groups[size_t(g)].outputs) net += bytes(out);
-    for (ValueId b : reads[size_t(g)])
-      if (pending_reads[size_t(b)] == 1 && !kept[size_t(b)]) net -= bytes(b);
-    return net <= 0;
-  };
-  std::set<int32_t> ready;
-  for (size_t g = 0; g < n; ++g)
-    if (waiting[g] == 0) ready.insert(int32_t(g));
-  std::vector<int32_t> order;
-  while (!ready.empty()) {
-    auto pick = std::find_if(ready.begin(), ready.end(), shrinks);
-    const int32_t g = pick == ready.end() ? *ready.begin() : *pick;
-    ready.erase(g);
-    order.push_back(g);
-    for (ValueId b : reads[size_t(g)]) --pending_reads[size_t(b)];
-    for (int32_t r : readers[size_t(g)])
-      if (--waiting[size_t(r)] == 0) ready.insert(r);
-  }
-  NNVM_CHECK(order.size() == n, "FusedPlan", "the fusion groups form a cycle:\n", f.to_string(t), t.to_string());
-  return order;
 }
 
 bool same_layout(const Tensor& a, const Tensor& b) {
@@ -111,38 +40,28 @@ Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
 
 }  // namespace
 
-FusedPlan::FusedPlan(Trace t) : trace_(std::move(t)), fusion_(fuse(trace_)), hash_(signature(trace_).hash) {
+FusedPlan::FusedPlan(Trace t) : FusedPlan(plan_stages(std::move(t))) {}
+
+FusedPlan::FusedPlan(PlanParts parts)
+    : trace_(std::move(parts.trace)),
+      fusion_(std::move(parts.fusion)),
+      memory_(std::move(parts.memory)),
+      order_(std::move(parts.order)),
+      hash_(signature(trace_).hash) {
   static std::atomic<uint64_t> plans{0};
   id_ = ++plans;
-  for (const FusionGroup& g : fusion_.groups) {
+  for (LoweredGroup& g : parts.groups) {
     Group group;
-    group.values = group_values(trace_, g);
-    group.program = cached_program(trace_, g, group.values);
-    group.tiling = group.program->tiling(trace_, group.values.ids);
+    group.program = std::move(g.program);
+    group.values = std::move(g.values);
+    group.tiling = std::move(g.tiling);
     groups_.push_back(std::move(group));
   }
-  order_ = topological_order(trace_, fusion_);
-
-  Schedule schedule;
-  schedule.step.resize(trace_.nodes().size());
-  for (size_t k = 0; k < order_.size(); ++k)
-    for (int32_t n : fusion_.groups[size_t(order_[k])].nodes) schedule.step[size_t(n)] = int32_t(k);
-  std::vector<bool> is_output(trace_.values().size(), false), scratch(trace_.values().size(), false);
-  for (ValueId v : trace_.outputs()) is_output[size_t(v)] = true;
-  for (const Group& g : groups_)
-    if (g.program->tiled())
-      for (size_t i = size_t(g.values.inputs + g.values.outputs); i < g.values.ids.size(); ++i)
-        scratch[size_t(g.values.ids[i])] = true;
-  auto computed = [&](size_t v) {
-    const Value& val = trace_.value(ValueId(v));
-    return val.node >= 0 && trace_.nodes()[size_t(val.node)].op->view == nullptr && !scratch[v];
-  };
-  schedule.in_arena.resize(trace_.values().size());
-  for (size_t v = 0; v < trace_.values().size(); ++v) schedule.in_arena[v] = computed(v) && !is_output[v];
-  memory_ = plan_memory(trace_, &schedule);
+  const Schedule& schedule = parts.schedule;
+  const std::vector<bool>& computed = parts.computed;
   own_values_.resize(order_.size());
   for (size_t v = 0; v < trace_.values().size(); ++v) {
-    if (!computed(v)) continue;
+    if (!computed[v]) continue;
     if (memory_.offsets[v] < 0) {
       const Value& val = trace_.value(ValueId(v));
       own_values_[size_t(schedule.step[size_t(val.node)])].push_back({ValueId(v), contiguous_strides(val.shape)});

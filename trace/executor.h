@@ -33,14 +33,17 @@
 #include "nnvm/trace/group_program.h"
 #include "nnvm/trace/passes/fuse.h"
 #include "nnvm/trace/passes/plan_memory.h"
+#include "nnvm/trace/pipeline.h"
 #include "nnvm/trace/plan.h"
 
 namespace nnvm::trace {
 
 class FusedPlan final : public Plan {
  public:
-  // `t` is an optimised trace (the passes have run).
+  // `t` is an optimised trace (the passes have run): the pipeline's stages
+  // after the passes make the plan's parts (trace/pipeline.h).
   explicit FusedPlan(Trace t);
+  explicit FusedPlan(PlanParts parts);
   // Its groups point at its own trace's attributes.
   FusedPlan(const FusedPlan&) = delete;
   FusedPlan& operator=(const FusedPlan&) = delete;
@@ -65,7 +68,7 @@ class FusedPlan final : public Plan {
   // The groups in the order they run, as indices into fusion().groups.
   std::vector<int32_t> group_order() const;
   const GroupProgram& program(int32_t group) const { return *groups_[size_t(group)].program; }
-  // Why the plan's runs are not replayed from captured calls (jit/replay.h);
+  // Why the plan's runs are not replayed from captured calls (trace/replay.h);
   // empty while they are, or before a run tried to capture them.
   std::string replay_declined() const;
   // The optimised trace's signature hash: the name of the plan's dump files.

@@ -43,7 +43,7 @@ class Plan {
   // A run by the recorder of a trace with the plan's signature and Scalars
   // (holds_scalars), whose outputs are all lazy storages: writes output i
   // into outputs[i]'s memory, allocated here, with nothing but the kernels'
-  // calls when the plan has captured them from an earlier run (jit/replay.h).
+  // calls when the plan has captured them from an earlier run (trace/replay.h).
   // False: nothing ran and nothing was allocated; run_into then runs it.
   virtual bool replay(absl::Span<const Tensor> /*inputs*/, absl::Span<Storage* const> /*outputs*/) const {
     return false;

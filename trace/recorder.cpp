@@ -16,11 +16,6 @@
 #include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
-#include "nnvm/trace/passes/constant_fold.h"
-#include "nnvm/trace/passes/cse.h"
-#include "nnvm/trace/passes/dce.h"
-#include "nnvm/trace/passes/recognise.h"
-#include "nnvm/trace/passes/simplify.h"
 #include "nnvm/trace/signature.h"
 
 namespace nnvm::trace {
@@ -776,30 +771,6 @@ const detail::TraceHooks kHooks{
 NNVM_REGISTER(trace_recorder) { detail::install_trace_hooks(&kHooks); }
 
 }  // namespace
-
-PassManager& global_passes() {
-  static PassManager* pm = [] {
-    auto* p = new PassManager();
-    p->add("dce", [](Trace& t) { return dce(t); })
-        .add("cse", [](Trace& t) { return cse(t); })
-        .add("constant_fold", [](Trace& t) { return constant_fold(t); })
-        .add("simplify", [](Trace& t) { return simplify(t); })
-        .add("recognise", [](Trace& t) { return recognise(t); })
-        .add("dce_after", [](Trace& t) { return dce(t); });
-    return p;
-  }();
-  return *pm;
-}
-
-std::shared_ptr<const Plan> compile_plan(const Trace& t) {
-  static std::mutex mu;  // the pass manager keeps statistics
-  Trace optimised = t;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    global_passes().run(optimised);
-  }
-  return std::make_shared<const FusedPlan>(std::move(optimised));
-}
 
 TraceCache& global_trace_cache() {
   static TraceCache* cache = new TraceCache(compile_plan);  // leaked: flushes may run during static destruction

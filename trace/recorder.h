@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "nnvm/trace/pass_manager.h"
+#include "nnvm/trace/pipeline.h"  // global_passes(), compile_plan()
 #include "nnvm/trace/plan.h"
 #include "nnvm/trace/trace_cache.h"
 
@@ -32,13 +33,6 @@ namespace nnvm::trace {
 
 // The cache every thread's flushes go through.
 TraceCache& global_trace_cache();
-
-// The passes a hot trace goes through before it becomes a plan. Users may
-// add their own (before the first trace turns hot).
-PassManager& global_passes();
-
-// The default compile pipeline: global_passes(), then the plan.
-std::shared_ptr<const Plan> compile_plan(const Trace& t);
 
 // The calling thread's recording, for tests and tools.
 struct RecorderStats {

@@ -28,7 +28,7 @@ namespace {
 constexpr int kDefaultPrograms = 500;
 constexpr int kMaxSteps = 24;
 // cold, turning hot, hot (the executor, its kernel calls captured), hot
-// again (those calls replayed, where the plan has them: jit/replay.h)
+// again (those calls replayed, where the plan has them: trace/replay.h)
 constexpr int kTracedRuns = 4;
 constexpr int64_t kSmallCap = 5;
 

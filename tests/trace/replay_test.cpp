@@ -1,4 +1,4 @@
-// A hot plan's captured kernel calls (jit/replay.h, FusedPlan::replay): the
+// A hot plan's captured kernel calls (trace/replay.h, FusedPlan::replay): the
 // recorder's flush of a trace that repeats a compiled entry with the plan's
 // own Scalars, every output a lazy tensor, calls the kernels straight with
 // this run's operand addresses. Each test checks the replays against eager

@@ -1,0 +1,275 @@
+#include "nnvm/trace/pipeline.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nnvm/core/error.h"
+#include "nnvm/core/knobs.h"
+#include "nnvm/trace/executor.h"
+#include "nnvm/trace/kernel_cache.h"
+#include "nnvm/trace/passes/constant_fold.h"
+#include "nnvm/trace/passes/cse.h"
+#include "nnvm/trace/passes/dce.h"
+#include "nnvm/trace/passes/recognise.h"
+#include "nnvm/trace/passes/simplify.h"
+#include "nnvm/trace/signature.h"
+
+namespace nnvm::trace {
+
+namespace {
+
+// Where NNVM_LOG=pipeline's lines go (set_pipeline_log).
+struct LogSink {
+  std::mutex mutex;
+  std::function<void(const std::string&)> write;
+  std::atomic<bool> on{false};
+};
+
+LogSink& log_sink() {
+  static LogSink* sink = [] {
+    auto* s = new LogSink;  // never destroyed: compiles may run during exit
+    if (log_enabled("pipeline")) {
+      s->write = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+      s->on = true;
+    }
+    return s;
+  }();
+  return *sink;
+}
+
+// One line per stage of a compile, after the stage ran.
+class StageLog {
+ public:
+  // Names the compile by `name`, or by the signature hash of `t` when it is 0.
+  StageLog(const Trace& t, uint64_t name) : on_(log_sink().on.load(std::memory_order_relaxed)) {
+    if (on_) name_ = name ? name : signature(t).hash;
+  }
+  uint64_t name() const { return name_; }
+  bool on() const { return on_; }
+  // Starts timing the next stage.
+  void start() {
+    if (on_) start_ = std::chrono::steady_clock::now();
+  }
+  void done(const char* stage, const std::string& what) const {
+    if (!on_) return;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    const std::string line = absl::StrFormat("pipeline %016x %-11s %8.3f ms  %s", name_, stage, ms, what);
+    LogSink& sink = log_sink();
+    std::lock_guard<std::mutex> lock(sink.mutex);
+    if (sink.write) sink.write(line);
+  }
+
+ private:
+  bool on_;
+  uint64_t name_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+bool is_view(const Trace& t, ValueId v) {
+  const int32_t node = t.value(v).node;
+  return node >= 0 && t.nodes()[size_t(node)].op->view != nullptr;
+}
+
+// lower: the group's program from the kernel cache, built (and offered to the
+// backends) on a miss; *built counts the programs this compile built.
+std::shared_ptr<const GroupProgram> cached_program(const Trace& t, const FusionGroup& g, const GroupValues& values,
+                                                   int* built) {
+  std::shared_ptr<const CompiledKernel> kernel = global_kernel_cache().get(group_key(t, g, values), [&] {
+    ++*built;
+    return std::make_shared<const GroupProgram>(t, g, values);
+  });
+  auto program = std::dynamic_pointer_cast<const GroupProgram>(kernel);
+  NNVM_CHECK(program != nullptr, "compile_plan", "the kernel cache holds another kind of kernel under a tile key");
+  return program;
+}
+
+// schedule: groups in a topological order that keeps memory small. Of the
+// ready groups, the earliest-numbered one that frees at least the bytes it
+// allocates runs first (a view, a reduction, an optimizer update that is the
+// last reader of its gradient); when none does, the earliest-numbered ready
+// group. Freeing counts the computed values whose last reader the group is
+// (a view's readers read its base). The order of first nodes is not always
+// topological: a group may read a value of a group whose first node comes later.
+std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
+  const size_t n = f.groups.size(), nv = t.values().size();
+  std::vector<ValueId> base(nv);
+  for (size_t v = 0; v < nv; ++v)
+    base[v] = is_view(t, ValueId(v)) ? base[size_t(t.nodes()[size_t(t.value(ValueId(v)).node)].inputs[0])] : ValueId(v);
+  auto bytes = [&](ValueId v) {
+    const Value& val = t.value(v);
+    return val.node < 0 || is_view(t, v) ? int64_t(0) : numel_of(val.shape) * int64_t(itemsize(val.dtype));
+  };
+  std::vector<bool> kept(nv, false);  // a trace output's memory outlives the plan
+  for (ValueId out : t.outputs()) kept[size_t(base[size_t(out)])] = true;
+
+  std::vector<std::vector<int32_t>> readers(n);
+  std::vector<std::vector<ValueId>> reads(n);  // the bases each group reads, each once
+  std::vector<int32_t> waiting(n, 0), pending_reads(nv, 0);
+  for (size_t g = 0; g < n; ++g) {
+    std::vector<int32_t> producers;
+    for (ValueId in : f.groups[g].inputs) {
+      const ValueId b = base[size_t(in)];
+      if (std::find(reads[g].begin(), reads[g].end(), b) == reads[g].end()) {
+        reads[g].push_back(b);
+        ++pending_reads[size_t(b)];
+      }
+      const int32_t node = t.value(in).node;
+      if (node < 0) continue;
+      const int32_t p = f.group_of[size_t(node)];
+      if (p != int32_t(g) && std::find(producers.begin(), producers.end(), p) == producers.end())
+        producers.push_back(p);
+    }
+    for (int32_t p : producers) readers[size_t(p)].push_back(int32_t(g));
+    waiting[g] = int32_t(producers.size());
+  }
+  auto shrinks = [&](int32_t g) {
+    int64_t net = 0;
+    for (ValueId out : f.groups[size_t(g)].outputs) net += bytes(out);
+    for (ValueId b : reads[size_t(g)])
+      if (pending_reads[size_t(b)] == 1 && !kept[size_t(b)]) net -= bytes(b);
+    return net <= 0;
+  };
+  std::set<int32_t> ready;
+  for (size_t g = 0; g < n; ++g)
+    if (waiting[g] == 0) ready.insert(int32_t(g));
+  std::vector<int32_t> order;
+  while (!ready.empty()) {
+    auto pick = std::find_if(ready.begin(), ready.end(), shrinks);
+    const int32_t g = pick == ready.end() ? *ready.begin() : *pick;
+    ready.erase(g);
+    order.push_back(g);
+    for (ValueId b : reads[size_t(g)]) --pending_reads[size_t(b)];
+    for (int32_t r : readers[size_t(g)])
+      if (--waiting[size_t(r)] == 0) ready.insert(r);
+  }
+  NNVM_CHECK(order.size() == n, "compile_plan", "the fusion groups form a cycle:\n", f.to_string(t), t.to_string());
+  return order;
+}
+
+// plan_memory's schedule: each node's step in `order`; the arena holds every
+// value a node computes (not a view) but the trace's outputs and the values a
+// tiled group keeps in its per-tile scratch.
+Schedule schedule_of(const Trace& t, const FusionPlan& f, const std::vector<LoweredGroup>& groups,
+                     const std::vector<int32_t>& order, std::vector<bool>& computed) {
+  Schedule schedule;
+  schedule.step.resize(t.nodes().size());
+  for (size_t k = 0; k < order.size(); ++k)
+    for (int32_t n : f.groups[size_t(order[k])].nodes) schedule.step[size_t(n)] = int32_t(k);
+  std::vector<bool> is_output(t.values().size(), false), scratch(t.values().size(), false);
+  for (ValueId v : t.outputs()) is_output[size_t(v)] = true;
+  for (const LoweredGroup& g : groups)
+    if (g.program->tiled())
+      for (size_t i = size_t(g.values.inputs + g.values.outputs); i < g.values.ids.size(); ++i)
+        scratch[size_t(g.values.ids[i])] = true;
+  schedule.in_arena.resize(t.values().size());
+  computed.resize(t.values().size());
+  for (size_t v = 0; v < t.values().size(); ++v) {
+    const Value& val = t.value(ValueId(v));
+    computed[v] = val.node >= 0 && t.nodes()[size_t(val.node)].op->view == nullptr && !scratch[v];
+    schedule.in_arena[v] = computed[v] && !is_output[v];
+  }
+  return schedule;
+}
+
+std::string kinds_of(const FusionPlan& f) {
+  std::map<std::string, int> kinds;
+  for (const FusionGroup& g : f.groups) ++kinds[group_kind_name(g.kind)];
+  std::string s;
+  for (const auto& [kind, count] : kinds) absl::StrAppend(&s, s.empty() ? "" : ", ", count, " ", kind);
+  return s;
+}
+
+}  // namespace
+
+void set_pipeline_log(std::function<void(const std::string&)> sink) {
+  LogSink& s = log_sink();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.on = sink != nullptr;
+  s.write = std::move(sink);
+}
+
+PassManager& global_passes() {
+  static PassManager* pm = [] {
+    auto* p = new PassManager();
+    p->add("dce", [](Trace& t) { return dce(t); })
+        .add("cse", [](Trace& t) { return cse(t); })
+        .add("constant_fold", [](Trace& t) { return constant_fold(t); })
+        .add("simplify", [](Trace& t) { return simplify(t); })
+        .add("recognise", [](Trace& t) { return recognise(t); })
+        .add("dce_after", [](Trace& t) { return dce(t); });
+    return p;
+  }();
+  return *pm;
+}
+
+PlanParts plan_stages(Trace optimised, uint64_t name) {
+  StageLog log(optimised, name);
+  PlanParts p{std::move(optimised), {}, {}, {}, {}, {}, {}};
+  const Trace& t = p.trace;
+
+  log.start();
+  p.fusion = fuse(t);
+  log.done("fuse", absl::StrCat(t.nodes().size(), " nodes into ", p.fusion.groups.size(), " groups (",
+                                kinds_of(p.fusion), "), ", p.fusion.not_fused.size(), " edges not fused"));
+
+  log.start();
+  int built = 0;
+  for (const FusionGroup& g : p.fusion.groups) {
+    LoweredGroup lowered;
+    lowered.values = group_values(t, g);
+    lowered.program = cached_program(t, g, lowered.values, &built);
+    lowered.tiling = lowered.program->tiling(t, lowered.values.ids);
+    p.groups.push_back(std::move(lowered));
+  }
+  if (log.on()) {
+    std::map<std::string, int> by;
+    for (const LoweredGroup& g : p.groups) ++by[g.program->kernel() ? g.program->backend() : "portable"];
+    std::string to;
+    for (const auto& [name, count] : by) absl::StrAppend(&to, to.empty() ? "" : ", ", name, " ", count);
+    log.done("lower", absl::StrCat(p.groups.size(), " groups (", to, "), ", built, " programs built, ",
+                                   p.groups.size() - size_t(built), " from the kernel cache"));
+  }
+
+  log.start();
+  p.order = topological_order(t, p.fusion);
+  p.schedule = schedule_of(t, p.fusion, p.groups, p.order, p.computed);
+  log.done("schedule", absl::StrCat(p.order.size(), " steps"));
+
+  log.start();
+  p.memory = plan_memory(t, &p.schedule);
+  log.done("plan_memory", absl::StrFormat("arena %d bytes (each value in a buffer of its own: %d)",
+                                          p.memory.arena_bytes, p.memory.naive_bytes));
+  return p;
+}
+
+std::shared_ptr<const Plan> compile_plan(const Trace& t) {
+  static std::mutex mu;  // the pass manager keeps statistics
+  StageLog log(t, 0);
+  Trace optimised = t;
+  log.start();
+  std::vector<PassStats> passes;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    passes = global_passes().run(optimised);
+  }
+  if (log.on()) {
+    std::string what = absl::StrCat(t.nodes().size(), " -> ", optimised.nodes().size(), " nodes");
+    for (const PassStats& s : passes)
+      if (s.changes) absl::StrAppend(&what, ", ", s.name, " ", s.changes);
+    log.done("passes", what);
+  }
+  PlanParts parts = plan_stages(std::move(optimised), log.name());
+  log.start();
+  auto plan = std::make_shared<const FusedPlan>(std::move(parts));
+  log.done("plan", absl::StrCat(plan->fusion().groups.size(), " groups ready"));
+  return plan;
+}
+
+}  // namespace nnvm::trace
