@@ -1,3 +1,6 @@
+// Running a FusedPlan (trace/executor.h): the thread's kept arenas, binding
+// a run's values, each group's program in order, writes straight into
+// targets. Building it: plan_build.cpp; replaying it: plan_replay.cpp.
 #include "nnvm/trace/executor.h"
 
 #include <atomic>
@@ -11,18 +14,10 @@
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
-#include "nnvm/trace/backend.h"
-#include "nnvm/trace/dump.h"
-#include "nnvm/trace/signature.h"
 
 namespace nnvm::trace {
 
 namespace {
-
-bool is_view(const Trace& t, ValueId v) {
-  const int32_t node = t.value(v).node;
-  return node >= 0 && t.nodes()[size_t(node)].op->view != nullptr;
-}
 
 bool same_layout(const Tensor& a, const Tensor& b) {
   return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() &&
@@ -39,102 +34,6 @@ Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
 }
 
 }  // namespace
-
-FusedPlan::FusedPlan(Trace t) : FusedPlan(plan_stages(std::move(t))) {}
-
-FusedPlan::FusedPlan(PlanParts parts)
-    : trace_(std::move(parts.trace)),
-      fusion_(std::move(parts.fusion)),
-      memory_(std::move(parts.memory)),
-      order_(std::move(parts.order)),
-      hash_(signature(trace_).hash) {
-  static std::atomic<uint64_t> plans{0};
-  id_ = ++plans;
-  for (LoweredGroup& g : parts.groups) {
-    Group group;
-    group.program = std::move(g.program);
-    group.values = std::move(g.values);
-    group.tiling = std::move(g.tiling);
-    groups_.push_back(std::move(group));
-  }
-  const Schedule& schedule = parts.schedule;
-  const std::vector<bool>& computed = parts.computed;
-  own_values_.resize(order_.size());
-  for (size_t v = 0; v < trace_.values().size(); ++v) {
-    if (!computed[v]) continue;
-    if (memory_.offsets[v] < 0) {
-      const Value& val = trace_.value(ValueId(v));
-      own_values_[size_t(schedule.step[size_t(val.node)])].push_back({ValueId(v), contiguous_strides(val.shape)});
-      continue;
-    }
-    // Values at the same place (an in-place chain, a reused buffer) share a slice.
-    const auto same = std::find_if(arena_values_.begin(), arena_values_.end(), [&](const ArenaValue& a) {
-      const size_t u = size_t(a.value);
-      return memory_.offsets[u] == memory_.offsets[v] && memory_.bytes[u] == memory_.bytes[v];
-    });
-    arena_values_.push_back({ValueId(v), same == arena_values_.end() ? int32_t(arena_values_.size()) : same->slice});
-  }
-  std::vector<bool> in_arena(trace_.values().size(), false);
-  for (const ArenaValue& a : arena_values_) in_arena[size_t(a.value)] = true;
-  for (size_t v = 0; v < trace_.values().size(); ++v)
-    if (!in_arena[v]) transient_.push_back(ValueId(v));
-  for (ValueId out : trace_.outputs())
-    arena_escapes_ = arena_escapes_ || memory_.offsets[size_t(memory_.base[size_t(out)])] >= 0;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::vector<int32_t>& nodes = fusion_.groups[g].nodes;
-    for (size_t k = 0; k < nodes.size(); ++k) {
-      const Node& node = trace_.nodes()[size_t(nodes[k])];
-      groups_[g].attrs.push_back(&node.attrs);
-      if (!node.slots.empty()) groups_[g].slotted.push_back(int32_t(k));
-    }
-  }
-  for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);
-  for (size_t i = 0; i < trace_.outputs().size(); ++i) {
-    const ValueId v = trace_.outputs()[i];
-    const bool last = std::find(trace_.outputs().begin() + ptrdiff_t(i) + 1, trace_.outputs().end(), v) ==
-                      trace_.outputs().end();
-    output_moves_.push_back(last && !trace_.value(v).is_input() && !in_arena[size_t(v)]);
-  }
-  plan_direct_writes();
-  if (!knobs().dump_dir.empty()) dump(knobs().dump_dir);
-}
-
-void FusedPlan::plan_direct_writes() {
-  const Trace& t = trace_;
-  std::vector<int32_t> step_of_group(order_.size());
-  for (size_t k = 0; k < order_.size(); ++k) step_of_group[size_t(order_[k])] = int32_t(k);
-  // A kernel that checks its input values may throw, and the recorder then
-  // reruns the trace from its inputs: none of them may have been overwritten.
-  int32_t last_check = -1;
-  for (size_t n = 0; n < t.nodes().size(); ++n)
-    if (checks_values(t, t.nodes()[n]))
-      last_check = std::max(last_check, step_of_group[size_t(fusion_.group_of[n])]);
-  for (ValueId out : t.outputs()) {
-    DirectWrite d;
-    d.strides = contiguous_strides(t.value(out).shape);
-    const int32_t n = t.value(out).node;
-    if (n < 0 || is_view(t, out) || step_of_group[size_t(fusion_.group_of[size_t(n)])] <= last_check) {
-      direct_.push_back(std::move(d));
-      continue;
-    }
-    const int32_t group = fusion_.group_of[size_t(n)];
-    d.step = step_of_group[size_t(group)];
-    const Node& node = t.nodes()[size_t(n)];
-    for (ValueId in : node.inputs) {
-      const Value& v = t.value(in);
-      if (!node.op->elementwise || !v.is_input() || v.shape != t.value(out).shape || v.dtype != t.value(out).dtype)
-        continue;
-      // Elementwise at the same elements: each is read before it is written,
-      // provided no other read of the input (or a view of it) shares the step.
-      bool alone = true;
-      for (int32_t m : fusion_.groups[size_t(group)].nodes)
-        for (ValueId x : t.nodes()[size_t(m)].inputs)
-          alone = alone && (memory_.base[size_t(x)] != in || (m == n && x == in));
-      if (alone) d.same_step_inputs.push_back(v.index);
-    }
-    direct_.push_back(std::move(d));
-  }
-}
 
 bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
                                absl::Span<const Tensor> targets) const {
@@ -166,8 +65,6 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
   }
   return true;
 }
-
-std::vector<int32_t> FusedPlan::group_order() const { return order_; }
 
 struct FusedPlan::ThreadRuns {
   struct Free {
@@ -363,154 +260,11 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   keep_arena(std::move(arena));
 }
 
-// A run's calls with each operand named by where its address comes from:
-// bases[base] + offset, the bases being the run's inputs' first elements, the
-// thread's arena, the outputs' memory, then the trace's constants.
-struct FusedPlan::Replay {
-  uint64_t variant = 0;  // the backends' variant the calls' code is of (trace/backend.h)
-  int64_t arena_bytes = 0;
-  std::vector<int64_t> output_bytes;
-  std::vector<const char*> constants;
-  struct Operand {
-    int32_t base;
-    int64_t offset;
-  };
-  struct Call {
-    ReplayCall::Fn run;
-    std::shared_ptr<const void> state;
-    std::vector<Operand> operands;
-  };
-  std::vector<Call> calls;
-};
-
-namespace {
-constexpr size_t kMaxReplayOperands = 16;
-}  // namespace
-
-FusedPlan::~FusedPlan() { delete replay_.load(); }
-
-std::string FusedPlan::replay_declined() const { return replay_declined_.get(); }
-
-void FusedPlan::decline_replay(std::string why) const { replay_declined_.set(std::move(why)); }
-
-void FusedPlan::keep_replay(ReplayCapture& capture) const {
-  if (capture.declined()) return decline_replay(capture.why());
-  if (arena_escapes_) return decline_replay("an output is a view of the arena");
-  if (memory_.arena_bytes > kKeptArenaBytes) return decline_replay("the arena is larger than a thread keeps");
-  const Trace& t = trace_;
-  const size_t inputs = t.inputs().size(), outputs = t.outputs().size();
-  auto r = std::make_unique<Replay>();
-  // Where each value's first element lies: base index and offset (-1: not known to a replay).
-  std::vector<Replay::Operand> at(t.values().size(), {-1, 0});
-  for (size_t i = 0; i < inputs; ++i) at[size_t(t.inputs()[i])] = {int32_t(i), 0};
-  for (const ArenaValue& a : arena_values_) at[size_t(a.value)] = {int32_t(inputs), memory_.offsets[size_t(a.value)]};
-  // Each output a value a group computes into memory of its own, and each such value an output.
-  std::vector<bool> own(t.values().size(), false);
-  for (const std::vector<OwnValue>& step : own_values_)
-    for (const OwnValue& o : step) own[size_t(o.value)] = true;
-  for (size_t i = 0; i < outputs; ++i) {
-    const ValueId v = t.outputs()[i];
-    const Value& val = t.value(v);
-    if (!own[size_t(v)] || at[size_t(v)].base >= 0)
-      return decline_replay("an output is not a value of its own (an input, a constant, a view, another output's)");
-    const int64_t bytes = numel_of(val.shape) * int64_t(itemsize(val.dtype));
-    if (bytes == 0) return decline_replay("an output is empty");
-    at[size_t(v)] = {int32_t(inputs + 1 + i), 0};
-    r->output_bytes.push_back(bytes);
-  }
-  for (size_t v = 0; v < own.size(); ++v)
-    if (own[v] && at[v].base < int32_t(inputs + 1)) return decline_replay("a value of its own is not an output");
-  for (ValueId c : t.constants()) {
-    const Tensor& value = t.constant_value(c);
-    at[size_t(c)] = {int32_t(inputs + 1 + outputs + r->constants.size()), 0};
-    r->constants.push_back(static_cast<const char*>(value.storage()->data()) +
-                           value.storage_offset() * int64_t(itemsize(value.dtype())));
-  }
-  for (ReplayCall& call : capture.calls()) {
-    if (call.operands.size() > kMaxReplayOperands) return decline_replay("a call has too many operands");
-    Replay::Call c{call.run, std::move(call.state), {}};
-    for (const ReplayOperand& o : call.operands) {
-      const Replay::Operand where = at[size_t(o.value)];
-      if (where.base < 0) return decline_replay("a call reads a value no replay has");
-      c.operands.push_back({where.base, where.offset + o.offset});
-    }
-    r->calls.push_back(std::move(c));
-  }
-  r->variant = backends_variant();
-  r->arena_bytes = memory_.arena_bytes;
-  const Replay* none = nullptr;
-  if (replay_.compare_exchange_strong(none, r.get())) r.release();  // else another thread's run kept its own
-}
-
-bool FusedPlan::replay(absl::Span<const Tensor> inputs, absl::Span<Storage* const> outputs) const {
-  const Replay* r = replay_.load(std::memory_order_acquire);
-  if (!r || r->variant != backends_variant() || inputs.size() != trace_.inputs().size() ||
-      outputs.size() != r->output_bytes.size())
-    return false;
-  const size_t first_output = inputs.size() + 1, first_constant = first_output + outputs.size();
-  absl::InlinedVector<const char*, 16> bases(first_constant + r->constants.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) return false;
-    const TensorImpl& x = *inputs[i].impl();
-    if (!x.storage->has_memory() || !x.storage->device().is_cpu()) return false;
-    bases[i] = static_cast<const char*>(x.storage->data()) + x.offset * int64_t(itemsize(x.dtype));
-  }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (outputs[i]->has_memory() || int64_t(outputs[i]->nbytes()) != r->output_bytes[i] ||
-        !outputs[i]->device().is_cpu())
-      return false;
-  std::copy(r->constants.begin(), r->constants.end(), bases.begin() + ptrdiff_t(first_constant));
-  bases[inputs.size()] = r->arena_bytes > 0 ? replay_arena(r->arena_bytes) : nullptr;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    try {
-      outputs[i]->allocate();
-    } catch (...) {  // gives back what it took: nothing ran
-      for (size_t j = 0; j < i; ++j) {
-        Storage none(outputs[j]->nbytes(), outputs[j]->device(), Storage::Lazy{});
-        none.take_memory(*outputs[j]);
-      }
-      throw;
-    }
-    bases[first_output + i] = static_cast<const char*>(outputs[i]->data());
-  }
-  const char* ptrs[kMaxReplayOperands];
-  for (const Replay::Call& call : r->calls) {
-    for (size_t k = 0; k < call.operands.size(); ++k)
-      ptrs[k] = bases[size_t(call.operands[k].base)] + call.operands[k].offset;
-    call.run(call.state.get(), ptrs);
-  }
-  return true;
-}
-
 bool FusedPlan::holds_scalars(absl::Span<const Scalar> scalars) const {
   if (scalars.size() != trace_.scalars().size()) return false;
   for (const Node& node : trace_.nodes())
     if (!trace::holds_scalars(node, scalars)) return false;
   return true;
 }
-
-std::string FusedPlan::to_string() const {
-  std::string s = "# trace\n" + trace_.to_string() + "# fusion\n" + fusion_.to_string(trace_);
-  for (int32_t g : order_) {
-    const Group& group = groups_[size_t(g)];
-    if (const GroupKernel* kernel = group.program->kernel(); kernel && !group.program->tiled()) {
-      absl::StrAppendFormat(&s, "run group %d: %s\n", g, kernel->describe());
-      continue;
-    }
-    if (!group.program->tiled()) {
-      absl::StrAppendFormat(&s, "run group %d node by node: %s\n", g, group.program->why_untiled());
-      continue;
-    }
-    const Tiling& tl = group.tiling;
-    absl::StrAppendFormat(&s, "run group %d tiled: loop %s, %d tiles of %d elements", g, shape_str(tl.loop),
-                          tl.tiles, tl.tile_numel);
-    if (tl.split >= 0) absl::StrAppendFormat(&s, " (%d rows of dim %d)", tl.rows, tl.split);
-    if (const GroupKernel* kernel = group.program->kernel()) absl::StrAppend(&s, "; ", kernel->describe());
-    s += "\n";
-  }
-  return s + "# memory\n" + memory_.to_string(trace_);
-}
-
-void FusedPlan::dump(const std::string& dir) const { dump_plan(dir, *this); }
 
 }  // namespace nnvm::trace

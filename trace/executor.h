@@ -1,7 +1,7 @@
 // The portable executor (docs/DESIGN.md §1 "Plan runs", §3.7, §3.10): a hot trace's
-// compiled form. At construction it groups the optimised trace (fuse), orders
-// the groups, takes each group's program from the KernelCache
-// (trace/group_program.h) and plans memory with the groups as steps. run()
+
+
+
 // does no analysis:
 //   - one arena per run, from the caching allocator, holds every value that
 //     crosses a group boundary at the planner's offset (values at the same
@@ -20,6 +20,8 @@
 //   - every node's attributes are bound to the replayed trace's Scalars, and
 //     inputs may come at any strides and storage offsets.
 // NNVM_DUMP=DIR writes each plan there when it is built (trace/dump.h).
+// Files: plan_build.cpp (from the pipeline's parts), executor.cpp (a run),
+// plan_replay.cpp (a run's captured calls, replayed).
 #pragma once
 
 #include <array>

@@ -72,11 +72,6 @@ class StageLog {
   std::chrono::steady_clock::time_point start_;
 };
 
-bool is_view(const Trace& t, ValueId v) {
-  const int32_t node = t.value(v).node;
-  return node >= 0 && t.nodes()[size_t(node)].op->view != nullptr;
-}
-
 // lower: the group's program from the kernel cache, built (and offered to the
 // backends) on a miss; *built counts the programs this compile built.
 std::shared_ptr<const GroupProgram> cached_program(const Trace& t, const FusionGroup& g, const GroupValues& values,
@@ -101,10 +96,10 @@ std::vector<int32_t> topological_order(const Trace& t, const FusionPlan& f) {
   const size_t n = f.groups.size(), nv = t.values().size();
   std::vector<ValueId> base(nv);
   for (size_t v = 0; v < nv; ++v)
-    base[v] = is_view(t, ValueId(v)) ? base[size_t(t.nodes()[size_t(t.value(ValueId(v)).node)].inputs[0])] : ValueId(v);
+    base[v] = computed_by_view(t, ValueId(v)) ? base[size_t(t.nodes()[size_t(t.value(ValueId(v)).node)].inputs[0])] : ValueId(v);
   auto bytes = [&](ValueId v) {
     const Value& val = t.value(v);
-    return val.node < 0 || is_view(t, v) ? int64_t(0) : numel_of(val.shape) * int64_t(itemsize(val.dtype));
+    return val.node < 0 || computed_by_view(t, v) ? int64_t(0) : numel_of(val.shape) * int64_t(itemsize(val.dtype));
   };
   std::vector<bool> kept(nv, false);  // a trace output's memory outlives the plan
   for (ValueId out : t.outputs()) kept[size_t(base[size_t(out)])] = true;
@@ -187,6 +182,11 @@ std::string kinds_of(const FusionPlan& f) {
 }
 
 }  // namespace
+
+bool computed_by_view(const Trace& t, ValueId v) {
+  const int32_t node = t.value(v).node;
+  return node >= 0 && t.nodes()[size_t(node)].op->view != nullptr;
+}
 
 void set_pipeline_log(std::function<void(const std::string&)> sink) {
   LogSink& s = log_sink();

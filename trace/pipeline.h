@@ -34,6 +34,9 @@ namespace nnvm::trace {
 // (before the first trace turns hot).
 PassManager& global_passes();
 
+// Whether a view op computes v (its memory is its base's).
+bool computed_by_view(const Trace& t, ValueId v);
+
 // One fusion group as lowered: its program, its values, its tiling.
 struct LoweredGroup {
   std::shared_ptr<const GroupProgram> program;
