@@ -201,6 +201,11 @@ void FusedPlan::plan_direct_writes() {
     const int32_t group = fusion_.group_of[size_t(n)];
     d.step = step_of_group[size_t(group)];
     const Node& node = t.nodes()[size_t(n)];
+    static const OpDef& as_strided = find_op("as_strided");
+    static const OpDef& strided_update = find_op("strided_update");
+    d.offsets_from_start = node.op == &strided_update;
+    for (const Node& reader : t.nodes())
+      d.offsets_from_start = d.offsets_from_start || (reader.op == &as_strided && reader.inputs[0] == out);
     for (ValueId in : node.inputs) {
       const Value& v = t.value(in);
       if (!node.op->elementwise || !v.is_input() || v.shape != t.value(out).shape || v.dtype != t.value(out).dtype)
@@ -225,7 +230,8 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
   const TensorImpl& impl = *target.impl();
   const Value& v = trace_.value(trace_.outputs()[output]);
   if (impl.dtype != v.dtype || !same_dims(impl.shape, v.shape) || impl.device != Device() ||
-      !impl.storage->has_memory() || !is_contiguous_layout(impl.shape, impl.strides))
+      !impl.storage->has_memory() || !is_contiguous_layout(impl.shape, impl.strides) ||
+      (d.offsets_from_start && impl.offset != 0))
     return false;
   // Every operand is defined here (run_into checked the inputs): no Tensor accessor's check per pair.
   const Storage& mine = *impl.storage;
