@@ -209,23 +209,28 @@ std::string compare(const Tensor& got, const Tensor& want, const Tensor* exact, 
   return "";
 }
 
-// A buffer filled with a sentinel and the slice in its middle an out= call writes.
+// A buffer filled with a sentinel and the slice in its middle an out= call
+// writes: contiguous, or every `step`-th element (sentinels between them too).
 struct Sentinel {
   static constexpr int64_t kPad = 5;
+  int64_t step;
   Tensor buffer, slice;
-  Sentinel(IntArrayRef shape, DType dtype) {
+  Sentinel(IntArrayRef shape, DType dtype, int64_t step) : step(step) {
     EagerGuard eager;
     const int64_t n = numel_of(shape);
-    buffer = full({n + 2 * kPad}, dtype == kBool ? Scalar(true) : Scalar(77), dtype);
-    slice = buffer.slice(0, kPad, kPad + n).view(shape);
+    buffer = full({n * step + 2 * kPad}, dtype == kBool ? Scalar(true) : Scalar(77), dtype);
+    DimVector strides = contiguous_strides(shape);
+    for (int64_t& s : strides) s *= step;
+    slice = view_of(buffer, ViewSpec{dims(shape), std::move(strides), kPad});
   }
-  // "" when nothing outside the slice changed.
+  // "" when nothing outside the slice's elements changed.
   std::string check() const {
     const std::vector<double> v = testing::values(buffer);
-    const double fill = v.front();
-    for (size_t i = 0; i < v.size(); ++i) {
-      const bool inside = int64_t(i) >= kPad && int64_t(i) < int64_t(v.size()) - kPad;
-      if (!inside && v[i] != fill) return absl::StrCat("the sentinel at ", i, " was overwritten with ", v[i]);
+    const int64_t end = int64_t(v.size()) - kPad;
+    for (int64_t i = 0; i < int64_t(v.size()); ++i) {
+      const bool element = i >= kPad && i < end && (i - kPad) % step == 0;
+      if (!element && v[size_t(i)] != v.front())
+        return absl::StrCat("the sentinel at ", i, " was overwritten with ", v[size_t(i)]);
     }
     return "";
   }
@@ -293,7 +298,8 @@ std::vector<std::string> run_sweep(const std::vector<Case>& cases, bool perf) {
         const bool into = c.into && want.size() == 1 && want[0].defined();
         for (const Path& path : paths()) {
           std::optional<Sentinel> sentinel;
-          if (into) sentinel.emplace(want[0].sizes(), want[0].dtype());
+          // a contiguous out= with contiguous inputs, else a strided one
+          if (into) sentinel.emplace(want[0].sizes(), want[0].dtype(), layout == Layout::Contiguous ? 1 : 2);
           const BoundProgram program = [&c, &in, &sentinel] {
             std::vector<Tensor> out = c.run(in);
             if (sentinel) call_into(*c.into, in, c.into_attrs, sentinel->slice);
