@@ -5,11 +5,12 @@
 namespace nnvm::sweep {
 namespace {
 
-// One tensor: a scalar, empty, one element, an odd row, odd rows, three dims.
-const std::vector<DimVector> kUnaryShapes = {{}, {0, 3}, {1}, {7}, {3, 33}, {2, 3, 5}};
-// Two tensors: equal, broadcast along rows, both broadcast, empty, against a scalar.
+// One tensor: a scalar, empty, one element, an odd row, odd rows, three
+// dims, rows longer than the JIT's unrolled main loop (4 vectors).
+const std::vector<DimVector> kUnaryShapes = {{}, {0, 3}, {1}, {7}, {3, 33}, {2, 3, 5}, {2, 1029}};
+// Two tensors: equal, broadcast along rows, both broadcast, empty, against a scalar, long rows.
 const std::vector<std::pair<DimVector, DimVector>> kBinaryShapes = {
-    {{7}, {7}}, {{3, 33}, {33}}, {{4, 1, 5}, {3, 1}}, {{0, 3}, {3}}, {{1}, {}}};
+    {{7}, {7}}, {{3, 33}, {33}}, {{4, 1, 5}, {3, 1}}, {{0, 3}, {3}}, {{1}, {}}, {{2, 1029}, {1029}}};
 
 struct Unary {
   const char* name;

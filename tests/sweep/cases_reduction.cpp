@@ -7,17 +7,19 @@ namespace nnvm::sweep {
 namespace {
 
 // An input shape and the dims reduced: rows, columns, two of three dims
-// (kept), everything, a scalar, empty rows, rows of no elements.
+// (kept), everything, a scalar, empty rows, rows of one element, rows and
+// columns longer than the JIT's unrolled loops.
 struct Reduced {
   DimVector shape;
   DimVector dims;
   bool keepdim = false;
 };
-const Reduced kReduced[] = {{{3, 33}, {1}},  {{3, 33}, {0}}, {{2, 3, 5}, {0, 2}, true}, {{7}, {}},
-                            {{}, {}},        {{0, 4}, {1}},  {{1, 1}, {1}, true}};
+const Reduced kReduced[] = {{{3, 33}, {1}}, {{3, 33}, {0}},        {{2, 3, 5}, {0, 2}, true},
+                            {{7}, {}},      {{}, {}},              {{0, 4}, {1}},
+                            {{1, 1}, {1}, true}, {{3, 1029}, {1}}, {{1029, 3}, {0}}};
 // One dim at a time: scans, softmax, sorting.
 const std::pair<DimVector, int64_t> kAlongDim[] = {{{3, 33}, 1}, {{3, 33}, 0}, {{2, 3, 5}, 1}, {{7}, 0},
-                                                   {{1}, 0},     {{0, 4}, 1},  {{4, 0}, 1}};
+                                                   {{1}, 0},     {{0, 4}, 1},  {{4, 0}, 1},    {{2, 1029}, 1}};
 
 std::string label_of(const Reduced& r) {
   return absl::StrCat(shape_str(r.shape), " dims ", shape_str(r.dims), r.keepdim ? " keepdim" : "");
