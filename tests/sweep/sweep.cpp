@@ -298,8 +298,13 @@ std::vector<std::string> run_sweep(const std::vector<Case>& cases, bool perf) {
         const bool into = c.into && want.size() == 1 && want[0].defined();
         for (const Path& path : paths()) {
           std::optional<Sentinel> sentinel;
-          // a contiguous out= with contiguous inputs, else a strided one
-          if (into) sentinel.emplace(want[0].sizes(), want[0].dtype(), layout == Layout::Contiguous ? 1 : 2);
+          // A contiguous out= with contiguous inputs, else a strided one; with
+          // transposed inputs a floating result goes into float64 (a castable out=).
+          if (into) {
+            const DType dtype = want[0].dtype();
+            const bool wider = layout == Layout::Transposed && is_floating(dtype);
+            sentinel.emplace(want[0].sizes(), wider ? kFloat64 : dtype, layout == Layout::Contiguous ? 1 : 2);
+          }
           const BoundProgram program = [&c, &in, &sentinel] {
             std::vector<Tensor> out = c.run(in);
             if (sentinel) call_into(*c.into, in, c.into_attrs, sentinel->slice);
@@ -330,7 +335,7 @@ std::vector<std::string> run_sweep(const std::vector<Case>& cases, bool perf) {
           if (!sentinel) continue;
           if (std::string why = sentinel->check(); !why.empty()) fail(path.name, why);
           const Tensor* x = exact.empty() ? nullptr : &exact[0];
-          if (std::string why = compare(sentinel->slice, want[0], x, c.tolerance); !why.empty())
+          if (std::string why = compare(sentinel->slice.to(want[0].dtype()), want[0], x, c.tolerance); !why.empty())
             fail(path.name, absl::StrCat("out=: ", why));
         }
       }
