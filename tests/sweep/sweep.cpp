@@ -252,6 +252,62 @@ struct PerfRow {
 
 }  // namespace
 
+namespace {
+
+// One configuration of a case (a dtype and a layout): its inputs and what
+// the reference runs gave.
+struct Configuration {
+  const Case& c;
+  Layout layout;
+  std::vector<Tensor> in, want, exact;
+};
+
+// Runs `cf` on `path`: "" when every output and the out= result match and
+// the sentinel survived, else what differed. Adds the run's time and bytes to `row`.
+std::string check_path(const Configuration& cf, const Path& path, PerfRow& row) {
+  const Case& c = cf.c;
+  const std::vector<Tensor>& want = cf.want;
+  std::optional<Sentinel> sentinel;
+  // A contiguous out= with contiguous inputs, else a strided one; with
+  // transposed inputs a floating result goes into float64 (a castable out=).
+  if (c.into && want.size() == 1 && want[0].defined()) {
+    const DType result = want[0].dtype();
+    const bool wider = cf.layout == Layout::Transposed && is_floating(result);
+    sentinel.emplace(want[0].sizes(), wider ? kFloat64 : result, cf.layout == Layout::Contiguous ? 1 : 2);
+  }
+  const BoundProgram program = [&c, &cf, &sentinel] {
+    std::vector<Tensor> out = c.run(cf.in);
+    if (sentinel) call_into(*c.into, cf.in, c.into_attrs, sentinel->slice);
+    return out;
+  };
+  std::vector<Tensor> got;
+  double seconds = 0;
+  try {
+    got = path.run(program, &seconds);
+  } catch (const std::exception& e) {
+    return absl::StrCat("threw: ", e.what());
+  }
+  row.seconds += seconds;
+  row.bytes += bytes_of(cf.in) + bytes_of(got);
+  if (got.size() != want.size()) return absl::StrCat(got.size(), " outputs, expected ", want.size());
+  std::string problems;
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (!want[k].defined()) continue;
+    const Tensor* x = k < cf.exact.size() && cf.exact[k].defined() ? &cf.exact[k] : nullptr;
+    if (std::string why = compare(got[k], want[k], x, c.tolerance); !why.empty())
+      absl::StrAppend(&problems, "output ", k, ": ", why, "; ");
+  }
+  if (sentinel) {
+    if (std::string why = sentinel->check(); !why.empty()) absl::StrAppend(&problems, why, "; ");
+    const Tensor* x = cf.exact.empty() ? nullptr : &cf.exact[0];
+    if (std::string why = compare(sentinel->slice.to(want[0].dtype()), want[0], x, c.tolerance); !why.empty())
+      absl::StrAppend(&problems, "out=: ", why, "; ");
+  }
+  return problems;
+}
+
+}  // namespace
+
 std::vector<std::string> run_sweep(const std::vector<Case>& cases, bool perf) {
   std::vector<std::string> failures;
   std::map<std::pair<std::string, std::string>, PerfRow> timings;  // (op, path)
@@ -260,91 +316,48 @@ std::vector<std::string> run_sweep(const std::vector<Case>& cases, bool perf) {
     for (const trace::Node& n : t.nodes()) seen.insert(n.op->name);
   });
   uint64_t seed = 1;
-  int64_t configurations = 0, runs = 0;
+  int64_t configurations = 0;
   for (const Case& c : cases) {
     seen.clear();
     std::vector<Layout> layouts = {Layout::Contiguous};
-    bool matrix = false, vector = false;
+    bool matrix = false, nonscalar = false;
     for (const Input& i : c.inputs) {
       if (i.kind != Kind::Values) continue;
       matrix |= i.shape.size() >= 2;
-      vector |= !i.shape.empty();
+      nonscalar |= !i.shape.empty();
     }
     if (c.relayout && matrix) layouts.push_back(Layout::Transposed);
-    if (c.relayout && vector) layouts.push_back(Layout::Strided);
+    if (c.relayout && nonscalar) layouts.push_back(Layout::Strided);
     for (DType dtype : c.dtypes) {
       for (Layout layout : layouts) {
         const std::string where =
             absl::StrCat(c.op, " ", c.label, " ", std::string(dtype_name(dtype)), " ", testing::layout_name(layout));
-        const auto fail = [&failures, &where](const std::string& path, const std::string& why) {
-          failures.push_back(absl::StrCat(where, " [", path, "]: ", why));
-        };
-        std::vector<Tensor> in, want, exact;
+        Configuration cf{c, layout, {}, {}, {}};
         try {
           EagerGuard eager;
-          in = make_inputs(c, dtype, layout, seed++);
-          want = c.run(in);
+          cf.in = make_inputs(c, dtype, layout, seed++);
+          cf.want = c.run(cf.in);
           if (c.reference == Reference::Float64 && is_floating(dtype)) {
             std::vector<Tensor> wide;
-            for (size_t k = 0; k < in.size(); ++k)
-              wide.push_back(c.inputs[k].kind == Kind::Values ? to_float64(in[k]) : in[k]);
-            exact = c.run(wide);
+            for (size_t k = 0; k < cf.in.size(); ++k)
+              wide.push_back(c.inputs[k].kind == Kind::Values ? to_float64(cf.in[k]) : cf.in[k]);
+            cf.exact = c.run(wide);
           }
         } catch (const std::exception& e) {
-          fail("reference", e.what());
+          failures.push_back(absl::StrCat(where, " [reference]: ", e.what()));
           continue;
         }
         ++configurations;
-        const bool into = c.into && want.size() == 1 && want[0].defined();
-        for (const Path& path : paths()) {
-          std::optional<Sentinel> sentinel;
-          // A contiguous out= with contiguous inputs, else a strided one; with
-          // transposed inputs a floating result goes into float64 (a castable out=).
-          if (into) {
-            const DType dtype = want[0].dtype();
-            const bool wider = layout == Layout::Transposed && is_floating(dtype);
-            sentinel.emplace(want[0].sizes(), wider ? kFloat64 : dtype, layout == Layout::Contiguous ? 1 : 2);
-          }
-          const BoundProgram program = [&c, &in, &sentinel] {
-            std::vector<Tensor> out = c.run(in);
-            if (sentinel) call_into(*c.into, in, c.into_attrs, sentinel->slice);
-            return out;
-          };
-          std::vector<Tensor> got;
-          double seconds = 0;
-          try {
-            got = path.run(program, &seconds);
-          } catch (const std::exception& e) {
-            fail(path.name, absl::StrCat("threw: ", e.what()));
-            continue;
-          }
-          ++runs;
-          PerfRow& row = timings[{c.op, path.name}];
-          row.seconds += seconds;
-          row.bytes += bytes_of(in) + bytes_of(got);
-          if (got.size() != want.size()) {
-            fail(path.name, absl::StrCat(got.size(), " outputs, expected ", want.size()));
-            continue;
-          }
-          for (size_t k = 0; k < want.size(); ++k) {
-            if (!want[k].defined()) continue;
-            const Tensor* x = k < exact.size() && exact[k].defined() ? &exact[k] : nullptr;
-            if (std::string why = compare(got[k], want[k], x, c.tolerance); !why.empty())
-              fail(path.name, absl::StrCat("output ", k, ": ", why));
-          }
-          if (!sentinel) continue;
-          if (std::string why = sentinel->check(); !why.empty()) fail(path.name, why);
-          const Tensor* x = exact.empty() ? nullptr : &exact[0];
-          if (std::string why = compare(sentinel->slice.to(want[0].dtype()), want[0], x, c.tolerance); !why.empty())
-            fail(path.name, absl::StrCat("out=: ", why));
-        }
+        for (const Path& path : paths())
+          if (std::string why = check_path(cf, path, timings[{c.op, path.name}]); !why.empty())
+            failures.push_back(absl::StrCat(where, " [", path.name, "]: ", why));
       }
     }
     if (!find_op(c.op).view && !seen.count(c.op)) failures.push_back(c.op + ": no trace contained the op");
   }
   trace::set_flush_observer(nullptr);
-  std::printf("sweep: %zu cases, %lld configurations (dtype x layout), %zu paths, %lld runs\n", cases.size(),
-              static_cast<long long>(configurations), paths().size(), static_cast<long long>(runs));
+  std::printf("sweep: %zu cases, %lld configurations (dtype x layout), %zu paths\n", cases.size(),
+              static_cast<long long>(configurations), paths().size());
   if (perf) {
     std::printf("%-32s %-28s %12s %10s\n", "op", "path", "time (us)", "GB/s");
     for (const auto& [key, row] : timings)
