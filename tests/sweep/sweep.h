@@ -84,7 +84,8 @@ const std::vector<Case>& all_cases();
 
 // A way of running a program: eager or traced-hot under one ISA, a later
 // backend. `run` runs `program` (a case's, inputs bound) and returns its
-// outputs, materialised, and the seconds of one steady-state run.
+// outputs, materialised; given `seconds`, it sets the time of one
+// steady-state run there.
 using BoundProgram = std::function<std::vector<Tensor>()>;
 struct Path {
   std::string name;
