@@ -191,7 +191,10 @@ void call_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Ten
     if (saved) autograd::record_inplace(op, *saved, inputs, attrs, out);
     return;
   }
-  bool needs_temporary = false;
+  // Only an elementwise kernel writes any layout and dtype it is given; the
+  // others write what the dispatcher allocates for them (call): contiguous,
+  // of the inferred dtype.
+  bool needs_temporary = !op.elementwise && (!out.is_contiguous() || out.dtype() != specs[0].dtype);
   for (const Tensor& in : inputs) {
     if (in.storage() != out.storage()) continue;
     const bool same_layout = in.storage_offset() == out.storage_offset() && in.sizes() == out.sizes() &&

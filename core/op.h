@@ -81,7 +81,8 @@ struct ViewSpec {
 using InferFn = std::function<OutputSpecs(absl::Span<const Tensor> inputs, const Attrs& attrs)>;
 using ViewFn = std::function<ViewSpec(const Tensor& input, const Attrs& attrs)>;
 // A kernel writes every output; outputs are allocated by the dispatcher
-// (contiguous) or given by the caller (in-place: any strides, may alias an input).
+// (contiguous) or, for an elementwise op, given by the caller (in-place: any
+// strides and a castable dtype, may alias an input; call_into).
 using KernelFn =
     std::function<void(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs, const Attrs& attrs)>;
 
@@ -160,10 +161,11 @@ inline Tensor call1(const OpDef& op, const Tensor& input, const Attrs& attrs = {
 }
 // Runs a computing op writing its single output into `out` (in-place ops and
 // out= variants): the inferred shape must equal out's, and the inferred dtype
-// must be castable to out's. Bumps out's storage version. When `out` shares
-// memory with an input in a way the kernel cannot handle (any overlap for a
-// non-elementwise op, a different layout for an elementwise one), the result
-// goes through a temporary.
+// must be castable to out's. Bumps out's storage version. When the kernel
+// cannot write `out` itself (a non-elementwise op's `out` not contiguous or
+// of another dtype, or sharing any memory with an input; an elementwise op's
+// sharing memory with an input at a different layout), the result goes
+// through a temporary.
 void call_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Tensor& out);
 
 // Whether a value of dtype `from` may be written into a tensor of dtype `to`

@@ -28,9 +28,9 @@ Tensor with_layout(const Tensor& t, Layout layout) {
   if (layout == Layout::Contiguous) return t.contiguous();
   if (t.dim() == 0) return t.clone();
   DimVector wide(t.sizes().begin(), t.sizes().end());
-  wide.back() *= 2;
+  wide.back() = 2 * wide.back() + 1;
   Tensor buf = zeros(wide, t.dtype());
-  Tensor view = buf.slice(-1, 0, std::nullopt, 2);
+  Tensor view = buf.slice(-1, 1, std::nullopt, 2);
   view.copy_(t);
   return view;
 }

@@ -16,7 +16,7 @@ namespace nnvm::testing {
 enum class Layout {
   Contiguous,
   Transposed,  // last two dims stored transposed (rank >= 2; otherwise Strided)
-  Strided,     // every second element of a wider buffer along the last dim
+  Strided,     // every second element of a wider buffer along the last dim, one element in
 };
 inline constexpr Layout kLayouts[] = {Layout::Contiguous, Layout::Transposed, Layout::Strided};
 const char* layout_name(Layout l);

@@ -43,7 +43,8 @@ bool FusedPlan::can_write_into(size_t output, absl::Span<const Tensor> inputs,
   const TensorImpl& impl = *target.impl();
   const Value& v = trace_.value(trace_.outputs()[output]);
   if (impl.dtype != v.dtype || !same_dims(impl.shape, v.shape) || impl.device != Device() ||
-      !impl.storage->has_memory() || !is_contiguous_layout(impl.shape, impl.strides))
+      !impl.storage->has_memory() || !is_contiguous_layout(impl.shape, impl.strides) ||
+      (d.offsets_from_start && impl.offset != 0))
     return false;
   // Every operand is defined here (run_into checked the inputs): no Tensor accessor's check per pair.
   const Storage& mine = *impl.storage;

@@ -98,6 +98,9 @@ class FusedPlan final : public Plan {
     // read by nothing else in that step: the target may be one of them.
     std::vector<int32_t> same_step_inputs;
     DimVector strides;  // the output's contiguous strides (a plan's own output has them)
+    // as_strided reads it or strided_update computes it: both count offsets
+    // from the value's start, so a target must start its storage.
+    bool offsets_from_start = false;
   };
   void plan_direct_writes();
 

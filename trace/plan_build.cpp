@@ -93,6 +93,11 @@ void FusedPlan::plan_direct_writes() {
     const int32_t group = fusion_.group_of[size_t(n)];
     d.step = step_of_group[size_t(group)];
     const Node& node = t.nodes()[size_t(n)];
+    static const OpDef& as_strided = find_op("as_strided");
+    static const OpDef& strided_update = find_op("strided_update");
+    d.offsets_from_start = node.op == &strided_update;
+    for (const Node& reader : t.nodes())
+      d.offsets_from_start = d.offsets_from_start || (reader.op == &as_strided && reader.inputs[0] == out);
     for (ValueId in : node.inputs) {
       const Value& v = t.value(in);
       if (!node.op->elementwise || !v.is_input() || v.shape != t.value(out).shape || v.dtype != t.value(out).dtype)

@@ -288,6 +288,21 @@ TEST(CustomOp, RegistersAndRunsLikeABuiltIn) {
   expect_error([] { call1(find_op("test.no_kernel"), {ones({1})}); }, {"test.no_kernel", "no kernel", "cpu"});
 }
 
+// A non-elementwise kernel writes the contiguous output of its inferred dtype
+// the dispatcher allocates: call_into gives it one and copies the result into
+// a strided or wider `out` (found by the per-op sweep's sentinels, tests/sweep).
+TEST(CallInto, NonElementwiseOpIntoAStridedOrWiderOutput) {
+  static const OpDef& amax = find_op("amax");
+  const Tensor x = tensor(std::vector<float>{1, 5, 2, 7, 3, 4}).view({2, 3});
+  const Tensor buffer = full({5}, -1.0);
+  const Tensor every_other = buffer.slice(0, 1, 5, 2);
+  call_into(amax, {x}, {DimVector{1}, false}, every_other);
+  EXPECT_EQ(buffer.to_vector<float>(), (std::vector<float>{-1, 5, -1, 7, -1}));
+  const Tensor wide = zeros({2}, kFloat64);
+  call_into(amax, {x}, {DimVector{1}, false}, wide);
+  EXPECT_EQ(wide.to_vector<double>(), (std::vector<double>{5, 7}));
+}
+
 // call, call1 and call_into borrow their inputs: a braced list is a list of
 // pointers to the caller's tensors (temporaries included: they live to the end
 // of the call's full expression), a span or a vector is used as it is, and

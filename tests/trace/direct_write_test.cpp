@@ -162,6 +162,31 @@ TEST(DirectWrite, ViewOfTheParameterReadBeforeItsUpdateMatchesEager) {
   });
 }
 
+// A parameter that does not start its storage (a slice of a flat buffer):
+// the trace reads views of a value through as_strided and updates them with
+// strided_update, both counting offsets from the value's start, so such a
+// value may not be computed straight into the parameter.
+TEST(DirectWrite, TargetAtAStorageOffsetReadAndUpdatedThroughViewsMatchesEager) {
+  const auto sliced_parameter = [] {
+    Tensor flat = testing::random({1 + 6 * 8}, kFloat32, 21);
+    return std::vector<Tensor>{flat.narrow(0, 1, 6 * 8).view({6, 8}), testing::random({6, 8}, kFloat32, 22)};
+  };
+  expect_traced_equals_eager(sliced_parameter, [](std::vector<Tensor>& in) {
+    const Tensor p = in[0];
+    const Tensor next = p * 2.0 + in[1];
+    const Tensor row_sums = next.narrow(0, 1, 3).sum({1});  // a view of the new value, read in the trace
+    p.copy_(next);
+    return std::vector<Tensor>{p, row_sums};
+  });
+  expect_traced_equals_eager(sliced_parameter, [](std::vector<Tensor>& in) {
+    const Tensor p = in[0];
+    const Tensor next = p - in[1];
+    next.narrow(1, 2, 3).add_(100.0);  // an update through a view of the new value
+    p.copy_(next);
+    return std::vector<Tensor>{p};
+  });
+}
+
 TEST(DirectWrite, UpdateBeforeAFailingIndexCheckHappensOnce) {
   if (mode() != Mode::Traced) GTEST_SKIP() << "traced mode only";
   // The gather's index is out of range: its kernel throws while the plan runs,
