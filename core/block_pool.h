@@ -1,10 +1,11 @@
 // A per-thread free list of same-sized blocks, as a std allocator, for the
 // TensorImpls and Storages every op makes: an eager op's output, a view, the
-// recorder's lazy outputs, a plan's outputs. A trace keeps a weak reference
-// to each lazy storage until it flushes, so their blocks come back to malloc
-// all at once at the flush and would be fetched again one by one from its
-// slow path while the next trace records. Here they wait on the freeing
-// thread's list for the next allocation of that size. Under AddressSanitizer
+// recorder's lazy outputs, a plan's outputs. A trace holds each lazy storage
+// (a shared_ptr in its owed list, not a weak reference) until it flushes; the
+// flush keeps up to 256 that no tensor holds any more as spares and frees the
+// rest at once, and the next trace fetches them again one by one. Here freed
+// blocks wait on the freeing thread's list for the next allocation of that
+// size, instead of malloc's slow path. Under AddressSanitizer
 // a block is poisoned while it waits, so a use after free is still seen.
 #pragma once
 

@@ -39,10 +39,14 @@ class IntArrayRef : public absl::Span<const int64_t> {
   friend bool operator==(IntArrayRef a, const std::vector<int64_t>& b) { return Span(a) == Span(b); }
 };
 
+// Multiplied in unsigned arithmetic, which wraps instead of overflowing: a
+// shape with a 0 gives 0 even when its other sizes multiply past 2^63
+// ([2^32, 2^32, 0]); a shape that is not empty and does not fit is the
+// caller's to refuse (checked_nbytes).
 inline int64_t numel_of(IntArrayRef shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
+  uint64_t n = 1;
+  for (int64_t s : shape) n *= uint64_t(s);
+  return int64_t(n);
 }
 // The bytes a contiguous tensor of `shape` needs; throws nnvm::Error naming
 // `op` when a size is negative or the count overflows.

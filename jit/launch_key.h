@@ -11,9 +11,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "absl/container/inlined_vector.h"
 #include "nnvm/core/hot_tls.h"
+#include "nnvm/core/spin_lock.h"
 #include "nnvm/core/tensor.h"
 
 namespace nnvm::jit {
@@ -101,6 +103,35 @@ inline uint64_t next_program_id() {
   return ++ids;
 }
 
+// A program's last launch, shared by the threads that run the program: a
+// shared_ptr behind a SpinLock (uncontended, one exchange and one plain
+// store). Only a run that missed its thread's own copy comes here.
+//
+// Not std::atomic<std::shared_ptr>: libstdc++ 12 guards that pointer with a
+// lock bit in the control block's address and, in load(), drops the bit with
+// a relaxed decrement, so nothing orders a reader's copy of the pointer
+// before the next store's overwrite of it. x86 keeps them in order (a locked
+// instruction is a full barrier), but ThreadSanitizer cannot see the bit as a
+// lock and reported that pair as a data race in most runs of the thread
+// tests. The SpinLock's acquire and release are orderings it models.
+template <class Launch>
+class LastLaunch {
+ public:
+  std::shared_ptr<const Launch> load() const {
+    std::lock_guard<SpinLock> hold(lock_);
+    return launch_;
+  }
+  // The launch it replaces is released after the lock is.
+  void store(std::shared_ptr<const Launch> launch) {
+    std::lock_guard<SpinLock> hold(lock_);
+    launch_.swap(launch);
+  }
+
+ private:
+  mutable SpinLock lock_;
+  std::shared_ptr<const Launch> launch_;
+};
+
 // A caller's promise about a run's operand layouts. `layouts` names a place
 // that runs a program with the same operand sizes and strides every time (a
 // hot plan's group, whose inputs have the strides its signature fixes); 0:
@@ -116,7 +147,7 @@ struct LaunchStamp {
 // The launch a run of program `program` uses: the calling thread's copy of
 // the program's last launch when a run with the same stamp matched it before
 // or `describe` matches its key (no atomic operation: a tiny kernel's run
-// notices the four of loading a shared pointer atomically), else the
+// notices the lock and the reference count of reading `last`), else the
 // program's shared `last` when it matches, else plan() (a new launch, or
 // null: nothing runs). The thread keeps a few programs' launches, by id; its
 // copy lives until it runs another program in that place, so the launch
@@ -125,7 +156,7 @@ struct LaunchStamp {
 // hidden state is a constant) alternates between two plans of one program.
 // `keep`, when given, takes a reference to the launch (a replay's capture).
 template <class Launch, class Describe, class Plan>
-const Launch* find_launch(uint64_t program, std::atomic<std::shared_ptr<const Launch>>& last,
+const Launch* find_launch(uint64_t program, LastLaunch<Launch>& last,
                           const Describe& describe, const Plan& plan, LaunchStamp stamp = {},
                           std::shared_ptr<const Launch>* keep = nullptr) {
   struct Slot {

@@ -19,7 +19,6 @@
 // the portable tile program: every decision is a recorded reason.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,8 +118,8 @@ class PointwiseJit {
   bool memory_bound_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
-  // The last launch: plans replay on several threads at once, so it is swapped whole.
-  mutable std::atomic<std::shared_ptr<const Launch>> last_;
+  // The last launch: plans replay on several threads at once.
+  mutable LastLaunch<Launch> last_;
   const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 

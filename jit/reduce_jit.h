@@ -27,7 +27,6 @@
 // too large for the register file, or the ISA forced to portable.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -125,8 +124,8 @@ class ReduceJit {
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledReduce>>> variants_;
   mutable trace::Reason last_fallback_;  // a run that used the kernel clears it
-  // The last launch: plans replay on several threads at once, so it is swapped whole.
-  mutable std::atomic<std::shared_ptr<const Launch>> last_;
+  // The last launch: plans replay on several threads at once.
+  mutable LastLaunch<Launch> last_;
   const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 

@@ -7,6 +7,11 @@
 //
 // Exit status 0 on success; otherwise one line on stderr naming the problem
 // (status 1), or the usage (status 2).
+//
+// Parsed by hand, not with absl::flags: its flags are process-wide, not a
+// subcommand's (`--batch` would be accepted by `run`), it has no option of
+// several values (`--inputs A B`), and a flag it rejects ends the process
+// with status 1 and its own message, not the usage with status 2.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

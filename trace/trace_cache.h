@@ -1,8 +1,8 @@
 // The trace cache (docs/DESIGN.md §3.5, §3.6): trace signature -> entry. Every flush
 // looks its trace up here. A signature seen fewer than `hot` times is cold:
 // the caller interprets the trace as it is. On its `hot`-th sighting the
-// entry is compiled once, by the caller-supplied pipeline (for now the
-// optimised trace that `interpret` runs; later a Plan), and every later
+// entry is compiled once into a Plan by the caller-supplied pipeline (the
+// recorder's compile_plan: the graph passes, then a FusedPlan), and every later
 // sighting replays that plan. Scalars are not in signatures, so a new
 // learning rate hits the same entry.
 //

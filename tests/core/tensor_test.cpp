@@ -421,6 +421,18 @@ TEST(Tensor, EmptyShapesWhoseStridesOverflowAreErrors) {
   EXPECT_TRUE(is_contiguous_layout(DimVector{1, 0, big}, DimVector{5, 9, 1}));
 }
 
+// The element count of an empty shape whose leading sizes multiply past 2^63
+// before its 0 is reached (a signed overflow under UBSan until numel_of
+// multiplied unsigned).
+TEST(Tensor, EmptyShapesWhoseLeadingSizesOverflowHaveNoElements) {
+  const int64_t big = int64_t(1) << 32;
+  EXPECT_EQ(numel_of(DimVector{big, big, 0}), 0);
+  EXPECT_EQ(numel_of(DimVector{big, big, big, 0, big}), 0);
+  EXPECT_EQ(empty({big, big, 0}).numel(), 0);  // the strides fit: [big, 1, 1]
+  EXPECT_EQ(numel_of(DimVector{3, 5, 7}), 105);
+  EXPECT_EQ(numel_of(DimVector{}), 1);
+}
+
 TEST(Allocator, CachesAndReturnsToBaseline) {
   const AllocatorStats before = cpu_memory_stats();
   {
