@@ -64,7 +64,7 @@ case "$job" in
     # about 30 s a mode. A report fails the run. Left out: the kernel cache's
     # retry after a failed compile, whose exception leaves std::call_once;
     # TSan's pthread_once does not release its guard then, and the retry
-    # waits for ever (plain builds retry: tests/jit/kernel_cache_test.cpp).
+    # waits for ever (plain builds retry: tests/trace/kernel_cache_test.cpp).
     target=nnvm_tests configure build-tsan -DNNVM_SANITIZE_THREAD=ON -DNNVM_BUILD_TESTS=ON -DNNVM_BUILD_BENCH=OFF
     for mode in traced eager; do
       echo "tsan: NNVM_MODE=$mode"
