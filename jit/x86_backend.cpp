@@ -16,8 +16,7 @@ using trace::Node;
 using trace::Trace;
 using trace::ValueId;
 
-X86GroupKernel::X86GroupKernel(const trace::GroupSource& source, std::string* why_not)
-    : steps_(source.program.steps()) {
+X86GroupKernel::X86GroupKernel(const trace::GroupSource& source, std::string* why_not) {
   const Trace& t = source.trace;
   const FusionGroup& g = source.group;
   const GroupValues& values = source.values;
@@ -36,7 +35,7 @@ X86GroupKernel::X86GroupKernel(const trace::GroupSource& source, std::string* wh
     }
     if (g.kind == GroupKind::kMatmulEpilogue && g.nodes.size() > 1) build_epilogue(t, g, values);
     if (epilogue_) {
-      const std::string& first = steps_[0].op->name;
+      const std::string& first = program.steps()[0].op->name;
       gemm_products_ = first == "matmul" ? 1 : first == "matmul_sum" ? 2 : 0;
     }
     if (empty())
@@ -65,7 +64,8 @@ bool X86GroupKernel::run(const trace::GroupProgram& program, const trace::GroupR
   if (pointwise_) return pointwise_->run(r.ids, r.env, r.attrs, r.tiling.loop, r.layouts);
   if (epilogue_) {  // the matmul, then its epilogue as one kernel when the ISA and layouts allow
     bool epilogue_ran = false;  // tile by tile, inside the GEMM
-    if (!run_gemm(r.ids, r.env, r.attrs, r.layouts, &epilogue_ran)) program.run_steps(r.ids, r.env, r.attrs, 0, 1);
+    if (!run_gemm(program, r.ids, r.env, r.attrs, r.layouts, &epilogue_ran))
+      program.run_steps(r.ids, r.env, r.attrs, 0, 1);
     if (epilogue_ran) return true;
     absl::InlinedVector<ValueId, 8> operands;
     for (int32_t i : epilogue_values_) operands.push_back(r.ids[size_t(i)]);
@@ -209,10 +209,11 @@ std::atomic<int64_t> tiled_epilogues{0};
 
 }  // namespace
 
-bool X86GroupKernel::run_gemm(absl::Span<const ValueId> ids, const std::vector<Tensor>& env,
+bool X86GroupKernel::run_gemm(const trace::GroupProgram& program, absl::Span<const ValueId> ids,
+                              const std::vector<Tensor>& env,
                               absl::Span<const Attrs* const> attrs, uint64_t layouts, bool* epilogue_ran) const {
   if (gemm_products_ == 0) return false;
-  const trace::GroupProgram::Step& step = steps_[0];
+  const trace::GroupProgram::Step& step = program.steps()[0];
   const TensorImpl* out_impl = env[size_t(ids[size_t(step.outputs[0])])].impl();
   if (!out_impl) return false;
   const TensorImpl& c = *out_impl;
@@ -296,21 +297,18 @@ int64_t tiled_epilogue_runs() { return tiled_epilogues.load(std::memory_order_re
 const X86GroupKernel* x86_kernel(const trace::GroupProgram& program) {
   return dynamic_cast<const X86GroupKernel*>(program.kernel());
 }
-const PointwiseJit* pointwise_jit(const trace::GroupProgram& program) {
+namespace {
+// One of the x86 kernel's paths, or null when the group has no x86 kernel.
+template <class Path>
+const Path* path_of(const trace::GroupProgram& program, const Path* (X86GroupKernel::*path)() const) {
   const X86GroupKernel* k = x86_kernel(program);
-  return k ? k->pointwise() : nullptr;
+  return k ? (k->*path)() : nullptr;
 }
-const RowwiseJit* rowwise_jit(const trace::GroupProgram& program) {
-  const X86GroupKernel* k = x86_kernel(program);
-  return k ? k->rowwise() : nullptr;
-}
-const ReduceJit* reduce_jit(const trace::GroupProgram& program) {
-  const X86GroupKernel* k = x86_kernel(program);
-  return k ? k->reduce() : nullptr;
-}
-const PointwiseJit* epilogue_jit(const trace::GroupProgram& program) {
-  const X86GroupKernel* k = x86_kernel(program);
-  return k ? k->epilogue() : nullptr;
-}
+}  // namespace
+
+const PointwiseJit* pointwise_jit(const trace::GroupProgram& p) { return path_of(p, &X86GroupKernel::pointwise); }
+const RowwiseJit* rowwise_jit(const trace::GroupProgram& p) { return path_of(p, &X86GroupKernel::rowwise); }
+const ReduceJit* reduce_jit(const trace::GroupProgram& p) { return path_of(p, &X86GroupKernel::reduce); }
+const PointwiseJit* epilogue_jit(const trace::GroupProgram& p) { return path_of(p, &X86GroupKernel::epilogue); }
 
 }  // namespace nnvm::jit

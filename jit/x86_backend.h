@@ -52,10 +52,10 @@ class X86GroupKernel final : public trace::GroupKernel {
   // they are not (the reference kernel runs it). With `epilogue_ran`, the
   // epilogue may run inside the GEMM, on each tile it finishes; then
   // *epilogue_ran is set.
-  bool run_gemm(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
+  bool run_gemm(const trace::GroupProgram& program, absl::Span<const trace::ValueId> ids,
+                const std::vector<Tensor>& env,
                 absl::Span<const Attrs* const> attrs, uint64_t layouts, bool* epilogue_ran) const;
 
-  std::vector<trace::GroupProgram::Step> steps_;  // the group's, for its GEMM
   std::unique_ptr<PointwiseJit> pointwise_;
   std::unique_ptr<RowwiseJit> rowwise_;
   std::unique_ptr<ReduceJit> reduce_;
