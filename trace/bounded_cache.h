@@ -44,6 +44,12 @@ class BoundedCache {
     return evicted;
   }
 
+  // Calls f(key, value) for every entry, the most recently used first.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& [key, value] : order_) f(key, value);
+  }
+
   size_t size() const { return order_.size(); }
   size_t capacity() const { return capacity_; }
 

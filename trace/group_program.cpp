@@ -66,7 +66,16 @@ std::string group_key(const Trace& t, const FusionGroup& g, const GroupValues& v
       const bool slotted = std::any_of(node.slots.begin(), node.slots.end(),
                                        [&](const ScalarSlot& s) { return s.attr == int32_t(i); });
       key += i ? "," : "[";
-      append_attr(key, node.attrs[i], /*with_scalar_values=*/!slotted);
+      // A view is a group of its own (fusion never takes one), its view
+      // function called with the plan's attributes at run time: its sizes,
+      // strides and dims are not the program's, so another batch size shares
+      // it. How many there are stays in the key.
+      const bool lone_view = node.op->view && g.nodes.size() == 1;
+      if (lone_view && std::holds_alternative<DimVector>(node.attrs[i]))
+        absl::StrAppend(&key, "dims", std::get<DimVector>(node.attrs[i]).size());
+      else if (lone_view && std::holds_alternative<int64_t>(node.attrs[i]))
+        key += "int";
+      else append_attr(key, node.attrs[i], /*with_scalar_values=*/!slotted);
     }
     key += node.attrs.size() ? "];" : ";";
   }

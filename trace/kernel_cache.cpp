@@ -3,12 +3,13 @@
 #include <chrono>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
 
 namespace nnvm::trace {
 
-KernelCache::KernelCache(size_t capacity) : entries_(capacity) {}
+KernelCache::KernelCache(size_t capacity) : entries_(capacity), evicted_(capacity) {}
 
 std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& key, const Compile& compile) {
   std::shared_ptr<Slot> slot;
@@ -20,9 +21,18 @@ std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& key, c
     } else {
       ++stats_.misses;
       slot = std::make_shared<Slot>();
-      if (entries_.put(key, slot)) ++stats_.evictions;
+      slot->hash = std::hash<std::string>()(key);
+      const int64_t* before = evicted_.find(slot->hash);
+      stats_.recent_misses.push_back(
+          {slot->hash, before ? absl::StrCat("evicted after ", *before, " uses") : "new kernel"});
+      if (stats_.recent_misses.size() > kRecentMisses) stats_.recent_misses.pop_front();
+      if (auto evicted = entries_.put(key, slot)) {
+        ++stats_.evictions;
+        evicted_.put(evicted->second->hash, evicted->second->uses);
+      }
       stats_.entries = int64_t(entries_.size());
     }
+    ++slot->uses;
   }
   std::call_once(slot->once, [&] {
     const auto start = std::chrono::steady_clock::now();

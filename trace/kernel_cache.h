@@ -22,6 +22,7 @@
 #include <string>
 
 #include "nnvm/trace/bounded_cache.h"
+#include "nnvm/trace/cache_stats.h"
 
 namespace nnvm::trace {
 
@@ -30,15 +31,6 @@ class CompiledKernel {
   virtual ~CompiledKernel() = default;
   // One line on what was compiled (NNVM_LOG=jit); empty: the key says it.
   virtual std::string describe() const { return {}; }
-};
-
-struct KernelCacheStats {
-  int64_t hits = 0;
-  int64_t misses = 0;
-  int64_t compiles = 0;  // compiles that finished (a failed one is retried by the next lookup)
-  int64_t evictions = 0;
-  int64_t entries = 0;
-  double compile_seconds = 0;
 };
 
 class KernelCache {
@@ -58,10 +50,13 @@ class KernelCache {
   struct Slot {
     std::once_flag once;
     std::shared_ptr<const CompiledKernel> kernel;
+    uint64_t hash = 0;  // std::hash of its key
+    int64_t uses = 0;   // lookups that found it, the first included
   };
 
   mutable std::mutex mutex_;
   BoundedCache<std::string, std::shared_ptr<Slot>> entries_;
+  BoundedCache<uint64_t, int64_t> evicted_;  // key hash -> uses before eviction
   KernelCacheStats stats_;
 };
 

@@ -20,7 +20,7 @@ FusedPlan::FusedPlan(PlanParts parts)
       fusion_(std::move(parts.fusion)),
       memory_(std::move(parts.memory)),
       order_(std::move(parts.order)),
-      hash_(signature(trace_).hash) {
+      hash_(signature_hash(trace_)) {
   static std::atomic<uint64_t> plans{0};
   id_ = ++plans;
   for (LoweredGroup& g : parts.groups) {

@@ -300,7 +300,10 @@ class Recorder {
         if (found.plan)
           found.plan->run_into(absl::MakeSpan(inputs), t.scalars(), targets, written_into, results,
                                /*recorded_layouts=*/true);
-        else results = interpret(t, inputs);
+        else {
+          ++stats_.flushes_interpreted;
+          results = interpret(t, inputs);
+        }
       }
     } catch (const std::exception&) {
       // Run it again node by node: what does not depend on the failing op

@@ -43,6 +43,7 @@ struct RecorderStats {
   int64_t flushes_repeated = 0;  // of traces that repeated the last one whole: no signature comparison
   int64_t flushes_unbuilt = 0;   // of those, the ones whose compiled plan ran without building the trace
   int64_t flushes_replayed = 0;  // of those, the ones that replayed the plan's captured kernel calls
+  int64_t flushes_interpreted = 0;  // of every flush, those the interpreter ran: no compiled plan
 };
 RecorderStats recorder_stats();
 

@@ -1,27 +1,13 @@
 #include "nnvm/trace/signature.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace nnvm::trace {
 
 namespace {
-
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-// A folded constant is baked into the plan, so its bytes are part of the key:
-// a trace folded from other Scalar values must not share this one's plan.
-uint64_t content_hash(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  return fnv1a(std::string_view(static_cast<const char*>(c.data_ptr()), c.nbytes()));
-}
 
 // Values by role, not by id: inputs, constants and node outputs may be
 // numbered in any interleaving, and two traces whose ids coincide but whose
@@ -77,6 +63,29 @@ class WordHash {
   uint64_t n_ = 0;  // words so far
 };
 
+// A folded constant is baked into the plan, so its bytes are part of the key:
+// a trace folded from other Scalar values must not share this one's plan.
+// Its layout is keyed beside it, so a broadcast dim (stride 0) counts once:
+// a scalar expanded to a [4, T, 64] gradient hashes one element, not 256 T.
+uint64_t content_hash(const Tensor& t) {
+  Tensor c = t;
+  for (int64_t d = 0; d < c.dim(); ++d)
+    if (c.stride(d) == 0 && c.size(d) > 1) c = c.narrow(d, 0, 1);
+  c = c.contiguous();
+  const char* bytes = static_cast<const char*>(c.data_ptr());
+  const size_t n = size_t(c.nbytes());
+  WordHash h;
+  h.add(uint64_t(n));
+  size_t at = 0;
+  for (; at + 8 <= n; at += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes + at, 8);
+    h.add(w);
+  }
+  if (at < n) h.add(std::string_view(bytes + at, n - at));
+  return h.finish();
+}
+
 // A value by role, as append_ids writes it.
 uint64_t role(const Trace& t, ValueId id) {
   const Value& v = t.value(id);
@@ -105,6 +114,27 @@ void add_attr(WordHash& h, const AttrValue& a) {
         else h.add(std::string_view(x));
       },
       a);
+}
+
+// A size as a shape class counts it: 0, 1, two or more; negative as itself.
+uint64_t size_class(int64_t x) { return uint64_t(x < 2 ? x : 2); }
+
+void add_size_classes(WordHash& h, IntArrayRef v) {
+  h.add(v.size());
+  for (int64_t x : v) h.add(size_class(x));
+}
+
+// An attribute as add_attr hashes it, its integers by size class.
+void add_attr_class(WordHash& h, const AttrValue& a) {
+  if (const int64_t* i = std::get_if<int64_t>(&a)) {
+    h.add(a.index());
+    h.add(size_class(*i));
+  } else if (const DimVector* v = std::get_if<DimVector>(&a)) {
+    h.add(a.index());
+    add_size_classes(h, IntArrayRef(*v));
+  } else {
+    add_attr(h, a);
+  }
 }
 
 bool same_layout(const Value& a, const Value& b) {
@@ -153,13 +183,23 @@ bool same_attrs(const Node& x, const Node& y) {
   return true;
 }
 
-uint64_t signature_hash(const Trace& t) {
+namespace {
+
+// signature_hash's words, or shape_class_hash's (`by_size_class`: input
+// dims, strides and attribute integers by size class). A template: the
+// signature's is every flush's.
+template <bool by_size_class>
+uint64_t hash_trace(const Trace& t) {
   WordHash h;
+  auto add_dims = [&](IntArrayRef v) {
+    if constexpr (by_size_class) add_size_classes(h, v);
+    else h.add(v);
+  };
   for (ValueId v : t.inputs()) {
     const Value& in = t.value(v);
     h.add(uint64_t(in.dtype));
-    h.add(IntArrayRef(in.shape));
-    h.add(IntArrayRef(in.strides));
+    add_dims(IntArrayRef(in.shape));
+    add_dims(IntArrayRef(in.strides));
   }
   for (ValueId v : t.constants()) {
     const Value& c = t.value(v);
@@ -172,12 +212,21 @@ uint64_t signature_hash(const Trace& t) {
     h.add(std::string_view(n.op->name));
     add_ids(h, t, n.inputs);
     h.add(n.attrs.size());
-    for (size_t i = 0; i < n.attrs.size(); ++i) add_attr(h, n.attrs[i]);
+    for (size_t i = 0; i < n.attrs.size(); ++i) {
+      if constexpr (by_size_class) add_attr_class(h, n.attrs[i]);
+      else add_attr(h, n.attrs[i]);
+    }
   }
   h.add(std::string_view("out"));
   add_ids(h, t, t.outputs());
   return h.finish();
 }
+
+}  // namespace
+
+uint64_t signature_hash(const Trace& t) { return hash_trace<false>(t); }
+
+uint64_t shape_class_hash(const Trace& t) { return hash_trace<true>(t); }
 
 uint64_t structure_hash(const Trace& t) {
   WordHash h;

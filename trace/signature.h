@@ -46,6 +46,14 @@ bool same_attrs(const Node& x, const Node& y);
 // explains a miss against the last trace of the same structure).
 uint64_t structure_hash(const Trace& t);
 
+// The signature with sizes abstracted (docs/TRACE.md "Shape classes"): every
+// input dim and stride, and every integer of an attribute (a view's sizes,
+// a draw's shape), counts only as 0, 1, or "two or more" (negative integers,
+// like dim -1, as themselves); ops, topology, dtypes, ranks, the other
+// attributes and constants are as in signature_hash. Traces that differ only
+// in sizes share it: the trace cache's shape class of a signature.
+uint64_t shape_class_hash(const Trace& t);
+
 // Why two traces have different signatures, for cache-miss reports:
 // "new structure", "shape changed at input 0: [2, 3] -> [4, 3]",
 // "dtype changed at node 2 (add)", ...; empty when they match.

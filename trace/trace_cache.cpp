@@ -1,5 +1,6 @@
 #include "nnvm/trace/trace_cache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -16,7 +17,7 @@ std::string hex(uint64_t hash) { return absl::StrFormat("%016x", hash); }
 
 TraceCache::TraceCache(Compile compile, size_t capacity, int hot)
     : compile_(std::move(compile)), hot_(hot > 0 ? hot : 1), entries_(capacity), structures_(capacity),
-      evicted_(capacity) {
+      evicted_(capacity), classes_(capacity) {
   if (log_enabled("cache")) log_ = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 }
 
@@ -36,6 +37,53 @@ std::string TraceCache::explain_miss(uint64_t hash, uint64_t structure, const Tr
   return why.empty() ? "evicted" : why;
 }
 
+std::shared_ptr<TraceCache::ShapeClass> TraceCache::join_class(const Trace& t) {
+  const uint64_t hash = shape_class_hash(t);
+  std::shared_ptr<ShapeClass>* found = classes_.find(hash);
+  if (!found) {
+    auto fresh = std::make_shared<ShapeClass>();
+    fresh->stats.hash = hash;
+    fresh->stats.signatures = 1;
+    fresh->first = std::make_shared<const Trace>(t);
+    classes_.put(hash, fresh);
+    return fresh;
+  }
+  ShapeClass& c = **found;
+  ++c.stats.signatures;
+  // Where t's sizes differ from the class's first trace (one class: the
+  // same ranks, ops and attribute kinds), each place once.
+  const Trace& first = *c.first;
+  auto differs = [&](std::string where, int64_t was, int64_t now) {
+    if (was == now || c.stats.symbolic.size() >= kSymbolicPlaces ||
+        std::find(c.places.begin(), c.places.end(), where) != c.places.end())
+      return;
+    c.stats.symbolic.push_back(absl::StrCat(where, " symbolic after sizes ", was, ", ", now));
+    c.places.push_back(std::move(where));
+    if (log_) log(absl::StrCat("cache class ", hex(hash), " ", c.stats.symbolic.back()));
+  };
+  for (size_t i = 0; i < t.inputs().size(); ++i) {
+    const DimVector &was = first.value(first.inputs()[i]).shape, &now = t.value(t.inputs()[i]).shape;
+    for (size_t d = 0; d < now.size() && d < was.size(); ++d) differs(absl::StrCat("input ", i, " dim ", d), was[d], now[d]);
+  }
+  for (size_t n = 0; n < t.nodes().size() && n < first.nodes().size(); ++n) {
+    const Node &a = first.nodes()[n], &b = t.nodes()[n];
+    for (size_t k = 0; k < a.attrs.size() && k < b.attrs.size(); ++k) {
+      const std::string where = absl::StrCat("node ", n, " (", b.op->name, ") attribute ", k);
+      if (const auto* x = std::get_if<int64_t>(&a.attrs[k]); x && std::holds_alternative<int64_t>(b.attrs[k]))
+        differs(where, *x, std::get<int64_t>(b.attrs[k]));
+      const auto* u = std::get_if<DimVector>(&a.attrs[k]);
+      const auto* v = std::get_if<DimVector>(&b.attrs[k]);
+      if (u && v)
+        for (size_t e = 0; e < u->size() && e < v->size(); ++e) differs(absl::StrCat(where, "[", e, "]"), (*u)[e], (*v)[e]);
+    }
+  }
+  return *found;
+}
+
+void TraceCache::drop(const Entry& entry) {
+  if (entry.shape_class) --entry.shape_class->stats.entries;
+}
+
 CacheLookup TraceCache::lookup(const Trace& t) { return lookup_hashed(t, signature_hash(t), nullptr); }
 
 // t has the hinted entry's signature, hence its hash, whether or not that entry is still cached.
@@ -46,6 +94,7 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
   CacheLookup result;
   result.hash = hash;
   std::shared_ptr<Slot> slot;
+  std::shared_ptr<ShapeClass> shape_class;  // of a compile this lookup starts
   {
     std::lock_guard<SpinLock> lock(mutex_);
     bool again = false;
@@ -58,8 +107,19 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       stats_.recent_misses.push_back({hash, result.miss_reason});
       if (stats_.recent_misses.size() > kRecentMisses) stats_.recent_misses.pop_front();
       if (log_) log(absl::StrCat("cache miss ", hex(hash), " nodes=", t.nodes().size(), ": ", result.miss_reason));
-      Entry fresh{hash, structure, 0, std::make_shared<const Trace>(t), std::make_shared<Slot>()};
+      std::shared_ptr<ShapeClass> joined = join_class(t);
+      // A class seen `hot` times compiles its new signatures at first sight.
+      result.first_sight = joined->stats.signatures > 1 && joined->stats.sightings + 1 >= hot_;
+      ++joined->stats.entries;
+      if (entry) drop(*entry);  // replaced: another signature with the same hash
+      Entry fresh{hash,
+                  structure,
+                  std::move(joined),
+                  result.first_sight ? hot_ - 1 : 0,
+                  std::make_shared<const Trace>(t),
+                  std::make_shared<Slot>()};
       if (auto evicted = entries_.put(hash, std::move(fresh))) {
+        drop(evicted->second);
         ++stats_.evictions;
         evicted_.put(evicted->second.hash, evicted->second.count);
         if (log_) log(absl::StrCat("cache evict ", hex(evicted->second.hash), " count=", evicted->second.count));
@@ -67,7 +127,10 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       entry = entries_.find(hash);
     }
     count_sighting(*entry, result, again);
-    if (result.hot && !result.plan) slot = entry->slot;
+    if (result.hot && !result.plan) {
+      slot = entry->slot;
+      shape_class = entry->shape_class;
+    }
   }
   if (!slot) return result;
   if (!slot->ready.load(std::memory_order_acquire)) {
@@ -79,9 +142,14 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       std::lock_guard<SpinLock> lock(mutex_);
       ++stats_.compiles;
       stats_.compile_seconds += slot->seconds;
+      if (result.first_sight) {
+        ++stats_.first_sight_compiles;
+        ++shape_class->stats.first_sight_compiles;
+      }
       if (log_)
-        log(absl::StrFormat("cache compile %s nodes=%d->%d %.3f ms", hex(hash), t.nodes().size(),
-                            plan->trace().nodes().size(), slot->seconds * 1e3));
+        log(absl::StrFormat("cache compile %s nodes=%d->%d %.3f ms%s", hex(hash), t.nodes().size(),
+                            plan->trace().nodes().size(), slot->seconds * 1e3,
+                            result.first_sight ? " (first sight: its shape class is hot)" : ""));
       slot->plan = std::move(plan);
       slot->ready.store(true, std::memory_order_release);
     });
@@ -121,6 +189,7 @@ int64_t TraceCache::count(Entry& entry, bool hit, bool again, uint64_t hash) {
     else if (*latest != entry.trace) *latest = entry.trace;
   }
   last_ = &entry;
+  ++entry.shape_class->stats.sightings;
   const int64_t count = ++entry.count;
   stats_.entries = int64_t(entries_.size());
   if (hit && log_)
@@ -141,7 +210,9 @@ void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
 
 TraceCacheStats TraceCache::stats() const {
   std::lock_guard<SpinLock> lock(mutex_);
-  return stats_;
+  TraceCacheStats s = stats_;
+  classes_.for_each([&](uint64_t, const std::shared_ptr<ShapeClass>& c) { s.classes.push_back(c->stats); });
+  return s;
 }
 
 }  // namespace nnvm::trace

@@ -13,6 +13,16 @@
 // dtypes): "new structure", "shape changed at input 0: [4, 3] -> [5, 3]".
 // NNVM_LOG=cache prints one line per event as it happens.
 //
+// Shape classes (docs/TRACE.md "Shape classes"): signatures that differ only
+// in sizes (shape_class_hash) share a class. Once a class has been seen
+// `hot` times in all, a signature new to it is compiled at its first
+// sighting instead of running the interpreter `hot` times: a batch size or
+// sequence length that changes every step runs compiled from its first
+// sight. The class says which input dims have changed ("input 0 dim 0
+// symbolic after sizes 64, 40") and how many entries it holds. Each new size
+// is its own compile (the passes, fusion and memory plan for its sizes); its
+// kernels come from the kernel cache, compiled once for every size.
+//
 // Thread-safe: one lock (core/spin_lock.h) guards the tables; a compile runs outside it, once
 // per entry, while lookups of other signatures proceed.
 #pragma once
@@ -25,10 +35,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/spin_lock.h"
 #include "nnvm/trace/bounded_cache.h"
+#include "nnvm/trace/cache_stats.h"
 #include "nnvm/trace/ir.h"
 #include "nnvm/trace/plan.h"
 #include "nnvm/trace/signature.h"
@@ -39,6 +51,7 @@ struct CacheLookup {
   bool hit = false;          // the signature had an entry
   bool hot = false;          // seen `hot` times or more: `plan` is set
   std::string miss_reason;   // empty on a hit
+  bool first_sight = false;  // a new signature compiled at once: its shape class is hot
   uint64_t hash = 0;         // the signature's hash
   int64_t count = 0;         // sightings of the signature, this one included
   std::shared_ptr<const Plan> plan;
@@ -55,28 +68,13 @@ struct LookupHint {
   uint64_t hash = 0;
 };
 
-struct CacheMiss {
-  uint64_t hash = 0;
-  std::string reason;
-};
-
-struct TraceCacheStats {
-  int64_t hits = 0;
-  int64_t misses = 0;
-  int64_t compiles = 0;
-  int64_t evictions = 0;
-  int64_t entries = 0;
-  double compile_seconds = 0;
-  std::deque<CacheMiss> recent_misses;  // the last kRecentMisses, oldest first
-};
-
 class TraceCache {
  public:
   // Turns a hot trace into its plan (a pass pipeline, then an executor).
   using Compile = std::function<std::shared_ptr<const Plan>(const Trace&)>;
   using LogSink = std::function<void(const std::string& line)>;
   static constexpr size_t kDefaultCapacity = 256;
-  static constexpr size_t kRecentMisses = 64;
+  static constexpr size_t kSymbolicPlaces = 32;  // a class names at most this many
 
   explicit TraceCache(Compile compile, size_t capacity = kDefaultCapacity, int hot = knobs().hot);
 
@@ -105,9 +103,15 @@ class TraceCache {
     std::shared_ptr<const Plan> plan;
     double seconds = 0;
   };
+  struct ShapeClass {
+    ShapeClassStats stats;
+    std::shared_ptr<const Trace> first;  // its first trace: symbolic dims are dims that differ from it
+    std::vector<std::string> places;     // "input 0 dim 0", of each line of stats.symbolic
+  };
   struct Entry {
     uint64_t hash = 0;
     uint64_t structure = 0;  // structure_hash(*trace)
+    std::shared_ptr<ShapeClass> shape_class;
     int64_t count = 0;
     // The first trace seen: the exact check behind a hash match, and what
     // explains others' misses.
@@ -125,6 +129,10 @@ class TraceCache {
   // The same, into `result` (under mutex_).
   void count_sighting(Entry& entry, CacheLookup& result, bool again);
   std::string explain_miss(uint64_t hash, uint64_t structure, const Trace& t);
+  // The class of a trace missing its signature, which joins it (under mutex_).
+  std::shared_ptr<ShapeClass> join_class(const Trace& t);
+  // An entry leaves the cache (under mutex_).
+  void drop(const Entry& entry);
   void log(const std::string& line);
 
   const Compile compile_;
@@ -136,6 +144,7 @@ class TraceCache {
   // structure hash -> the trace of the entry last seen with that structure
   BoundedCache<uint64_t, std::shared_ptr<const Trace>> structures_;
   BoundedCache<uint64_t, int64_t> evicted_;  // signature hash -> sightings before eviction
+  BoundedCache<uint64_t, std::shared_ptr<ShapeClass>> classes_;  // shape_class_hash -> class
   // The entry the last lookup found (the most recently used), or null. An
   // entry's node in entries_ only moves until it is evicted, and an eviction
   // comes with a lookup that finds another entry.

@@ -36,6 +36,13 @@ TEST(KernelCache, CompilesEachKeyOnceAndEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(s.compiles, 4);
   EXPECT_EQ(s.evictions, 2);
   EXPECT_EQ(s.entries, 2);
+  // every miss says why: a, b, c new; b again after its eviction, used twice before it
+  ASSERT_EQ(s.recent_misses.size(), 4u);
+  EXPECT_EQ(s.recent_misses[0].reason, "new kernel");
+  EXPECT_EQ(s.recent_misses[0].hash, std::hash<std::string>()("a"));
+  EXPECT_EQ(s.recent_misses[2].reason, "new kernel");
+  EXPECT_EQ(s.recent_misses[3].reason, "evicted after 1 uses");
+  EXPECT_EQ(s.recent_misses[3].hash, std::hash<std::string>()("b"));
 }
 
 TEST(KernelCache, ConcurrentLookupsCompileOnceAndFailuresRetry) {

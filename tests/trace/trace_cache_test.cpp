@@ -130,7 +130,8 @@ TEST(TraceCache, EveryMissSaysWhy) {
 TEST(TraceCache, EvictsTheLeastRecentlyUsedEntry) {
   CountingPipeline pipeline;
   TraceCache cache(pipeline.compile(), /*capacity=*/2, /*hot=*/2);
-  const Trace a = program(1, 3), b = program(2, 3), c = program(3, 3);
+  // three shape classes (size 1 is a class of its own): nothing compiles at first sight
+  const Trace a = program(1, 3), b = program(2, 3), c = program(3, 1);
   cache.lookup(a);
   cache.lookup(b);
   cache.lookup(a);  // b is now the least recently used
@@ -140,14 +141,18 @@ TEST(TraceCache, EvictsTheLeastRecentlyUsedEntry) {
   const CacheLookup again = cache.lookup(b);  // evicts c
   EXPECT_FALSE(again.hit);
   EXPECT_EQ(again.miss_reason, "evicted after 1 sightings");
-  EXPECT_EQ(again.count, 1);  // a new entry counts from zero
+  // a new entry counts from zero; b's shape class has been seen twice (b
+  // itself), so it compiles at once, as if seen `hot` times
+  EXPECT_EQ(again.count, 2);
+  EXPECT_TRUE(again.first_sight);
   EXPECT_TRUE(cache.lookup(a).hit);
   EXPECT_EQ(cache.lookup(c).miss_reason, "evicted after 1 sightings");
   const TraceCacheStats s = cache.stats();
   EXPECT_EQ(s.entries, 2);
   EXPECT_EQ(s.evictions, 3);
-  // a compiled a once; its plan survived every eviction of the others
-  EXPECT_EQ(pipeline.calls, 1);
+  // a compiled a once, its plan surviving every eviction of the others; b and
+  // c compiled at their second sighting
+  EXPECT_EQ(pipeline.calls, 3);
 }
 
 TEST(TraceCache, StatsCountCompileTime) {
@@ -206,18 +211,23 @@ TEST(TraceCache, LogsOneLinePerEvent) {
   const uint64_t a = cache.lookup(program(4, 3)).hash;
   cache.lookup(program(4, 3));
   const uint64_t b = cache.lookup(program(6, 3)).hash;
-  ASSERT_EQ(lines.size(), 5u);
+  ASSERT_EQ(lines.size(), 7u);
   const std::string ha = absl::StrFormat("%016x", a), hb = absl::StrFormat("%016x", b);
+  const std::string hc = absl::StrFormat("%016x", shape_class_hash(program(4, 3)));
   EXPECT_EQ(lines[0], "cache miss " + ha + " nodes=7: new structure");
   EXPECT_EQ(lines[1], "cache hit " + ha + " count=2 hot");
   // dce drops the neg; cse keeps both exp(x + lr * b): their learning rates are separate run-time slots
   EXPECT_TRUE(std::regex_match(lines[2], std::regex("cache compile " + ha + R"( nodes=7->4 \d+\.\d{3} ms)")))
       << lines[2];
   EXPECT_EQ(lines[3], "cache miss " + hb + " nodes=7: shape changed at input 0: [4, 3] -> [6, 3]");
-  EXPECT_EQ(lines[4], "cache evict " + ha + " count=2");
+  EXPECT_EQ(lines[4], "cache class " + hc + " input 0 dim 0 symbolic after sizes 4, 6");
+  EXPECT_EQ(lines[5], "cache evict " + ha + " count=2");
+  EXPECT_TRUE(std::regex_match(
+      lines[6], std::regex("cache compile " + hb + R"( nodes=7->4 \d+\.\d{3} ms \(first sight: its shape class is hot\))")))
+      << lines[6];
   cache.set_log(nullptr);
   cache.lookup(program(4, 3));
-  EXPECT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines.size(), 7u);
 }
 
 // A hint (the entry a lookup returned, for a trace of the same signature)
@@ -279,11 +289,85 @@ TEST(TraceCache, RepeatedHintedHitsKeepTheLruOrderAndTheStructureIndex) {
   EXPECT_EQ(cache.lookup(a, hint).count, 6);
   // c is explained against a, the structure's latest trace, and evicts b
   EXPECT_EQ(cache.lookup(c).miss_reason, "shape changed at input 0: [4, 3] -> [8, 3]");
-  EXPECT_EQ(cache.lookup(b).miss_reason, "evicted after 1 sightings");  // evicts a
+  // b's class was hot when b was new: it was compiled at first sight, as if seen `hot` times
+  EXPECT_EQ(cache.lookup(b).miss_reason, "evicted after 2 sightings");  // evicts a
   const CacheLookup stale = cache.lookup(a, hint);
   EXPECT_FALSE(stale.hit);
   EXPECT_EQ(stale.miss_reason, "evicted after 6 sightings");
   EXPECT_EQ(cache.stats().evictions, 3);
+}
+
+// Signatures that differ only in sizes share a shape class; once the class
+// has been seen `hot` times, a new size is compiled at its first sighting.
+// Sizes 0 and 1 are classes of their own (they change what broadcasting means).
+TEST(TraceCache, ANewSizeOfAHotShapeClassCompilesAtFirstSight) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), 16, /*hot=*/2);
+  EXPECT_EQ(shape_class_hash(program(4, 3)), shape_class_hash(program(9, 5)));
+  EXPECT_NE(shape_class_hash(program(4, 3)), shape_class_hash(program(1, 3)));
+  EXPECT_NE(shape_class_hash(program(4, 3)), shape_class_hash(program(0, 3)));
+  EXPECT_NE(shape_class_hash(program(4, 3)), shape_class_hash(program(4, 3, 0.5, kFloat64)));
+  EXPECT_NE(shape_class_hash(program(4, 3)), shape_class_hash(other_program(4)));
+
+  const CacheLookup first = cache.lookup(program(4, 3));  // the class's first sighting: cold
+  EXPECT_FALSE(first.hot || first.first_sight);
+  const CacheLookup second = cache.lookup(program(6, 3));  // its second: hot at once
+  EXPECT_FALSE(second.hit);
+  EXPECT_EQ(second.miss_reason, "shape changed at input 0: [4, 3] -> [6, 3]");
+  EXPECT_TRUE(second.hot && second.first_sight);
+  ASSERT_NE(second.plan, nullptr);
+  const CacheLookup third = cache.lookup(program(7, 5));
+  EXPECT_TRUE(third.first_sight);
+  ASSERT_NE(third.plan, nullptr);
+  // the plan computes what the new sizes' trace computes
+  const Trace t = program(7, 5);
+  const Tensor x = testing::random({7, 5}, kFloat32, 1), b = testing::random({5}, kFloat32, 2);
+  expect_tensors_close(third.plan->run({x, b}, t.scalars())[0], interpret(t, {x, b})[0]);
+  // size 1 is another class, seen once: cold
+  const CacheLookup one = cache.lookup(program(1, 5));
+  EXPECT_FALSE(one.hot || one.first_sight);
+  EXPECT_EQ(one.plan, nullptr);
+  EXPECT_TRUE(cache.lookup(program(6, 3)).hit);
+
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(pipeline.calls, 2);
+  EXPECT_EQ(s.compiles, 2);
+  EXPECT_EQ(s.first_sight_compiles, 2);
+  ASSERT_EQ(s.classes.size(), 2u);
+  const ShapeClassStats& c = s.classes[1];  // the most recently seen first: the size-1 class, then this
+  EXPECT_EQ(c.hash, shape_class_hash(program(4, 3)));
+  EXPECT_EQ(c.entries, 3);
+  EXPECT_EQ(c.signatures, 3);
+  EXPECT_EQ(c.sightings, 4);
+  EXPECT_EQ(c.first_sight_compiles, 2);
+  EXPECT_EQ(c.symbolic, (std::vector<std::string>{"input 0 dim 0 symbolic after sizes 4, 6",
+                                                 "input 0 dim 1 symbolic after sizes 3, 5",
+                                                 "input 1 dim 0 symbolic after sizes 3, 5"}));
+  EXPECT_EQ(s.classes[0].entries, 1);
+  EXPECT_TRUE(s.classes[0].symbolic.empty());
+}
+
+// An attribute's sizes (a view's shape, a draw's shape) are sizes of the
+// class too; an evicted entry leaves its class.
+TEST(TraceCache, AttributeSizesAreSymbolicAndEvictionsLeaveTheClass) {
+  CountingPipeline pipeline;
+  TraceCache cache(pipeline.compile(), /*capacity=*/2, /*hot=*/2);
+  auto reshaped = [](int64_t rows) {
+    Trace t;
+    const ValueId x = t.add_input(kFloat32, {rows * 4}, {1});
+    t.mark_output(t.add_node1(op("exp"), {t.add_node1(op("view"), {x}, {DimVector{rows, 4}})}));
+    return t;
+  };
+  EXPECT_EQ(shape_class_hash(reshaped(3)), shape_class_hash(reshaped(5)));
+  for (int64_t rows : {3, 5, 6, 7}) cache.lookup(reshaped(rows));
+  const TraceCacheStats s = cache.stats();
+  EXPECT_EQ(s.first_sight_compiles, 3);
+  EXPECT_EQ(s.evictions, 2);
+  ASSERT_EQ(s.classes.size(), 1u);
+  EXPECT_EQ(s.classes[0].entries, 2);
+  EXPECT_EQ(s.classes[0].signatures, 4);
+  EXPECT_EQ(s.classes[0].symbolic, (std::vector<std::string>{"input 0 dim 0 symbolic after sizes 12, 20",
+                                                            "node 0 (view) attribute 0[0] symbolic after sizes 3, 5"}));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "nnvm/core/shape.h"
 #include "nnvm/core/tensor.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/cache.h"
 #include "nnvm/cuda.h"
 #include "nnvm/data/dataloader.h"
 #include "nnvm/data/dataloader_options.h"
