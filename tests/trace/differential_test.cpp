@@ -7,7 +7,9 @@
 // hot (a compiled plan, NNVM_HOT=2 by default; run again, its captured kernel
 // calls where it has them), then replay the plan with
 // new Scalar values (a second variant of the program with every Scalar
-// argument scaled), and once more with a trace cap of a few nodes.
+// argument scaled), then over other sizes (its inputs' commonest dim
+// resized: a new size of each trace's hot shape class, compiled at first
+// sight), and once more with a trace cap of a few nodes.
 //
 // NNVM_DIFF_PROGRAMS=N runs N programs instead of the default few hundred
 // (NNVM_DIFF_SEED=S starts at seed S), e.g.
@@ -15,7 +17,10 @@
 // A failure prints the seed and the program's text; NNVM_DIFF_SEED=seed
 // NNVM_DIFF_PROGRAMS=1 replays it alone.
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/jit/x86/isa.h"
@@ -137,6 +142,43 @@ std::string compare_runs(const Program& p, const Outcome& got, const Outcome& wa
   return compare(got, want, p.dtype, &exact);
 }
 
+int resized_compared = 0;  // resized programs whose eager run did not throw
+
+// The program again with its inputs' commonest dim of two or more made the
+// smallest size from 6 up that no input dim has, after its own runs made its traces hot: their shape classes
+// compile the new sizes at first sight, and traced must still equal eager.
+// A program whose steps have sizes of their own throws in eager mode there,
+// and is not compared.
+std::string check_resized(const Program& p) {
+  std::map<int64_t, int> counts;
+  for (const InputSpec& in : p.inputs)
+    for (int64_t d : in.shape)
+      if (d >= 2) ++counts[d];
+  if (counts.empty()) return "";
+  const int64_t from =
+      std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+          ->first;
+  int64_t to = 6;
+  while (counts.count(to)) ++to;
+  const std::optional<Program> q = resized(p, from, to);
+  if (!q) return "";
+  Outcome want;
+  try {
+    want = run_program(*q, Mode::Eager, 1.0);
+  } catch (const std::exception&) {
+    return "";
+  }
+  ++resized_compared;
+  std::string why;
+  try {
+    why = compare_runs(*q, run_program(*q, Mode::Traced, 1.0), want, 1.0);
+  } catch (const std::exception& e) {
+    why = absl::StrCat("the traced run threw: ", e.what());
+  }
+  if (why == "skip" || why.empty()) return "";
+  return absl::StrCat("resized (input dims of ", from, " made ", to, "): ", why);
+}
+
 // Runs one program: "" when traced agrees with eager, else what differed.
 std::string check_program(const Program& p) {
   for (double scale : {1.0, 1.25}) {
@@ -158,6 +200,7 @@ std::string check_program(const Program& p) {
       if (!why.empty()) return absl::StrCat("traced run ", run + 1, " with Scalars x", scale, ": ", why);
     }
   }
+  if (std::string why = check_resized(p); !why.empty()) return why;
   // A small trace cap cuts the same program into other traces.
   const int64_t cap = trace_cap();
   set_trace_cap(kSmallCap);
@@ -195,6 +238,9 @@ TEST(Differential, TracedEqualsEager) {
   // the hot path ran: plans were compiled and replayed
   const trace::TraceCacheStats after = trace::global_trace_cache().stats();
   EXPECT_GT(after.compiles, before.compiles);
+  // and resized programs ran new sizes compiled at first sight
+  EXPECT_GT(resized_compared, n / 4);
+  EXPECT_GT(after.first_sight_compiles, before.first_sight_compiles);
   EXPECT_GT(after.hits, before.hits + after.compiles - before.compiles);
   // and the fourth runs replayed captured kernel calls, where there is JIT code to call
   if (jit::active_isa() != jit::Isa::kPortable && knobs().hot <= 2) {

@@ -702,6 +702,30 @@ std::string Program::text() const {
 
 Program generate_program(uint64_t seed, int max_steps) { return Generator(seed).generate(max_steps); }
 
+std::optional<Program> resized(const Program& p, int64_t from, int64_t to) {
+  Program q = p;
+  bool changed = false;
+  auto resize = [&](IntArrayRef shape) {
+    DimVector s(shape.begin(), shape.end());
+    for (int64_t& d : s)
+      if (d == from) d = to;
+    return s;
+  };
+  for (InputSpec& in : q.inputs) {
+    const DimVector s = resize(in.shape);
+    changed = changed || s != in.shape;
+    in.shape = s;
+  }
+  if (!changed) return std::nullopt;
+  for (size_t i = 0; i < q.loss_weights.size(); ++i) {
+    Tensor& w = q.loss_weights[i];
+    if (!w.defined()) continue;
+    const DimVector s = resize(w.sizes());
+    if (s != DimVector(w.sizes().begin(), w.sizes().end())) w = random(s, w.dtype(), p.seed * 977 + i + 1);
+  }
+  return q;
+}
+
 Outcome run_program(const Program& p, Mode mode, double scalar_scale) {
   const Mode previous = nnvm::mode();
   set_mode(mode);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,13 @@ struct Outcome {
 };
 
 Program generate_program(uint64_t seed, int max_steps);
+
+// `p` with every input dim of size `from` made `to`, and each loss weight
+// with such a dim drawn anew at the new size: the same steps over other
+// sizes (docs/TRACE.md "Shape classes"). A step with a size of its own (a
+// view to [2, 3], a narrow of length 2) may then throw; its eager run says so.
+// Nullopt when no input has a dim of size `from`.
+std::optional<Program> resized(const Program& p, int64_t from, int64_t to);
 
 // Runs `p` in `mode` (the previous mode is restored afterwards).
 Outcome run_program(const Program& p, Mode mode, double scalar_scale);
