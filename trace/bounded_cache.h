@@ -26,6 +26,12 @@ class BoundedCache {
     return &it->second->second;
   }
 
+  // The value under `key`, its place in the order unchanged; null if absent.
+  const Value* peek(const Key& key) const {
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &it->second->second;
+  }
+
   // Inserts or replaces `key` as the most recently used entry. Returns the
   // entry evicted to make room, if any.
   std::optional<std::pair<Key, Value>> put(const Key& key, Value value) {

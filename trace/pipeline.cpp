@@ -249,9 +249,11 @@ PlanParts plan_stages(Trace optimised, uint64_t name) {
   return p;
 }
 
-std::shared_ptr<const Plan> compile_plan(const Trace& t) {
+namespace {
+
+// The passes stage on a copy of t, logged as `log`'s compile.
+Trace run_passes(const Trace& t, StageLog& log) {
   static std::mutex mu;  // the pass manager keeps statistics
-  StageLog log(t, 0);
   Trace optimised = t;
   log.start();
   std::vector<PassStats> passes;
@@ -265,7 +267,19 @@ std::shared_ptr<const Plan> compile_plan(const Trace& t) {
       if (s.changes) absl::StrAppend(&what, ", ", s.name, " ", s.changes);
     log.done("passes", what);
   }
-  PlanParts parts = plan_stages(std::move(optimised), log.name());
+  return optimised;
+}
+
+}  // namespace
+
+Trace optimise(const Trace& t) {
+  StageLog log(t, 0);
+  return run_passes(t, log);
+}
+
+std::shared_ptr<const Plan> compile_plan(const Trace& t) {
+  StageLog log(t, 0);
+  PlanParts parts = plan_stages(run_passes(t, log), log.name());
   log.start();
   auto plan = std::make_shared<const FusedPlan>(std::move(parts));
   log.done("plan", absl::StrCat(plan->fusion().groups.size(), " groups ready"));

@@ -61,6 +61,9 @@ struct PlanParts {
 // optimised trace's own).
 PlanParts plan_stages(Trace optimised, uint64_t name = 0);
 
+// The passes stage alone: global_passes() on a copy of `t`.
+Trace optimise(const Trace& t);
+
 // Every stage: the passes on a copy of `t`, then plan_stages and the plan.
 std::shared_ptr<const Plan> compile_plan(const Trace& t);
 

@@ -148,14 +148,19 @@ bool same_ids(const Trace& a, absl::Span<const ValueId> ia, const Trace& b, absl
   return true;
 }
 
-// Structural attributes, Scalars by kind, and a pinned constant (trace/ir.h)
+// Structural attribute k, a Scalar by kind, and a pinned constant (trace/ir.h)
 // by its index: passes may rely on it, so it is part of the key.
+void append_attrs(std::string& out, const Node& n, size_t k) {
+  append_attr(out, n.attrs[k], /*with_scalar_values=*/false);
+  if (std::holds_alternative<Scalar>(n.attrs[k]))
+    if (const int pin = pinned_constant(n.attrs.s(k)); pin >= 0) absl::StrAppend(&out, "=p", pin);
+}
+
+// Every attribute of n, as append_attrs writes each.
 void append_attrs(std::string& out, const Node& n) {
   for (size_t i = 0; i < n.attrs.size(); ++i) {
     out += i ? "," : "[";
-    append_attr(out, n.attrs[i], /*with_scalar_values=*/false);
-    if (std::holds_alternative<Scalar>(n.attrs[i]))
-      if (const int pin = pinned_constant(n.attrs.s(i)); pin >= 0) absl::StrAppend(&out, "=p", pin);
+    append_attrs(out, n, i);
   }
   if (n.attrs.size()) out += "]";
 }
@@ -283,40 +288,74 @@ Signature signature(const Trace& t) {
   return {signature_hash(t), std::move(key)};
 }
 
-std::string explain_difference(const Trace& before, const Trace& now) {
-  if (same_signature(before, now)) return "";
-  if (before.inputs().size() != now.inputs().size() || before.nodes().size() != now.nodes().size())
-    return "new structure";
-  for (size_t i = 0; i < now.inputs().size(); ++i) {
+std::vector<SignatureDifference> signature_differences(const Trace& before, const Trace& now) {
+  std::vector<SignatureDifference> out;
+  if (same_signature(before, now)) return out;
+  auto add = [&](std::string where, std::string was, std::string is, std::string summary) {
+    out.push_back({std::move(where), std::move(was), std::move(is), std::move(summary)});
+  };
+  if (before.inputs().size() != now.inputs().size())
+    add("inputs", absl::StrCat(before.inputs().size()), absl::StrCat(now.inputs().size()), "new structure");
+  if (before.nodes().size() != now.nodes().size())
+    add("nodes", absl::StrCat(before.nodes().size()), absl::StrCat(now.nodes().size()), "new structure");
+  for (size_t i = 0; i < now.inputs().size() && i < before.inputs().size(); ++i) {
     const Value &a = before.value(before.inputs()[i]), &b = now.value(now.inputs()[i]);
-    if (a.dtype != b.dtype)
-      return absl::StrCat("dtype changed at input ", i, ": ", std::string(dtype_name(a.dtype)), " -> ",
-                          std::string(dtype_name(b.dtype)));
+    const std::string at = absl::StrCat("input ", i);
+    if (a.dtype != b.dtype) {
+      const std::string x(dtype_name(a.dtype)), y(dtype_name(b.dtype));
+      add(at + " dtype", x, y, absl::StrCat("dtype changed at ", at, ": ", x, " -> ", y));
+    }
     if (a.shape != b.shape)
-      return absl::StrCat("shape changed at input ", i, ": ", shape_str(a.shape), " -> ", shape_str(b.shape));
+      add(at + " shape", shape_str(a.shape), shape_str(b.shape),
+          absl::StrCat("shape changed at ", at, ": ", shape_str(a.shape), " -> ", shape_str(b.shape)));
     if (a.strides != b.strides)
-      return absl::StrCat("layout changed at input ", i, ": strides ", shape_str(a.strides), " -> ",
-                          shape_str(b.strides));
+      add(at + " strides", shape_str(a.strides), shape_str(b.strides),
+          absl::StrCat("layout changed at ", at, ": strides ", shape_str(a.strides), " -> ", shape_str(b.strides)));
   }
-  for (size_t n = 0; n < now.nodes().size(); ++n) {
+  for (size_t n = 0; n < now.nodes().size() && n < before.nodes().size(); ++n) {
     const Node &a = before.nodes()[n], &b = now.nodes()[n];
+    const std::string at = absl::StrCat("node ", n, " (", b.op->name, ")");
+    if (a.op != b.op && a.op->name != b.op->name) {
+      add(absl::StrCat("node ", n, " op"), a.op->name, b.op->name, "new structure");
+      continue;
+    }
     std::string ia, ib;
     append_ids(ia, before, a.inputs);
     append_ids(ib, now, b.inputs);
-    if (a.op != b.op || ia != ib) return "new structure";
-    std::string ka, kb;
-    append_attrs(ka, a);
-    append_attrs(kb, b);
-    if (ka != kb) return absl::StrCat("attributes changed at node ", n, " (", b.op->name, ")");
+    if (ia != ib) add(at + " inputs", ia, ib, "new structure");
+    for (size_t k = 0; k < std::max(a.attrs.size(), b.attrs.size()); ++k) {
+      std::string ka, kb;
+      if (k < a.attrs.size()) append_attrs(ka, a, k);
+      if (k < b.attrs.size()) append_attrs(kb, b, k);
+      if (ka != kb) add(absl::StrCat(at, " attribute ", k), ka, kb, absl::StrCat("attributes changed at ", at));
+    }
   }
-  if (before.constants().size() != now.constants().size()) return "new structure";
-  for (size_t i = 0; i < now.constants().size(); ++i) {
-    const Value &a = before.value(before.constants()[i]), &b = now.value(now.constants()[i]);
-    if (a.dtype != b.dtype || a.shape != b.shape || a.strides != b.strides ||
-        content_hash(before.constant_value(before.constants()[i])) != content_hash(now.constant_value(now.constants()[i])))
-      return absl::StrCat("constant ", i, " changed");
+  if (before.constants().size() != now.constants().size())
+    add("constants", absl::StrCat(before.constants().size()), absl::StrCat(now.constants().size()), "new structure");
+  for (size_t i = 0; i < now.constants().size() && i < before.constants().size(); ++i) {
+    const ValueId ca = before.constants()[i], cb = now.constants()[i];
+    const Value &a = before.value(ca), &b = now.value(cb);
+    const uint64_t ha = content_hash(before.constant_value(ca)), hb = content_hash(now.constant_value(cb));
+    if (a.dtype != b.dtype || a.shape != b.shape || a.strides != b.strides || ha != hb)
+      add(absl::StrCat("constant ", i), absl::StrCat(std::string(dtype_name(a.dtype)), shape_str(a.shape), "=", absl::Hex(ha)),
+          absl::StrCat(std::string(dtype_name(b.dtype)), shape_str(b.shape), "=", absl::Hex(hb)),
+          absl::StrCat("constant ", i, " changed"));
   }
-  return "new structure";  // the outputs differ
+  std::string oa, ob;
+  append_ids(oa, before, before.outputs());
+  append_ids(ob, now, now.outputs());
+  if (oa != ob) add("outputs", oa, ob, "new structure");
+  return out;
+}
+
+// The first difference in the order a miss is best explained by: the
+// structure, then the inputs, the nodes, the constants, the outputs.
+std::string explain_difference(const Trace& before, const Trace& now) {
+  const std::vector<SignatureDifference> d = signature_differences(before, now);
+  if (d.empty()) return "";
+  for (const SignatureDifference& x : d)
+    if (x.where == "inputs" || x.where == "nodes") return x.summary;
+  return d.front().summary;
 }
 
 }  // namespace nnvm::trace

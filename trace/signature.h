@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nnvm/trace/ir.h"
 
@@ -53,6 +54,21 @@ uint64_t structure_hash(const Trace& t);
 // attributes and constants are as in signature_hash. Traces that differ only
 // in sizes share it: the trace cache's shape class of a signature.
 uint64_t shape_class_hash(const Trace& t);
+
+// One field where two traces' signatures differ: `where` ("input 0 shape",
+// "node 3 (add) attribute 1", "node 5 op", "outputs", "nodes"), its value in
+// each ("[4, 3]", "[6, 3]"), and the line a cache miss would give for it.
+struct SignatureDifference {
+  std::string where;
+  std::string before;
+  std::string after;
+  std::string summary;
+};
+
+// Every field where two traces' signatures differ, in trace order (counts
+// first); empty when they have the same signature. Nodes are compared by
+// position up to the shorter trace.
+std::vector<SignatureDifference> signature_differences(const Trace& before, const Trace& now);
 
 // Why two traces have different signatures, for cache-miss reports:
 // "new structure", "shape changed at input 0: [2, 3] -> [4, 3]",

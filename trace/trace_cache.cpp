@@ -208,6 +208,12 @@ void TraceCache::count_sighting(Entry& entry, CacheLookup& result, bool again) {
   }
 }
 
+std::shared_ptr<const Trace> TraceCache::entry_trace(uint64_t hash) const {
+  std::lock_guard<SpinLock> lock(mutex_);
+  const Entry* entry = entries_.peek(hash);
+  return entry ? entry->trace : nullptr;
+}
+
 TraceCacheStats TraceCache::stats() const {
   std::lock_guard<SpinLock> lock(mutex_);
   TraceCacheStats s = stats_;

@@ -92,6 +92,11 @@ class TraceCache {
 
   TraceCacheStats stats() const;
 
+  // The trace of the entry under a signature hash (the first trace seen with
+  // that signature), or null when the cache holds none; counts nothing and
+  // leaves the LRU order as it is. For explanations (nnvm/explain.h).
+  std::shared_ptr<const Trace> entry_trace(uint64_t hash) const;
+
   // Where the event lines go; by default stderr when NNVM_LOG names "cache",
   // nowhere otherwise. An empty sink silences the cache.
   void set_log(LogSink sink);

@@ -1,6 +1,7 @@
 // The whole public API of nnvm: #include <nnvm/nnvm.h>.
 #pragma once
 
+#include "nnvm/cache.h"
 #include "nnvm/core/allocator.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/custom_function.h"
@@ -16,7 +17,6 @@
 #include "nnvm/core/shape.h"
 #include "nnvm/core/tensor.h"
 #include "nnvm/core/thread_pool.h"
-#include "nnvm/cache.h"
 #include "nnvm/cuda.h"
 #include "nnvm/data/dataloader.h"
 #include "nnvm/data/dataloader_options.h"
@@ -35,6 +35,7 @@
 #include "nnvm/data/transforms/stack.h"
 #include "nnvm/data/transforms/tensor.h"
 #include "nnvm/data/types.h"
+#include "nnvm/explain.h"
 #include "nnvm/model.h"
 #include "nnvm/nn/activation.h"
 #include "nnvm/nn/any_module.h"
