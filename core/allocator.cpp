@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 
 #include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
 
@@ -73,11 +75,8 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
   void* p = nullptr;
   if (guard_) {
     p = allocate_guarded_locked(nbytes);
-    ++stats_.cache_misses;
-    stats_.bytes_reserved += size;
-    ++stats_.allocations;
-    stats_.bytes_in_use += size;
-    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+    count_reserve(size);
+    count_allocate(size);
     return p;
   }
   std::vector<void*>& list = free_list(size);
@@ -95,27 +94,49 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
     if (!p)
       throw Error(absl::StrCat("allocate: out of memory asking for ", size, " bytes (", stats_.bytes_in_use,
                                " bytes in use, ", stats_.bytes_reserved, " reserved)"));
-    ++stats_.cache_misses;
-    stats_.bytes_reserved += size;
+    count_reserve(size);
   }
   NNVM_UNPOISON(p, nbytes);
   NNVM_POISON(static_cast<char*>(p) + nbytes, size - nbytes);
-  ++stats_.allocations;
-  stats_.bytes_in_use += size;
-  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  count_allocate(size);
   return p;
+}
+
+void CpuCachingAllocator::count_allocate(size_t size) {
+  ++stats_.allocations;
+  stats_.bytes_in_use += int64_t(size);
+  stats_.bytes_allocated += int64_t(size);
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  stats_.peak_live_allocations = std::max(stats_.peak_live_allocations, stats_.allocations - stats_.frees);
+}
+
+void CpuCachingAllocator::count_free(size_t size) {
+  ++stats_.frees;
+  stats_.bytes_in_use -= int64_t(size);
+  stats_.bytes_freed += int64_t(size);
+}
+
+void CpuCachingAllocator::count_reserve(size_t size) {
+  ++stats_.cache_misses;
+  stats_.bytes_reserved += int64_t(size);
+  stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
+}
+
+void CpuCachingAllocator::count_release(size_t size, size_t blocks) {
+  stats_.bytes_reserved -= int64_t(size * blocks);
+  stats_.bytes_released += int64_t(size * blocks);
+  stats_.blocks_released += int64_t(blocks);
 }
 
 void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
   if (!ptr) return;
   const size_t size = round_size(nbytes);
   std::lock_guard<SpinLock> lock(mu_);
-  ++stats_.frees;
-  stats_.bytes_in_use -= size;
+  count_free(size);
   if (auto it = guarded_.empty() ? guarded_.end() : guarded_.find(ptr); it != guarded_.end()) {
     munmap(it->second.first, it->second.second);
     guarded_.erase(it);
-    stats_.bytes_reserved -= size;
+    count_release(size, 1);
     return;
   }
   NNVM_POISON(ptr, size);
@@ -138,7 +159,7 @@ void CpuCachingAllocator::release_cached_locked() {
       NNVM_UNPOISON(p, size);
       std::free(p);
     }
-    stats_.bytes_reserved -= int64_t(size * blocks.size());
+    count_release(size, blocks.size());
     blocks.clear();
   };
   for (size_t k = 0; k < small_lists_.size(); ++k) release((k + 1) * kAlign, small_lists_[k]);
@@ -153,6 +174,8 @@ AllocatorStats CpuCachingAllocator::stats() const {
 void CpuCachingAllocator::reset_peak() {
   std::lock_guard<SpinLock> lock(mu_);
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  stats_.peak_bytes_reserved = stats_.bytes_reserved;
+  stats_.peak_live_allocations = stats_.allocations - stats_.frees;
 }
 
 void CpuCachingAllocator::empty_cache() {
@@ -163,5 +186,59 @@ void CpuCachingAllocator::empty_cache() {
 AllocatorStats cpu_memory_stats() { return CpuCachingAllocator::instance().stats(); }
 void empty_cache() { CpuCachingAllocator::instance().empty_cache(); }
 void set_alloc_guard(bool on) { CpuCachingAllocator::instance().set_guard(on); }
+
+namespace {
+
+// A byte count in the largest unit that keeps it at 768 units or more, as
+// memory_summary's cells show it: "   512 KiB".
+std::string format_bytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  size_t unit = 0;
+  int64_t shown = bytes, scale = bytes < 0 ? -bytes : bytes;
+  while (unit + 1 < std::size(kUnits) && scale >= 768 * 1024) {
+    shown /= 1024;
+    scale /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%6d %s", shown, kUnits[unit]);
+}
+
+// "| name                  | cur        | peak       | total      | freed      |"
+std::string summary_row(std::string_view name, const std::string& cur, const std::string& peak,
+                        const std::string& total, const std::string& freed) {
+  return absl::StrFormat("| %-21s | %-10s | %-10s | %-10s | %-10s |\n", name, cur, peak, total, freed);
+}
+
+}  // namespace
+
+std::string memory_summary() {
+  const AllocatorStats s = cpu_memory_stats();
+  const std::string rule = absl::StrCat("|", std::string(75, '-'), "|\n");
+  const std::string bold = absl::StrCat("|", std::string(75, '='), "|\n");
+  auto count = [](int64_t n) { return absl::StrFormat("%10d", n); };
+  auto centred = [](const std::string& text) {
+    const size_t pad = text.size() < 75 ? 75 - text.size() : 0;
+    return absl::StrFormat("|%*s%s%*s|\n", int(pad / 2), "", text, int(pad - pad / 2), "");
+  };
+  std::string out = absl::StrCat(bold, centred("nnvm CPU memory summary (the caching allocator)"), rule);
+  out += centred(absl::StrFormat("cache limit %s (NNVM_CPU_CACHE_LIMIT), guard mode %s",
+                                 format_bytes(knobs().cpu_cache_limit), CpuCachingAllocator::instance().guard() ? "on" : "off"));
+  absl::StrAppend(&out, bold, summary_row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"), rule);
+  out += summary_row("Allocated memory", format_bytes(s.bytes_in_use), format_bytes(s.peak_bytes_in_use),
+                     format_bytes(s.bytes_allocated), format_bytes(s.bytes_freed));
+  out += rule;
+  out += summary_row("Reserved memory", format_bytes(s.bytes_reserved), format_bytes(s.peak_bytes_reserved),
+                     format_bytes(s.bytes_reserved + s.bytes_released), format_bytes(s.bytes_released));
+  out += rule;
+  out += summary_row("Cached memory", format_bytes(s.bytes_reserved - s.bytes_in_use), "", "", "");
+  out += rule;
+  out += summary_row("Allocations", count(s.allocations - s.frees), count(s.peak_live_allocations), count(s.allocations),
+                     count(s.frees));
+  out += rule;
+  out += summary_row("Blocks from the cache", "", "", count(s.cache_hits), "");
+  out += summary_row("Blocks from the OS", "", "", count(s.cache_misses), count(s.blocks_released));
+  out += bold;
+  return out;
+}
 
 }  // namespace nnvm

@@ -28,6 +28,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,12 @@ struct AllocatorStats {
   int64_t frees = 0;
   int64_t cache_hits = 0;         // served from a free list
   int64_t cache_misses = 0;       // went to the OS
+  int64_t bytes_allocated = 0;    // every block handed out, in all
+  int64_t bytes_freed = 0;        // every block given back, in all
+  int64_t peak_bytes_reserved = 0;
+  int64_t bytes_released = 0;     // returned to the OS, in all (a cache release, empty_cache, a guarded block)
+  int64_t blocks_released = 0;
+  int64_t peak_live_allocations = 0;  // most blocks live at once (allocations - frees)
 };
 
 class CpuCachingAllocator {
@@ -68,6 +75,12 @@ class CpuCachingAllocator {
   CpuCachingAllocator();
   ~CpuCachingAllocator();
   void release_cached_locked();
+  // The counts of a block handed out or given back, and of reserved bytes
+  // taken from or returned to the OS (under mu_).
+  void count_allocate(size_t size);
+  void count_free(size_t size);
+  void count_reserve(size_t size);
+  void count_release(size_t size, size_t blocks);
   void* allocate_guarded_locked(size_t nbytes);
 
 
@@ -87,6 +100,11 @@ class CpuCachingAllocator {
 
 // libtorch-style free functions.
 AllocatorStats cpu_memory_stats();
+// The CPU caching allocator's statistics as a table, laid out like PyTorch's
+// torch.cuda.memory_summary(): allocated, reserved and cached memory and the
+// allocation counts, each current, at its peak (since the start or
+// reset_peak) and in all, then the cache's hits and what went to the OS.
+std::string memory_summary();
 void empty_cache();
 void set_alloc_guard(bool on);  // Note [Guard mode]
 

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "reference.h"
 
 namespace nnvm {
@@ -461,6 +462,42 @@ TEST(Allocator, CachesAndReturnsToBaseline) {
     EXPECT_LE(double(r), std::max(64.0, 1.25 * double(n) + 64));
     EXPECT_EQ(r % 64, 0u);
   }
+}
+
+// The cumulative counts add up, and memory_summary shows them in PyTorch's
+// layout: a 4 MB block allocated, freed, reserved and released.
+TEST(Allocator, CountsEveryByteAndSummarisesThem) {
+  empty_cache();
+  const AllocatorStats before = cpu_memory_stats();
+  const int64_t block = int64_t(CpuCachingAllocator::round_size(4000000));
+  {
+    Tensor a = empty({1000, 1000}), b = empty({1000, 1000});
+    const AllocatorStats live = cpu_memory_stats();
+    EXPECT_EQ(live.bytes_allocated, before.bytes_allocated + 2 * block);
+    EXPECT_GE(live.peak_live_allocations, live.allocations - live.frees);
+    EXPECT_GE(live.peak_bytes_reserved, live.bytes_reserved);
+    const std::string summary = memory_summary();
+    EXPECT_NE(summary.find("nnvm CPU memory summary"), std::string::npos) << summary;
+    EXPECT_NE(summary.find("| Metric                | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |"),
+              std::string::npos)
+        << summary;
+    const std::string row = absl::StrFormat("| Allocations           | %10d | %10d | %10d | %10d |",
+                                            live.allocations - live.frees, live.peak_live_allocations,
+                                            live.allocations, live.frees);
+    EXPECT_NE(summary.find(row), std::string::npos) << summary;
+    for (size_t at = 0; (at = summary.find('\n', at)) != std::string::npos; ++at)
+      EXPECT_EQ(summary.rfind('\n', at - 1) == std::string::npos ? at : at - summary.rfind('\n', at - 1) - 1, 77u)
+          << "every line is 77 characters wide:\n" << summary;
+  }
+  const AllocatorStats freed = cpu_memory_stats();
+  EXPECT_EQ(freed.bytes_freed, before.bytes_freed + 2 * block);
+  empty_cache();
+  const AllocatorStats released = cpu_memory_stats();
+  if (!CpuCachingAllocator::instance().guard()) {
+    EXPECT_GE(released.bytes_released, before.bytes_released + 2 * block);
+    EXPECT_GE(released.blocks_released, before.blocks_released + 2);
+  }
+  EXPECT_EQ(released.bytes_reserved, released.bytes_in_use);
 }
 
 // Classes up to 1 KiB have free lists of their own (no hashing): each is
