@@ -43,8 +43,7 @@ std::shared_ptr<TraceCache::ShapeClass> TraceCache::join_class(const Trace& t) {
   if (!found) {
     auto fresh = std::make_shared<ShapeClass>();
     fresh->stats.hash = hash;
-    fresh->stats.signatures = 1;
-    fresh->first = std::make_shared<const Trace>(t);
+    fresh->stats.signatures = 1;  // its first trace is the entry's (lookup_hashed)
     classes_.put(hash, fresh);
     return fresh;
   }
@@ -112,11 +111,13 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       result.first_sight = joined->stats.signatures > 1 && joined->stats.sightings + 1 >= hot_;
       ++joined->stats.entries;
       if (entry) drop(*entry);  // replaced: another signature with the same hash
+      auto trace = std::make_shared<const Trace>(t);
+      if (!joined->first) joined->first = trace;  // a new class: one copy of t serves both
       Entry fresh{hash,
                   structure,
                   std::move(joined),
                   result.first_sight ? hot_ - 1 : 0,
-                  std::make_shared<const Trace>(t),
+                  std::move(trace),
                   std::make_shared<Slot>()};
       if (auto evicted = entries_.put(hash, std::move(fresh))) {
         drop(evicted->second);
