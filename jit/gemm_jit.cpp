@@ -25,6 +25,7 @@
 #include "nnvm/jit/x86/gemm_kernel.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/kernels/cpu/cpu_features.h"
+#include "nnvm/kernels/cpu/gemm_int8.h"
 
 namespace nnvm::jit {
 
@@ -51,7 +52,8 @@ int lanes(Isa isa) { return isa == Isa::kAvx512 ? 16 : 8; }
 // ---- compiled kernels: one per (ISA, rows, vectors), compiled at first use, kept for the process.
 
 struct KernelTable {
-  std::atomic<const GemmTileKernel*> slot[2][2][3][kMaxRows + 1] = {};  // [AVX-512][B by rows][vectors][mr]
+  // [AVX-512][B by rows][u8s8][vectors][mr]
+  std::atomic<const GemmTileKernel*> slot[2][2][2][3][kMaxRows + 1] = {};
   std::mutex mutex;
   std::vector<std::unique_ptr<GemmTileKernel>> owned;
 };
@@ -61,13 +63,13 @@ KernelTable& kernels() {
   return *table;
 }
 
-const GemmTileKernel& tile_kernel(Isa isa, int mr, int vectors, bool b_rows) {
-  std::atomic<const GemmTileKernel*>& slot = kernels().slot[isa == Isa::kAvx512][b_rows][vectors][mr];
+const GemmTileKernel& tile_kernel(Isa isa, int mr, int vectors, bool b_rows, bool u8s8 = false) {
+  std::atomic<const GemmTileKernel*>& slot = kernels().slot[isa == Isa::kAvx512][b_rows][u8s8][vectors][mr];
   if (const GemmTileKernel* k = slot.load(std::memory_order_acquire)) return *k;
   std::lock_guard<std::mutex> lock(kernels().mutex);
   if (const GemmTileKernel* k = slot.load(std::memory_order_acquire)) return *k;
   const auto start = std::chrono::steady_clock::now();
-  const GemmTileSpec spec{mr, vectors, b_rows};
+  const GemmTileSpec spec{mr, vectors, b_rows, u8s8};
   auto kernel = std::make_unique<GemmTileKernel>(isa, spec);
   publish_kernel("gemm", spec.name(), isa, kernel->entry(), kernel->code_bytes(), spec.name());
   if (log_enabled("jit")) {
@@ -531,9 +533,82 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
   return true;
 }
 
+// ---- uint8 · int8 (kernels/cpu/gemm_int8.h).
+
 namespace {
-// cpu::gemm's provider from the moment the library is loaded.
-const bool registered = (cpu::set_gemm_provider(&jit_gemm), true);
+
+constexpr int64_t kQuadBytes = cpu::kInt8PanelCols * 4;  // a row of a packed panel
+
+void run_u8s8_block(Isa isa, int mr, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k, const uint8_t* a,
+                    int64_t lda, const int8_t* packed_b, void* c, int64_t ldc, const cpu::Int8Dequant* dq) {
+  const int64_t quads = ceil_div(k, 4), L = lanes(isa);
+  GemmTileCall call;
+  call.a_row_bytes = lda;
+  call.a_k_bytes = 4;
+  call.b_k_bytes = kQuadBytes;
+  call.kc = quads;
+  call.ldc_bytes = ldc * 4;
+  call.store = dq ? GemmStore::kDequantize : GemmStore::kOverwrite;
+  // A panel of B (32 columns, every quad: 32·k bytes) stays in L1 or L2
+  // while the block's row tiles pass it.
+  for (int64_t j = n0; j < n1; j += cpu::kInt8PanelCols) {
+    const int cols = int(std::min<int64_t>(cpu::kInt8PanelCols, n1 - j));
+    call.b = reinterpret_cast<const float*>(packed_b + j / cpu::kInt8PanelCols * quads * kQuadBytes);
+    call.cols = cols;
+    if (dq) {
+      call.col_offset = dq->col_offset + j;
+      call.col_scale = dq->col_scale + j;
+      call.bias = dq->bias + j;
+    }
+    for (int64_t i = m0; i < m1; i += mr) {
+      const int rows = int(std::min<int64_t>(mr, m1 - i));
+      call.a = reinterpret_cast<const float*>(a + i * lda);
+      call.c = static_cast<float*>(c) + i * ldc + j;
+      tile_kernel(isa, rows, cols > L ? 2 : 1, false, true).run(call);
+    }
+  }
+}
+
+}  // namespace
+
+bool jit_gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_b, void* c,
+                   int64_t ldc, const cpu::Int8Dequant* dq) {
+  const Isa isa = active_isa();
+  if (isa != Isa::kAvx512 || !cpu::cpu_features().avx512_vnni || k <= 0 || k > cpu::kInt8MaxK) return false;
+  const int threads = m * n * k < 4 * cpu::kGemmParallelWork ? 1 : parallel_threads();
+  const int mr = untuned_rows(candidates(isa), m);
+  const int nr = int(cpu::kInt8PanelCols);
+  int tm = 1, tn = 1;
+  std::tie(tm, tn) = thread_grid(m, n, k / 4, mr, nr, std::numeric_limits<int64_t>::max(), threads);
+  const int64_t rows = round_up(ceil_div(m, tm), mr), cols = round_up(ceil_div(n, tn), nr);
+  static const bool log = log_enabled("jit");
+  if (log) {
+    Tuning& t = tuning();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    const std::string key = "u8s8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    if (t.logged.insert(key).second)
+      std::fprintf(stderr, "jit gemm %s: avx512_vnni (vpdpbusd), %dx%d tile, threads %dx%d, %s\n", key.c_str(), mr,
+                   nr, tm, tn, dq ? "dequantized to float32" : "int32");
+  }
+  auto block = [&](int64_t t) {
+    const int64_t m0 = (t / tn) * rows, n0 = (t % tn) * cols;
+    if (m0 < m && n0 < n)
+      run_u8s8_block(isa, mr, m0, std::min(m, m0 + rows), n0, std::min(n, n0 + cols), k, a, lda, packed_b, c, ldc,
+                     dq);
+  };
+  if (tm * tn == 1) {
+    block(0);
+    return true;
+  }
+  parallel_for(0, tm * tn, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) block(t);
+  });
+  return true;
+}
+
+namespace {
+// cpu::gemm's and cpu::gemm_u8s8's provider from the moment the library is loaded.
+const bool registered = (cpu::set_gemm_provider(&jit_gemm), cpu::set_int8_gemm_provider(&jit_gemm_u8s8), true);
 }  // namespace
 
 }  // namespace nnvm::jit

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "nnvm/kernels/cpu/gemm.h"
+#include "nnvm/kernels/cpu/gemm_int8.h"
 
 namespace nnvm::jit {
 
@@ -49,6 +50,14 @@ namespace nnvm::jit {
 // an epilogue applied to each tile of C after its last k block.
 bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b, float beta,
               float* c, int64_t ldc, const cpu::GemmExtras& extras = {});
+
+// The INT8 GEMM (kernels/cpu/gemm_int8.h) on AVX512_VNNI's vpdpbusd: tiles
+// of `mr` rows (as the float GEMM's: the candidate padding fewest rows) ×
+// 32 int32 columns over every quad of k, B's packed panel in L1/L2 while
+// the row tiles pass it; dequantized in the tile's store. False (nothing
+// ran) where the CPU has no AVX512_VNNI or the ISA is forced below AVX-512.
+bool jit_gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_b, void* c,
+                   int64_t ldc, const cpu::Int8Dequant* dq);
 
 // How the kernel reads A: where it is (a row-major A whose rows fall in
 // different sets of L1), its rows of a block copied a padded stride apart

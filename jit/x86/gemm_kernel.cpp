@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "nnvm/core/error.h"
+#include "nnvm/kernels/cpu/cpu_features.h"
 
 namespace nnvm::jit::x86 {
 
@@ -28,7 +29,8 @@ int registers_needed(Isa isa, int mr, int vectors) {
 }  // namespace
 
 std::string GemmTileSpec::name() const {
-  return "gemm-" + std::to_string(mr) + "x" + std::to_string(vectors) + (b_rows ? "-rows" : "");
+  return std::string(u8s8 ? "gemm-u8s8-" : "gemm-") + std::to_string(mr) + "x" + std::to_string(vectors) +
+         (b_rows ? "-rows" : "");
 }
 
 bool GemmTileKernel::fits(Isa isa, int mr, int vectors) {
@@ -45,6 +47,8 @@ int GemmTileKernel::max_rows(Isa isa, int vectors) {
 GemmTileKernel::GemmTileKernel(Isa isa, const GemmTileSpec& spec) : Generator(isa), spec_(spec) {
   NNVM_CHECK(fits(isa, spec.mr, spec.vectors), "GemmTileKernel", "a ", spec.mr, "x", spec.vectors,
              " tile does not fit ", isa_name(isa), "'s registers");
+  NNVM_CHECK(!spec.u8s8 || (isa == Isa::kAvx512 && cpu::cpu_features().avx512_vnni && !spec.b_rows),
+             "GemmTileKernel", "a uint8 x int8 tile needs AVX512_VNNI (and B packed)");
   generate();
   finalize();
 }
@@ -111,6 +115,11 @@ void GemmTileKernel::generate() {
       for (int h = 0; h < nv; ++h) vmovups(bvec(h), ptr[b + h * width * 4]);
     }
     for (int i = 0; i < mr; ++i) {
+      if (spec_.u8s8) {  // four uint8s of A's row against each column's four int8s
+        vpbroadcastd(tmp, row_of_a(i));
+        for (int h = 0; h < nv; ++h) vpdpbusd(acc(i, h), tmp, bvec(h));
+        continue;
+      }
       if (avx512() && nv == 1) {
         vfmadd231ps(acc(i, 0), bvec(0), ptr_b[row_of_a(i).getRegExp()]);
         continue;
@@ -173,6 +182,11 @@ void GemmTileKernel::generate() {
       add(c, ldc);
     }
   };
+  if (spec_.u8s8) {
+    store_u8s8(c, ldc, args);
+    postamble();
+    return;
+  }
   Label accumulate, scaled, done;
   mov(ecx, dword[args + int(offsetof(GemmTileCall, store))]);
   cmp(ecx, int(GemmStore::kAccumulate));
@@ -188,6 +202,48 @@ void GemmTileKernel::generate() {
   store_rows(GemmStore::kBeta);
   L(done);
   postamble();
+}
+
+// A u8s8 tile's store: int32 sums as they are, or dequantized per column
+// (GemmStore::kDequantize). The last vector of a row is under k1; its
+// column operands are read under k1 too (AVX-512 suppresses faults on the
+// lanes a mask leaves out), so nothing past column `cols` is read.
+void GemmTileKernel::store_u8s8(const Reg64& c, const Reg64& ldc, const Reg64& args) {
+  const int mr = spec_.mr, nv = spec_.vectors, width = lanes();
+  auto acc = [&](int i, int h) { return vreg(i * nv + h); };
+  const Reg64 offset = r8, bias = r9, scale = r10;
+  auto vector = [&](const Reg64& base, int h) { return ptr[base + h * width * 4]; };
+  auto masked = [&](const Xmm& x, int h) { return h == nv - 1 ? Xmm(x | k1) : x; };
+  Label dequantize, done;
+  mov(ecx, dword[args + int(offsetof(GemmTileCall, store))]);
+  cmp(ecx, int(GemmStore::kDequantize));
+  je(dequantize, T_NEAR);
+  for (int i = 0; i < mr; ++i) {
+    for (int h = 0; h < nv; ++h) vmovdqu32(h == nv - 1 ? vector(c, h) | k1 : vector(c, h), acc(i, h));
+    add(c, ldc);
+  }
+  jmp(done, T_NEAR);
+  L(dequantize);
+  mov(offset, ptr[args + int(offsetof(GemmTileCall, col_offset))]);
+  mov(scale, ptr[args + int(offsetof(GemmTileCall, col_scale))]);
+  mov(bias, ptr[args + int(offsetof(GemmTileCall, bias))]);
+  // the loop's B vectors are free: the column scales
+  for (int h = 0; h < nv; ++h) {
+    const Xmm scales = vreg(mr * nv + h);
+    if (h == nv - 1) vmovups(scales | k1 | T_z, vector(scale, h));
+    else vmovups(scales, vector(scale, h));
+  }
+  for (int i = 0; i < mr; ++i) {
+    for (int h = 0; h < nv; ++h) {
+      const Xmm v = acc(i, h);
+      vpsubd(masked(v, h), v, vector(offset, h));
+      vcvtdq2ps(v, v);
+      vfmadd213ps(masked(v, h), vreg(mr * nv + h), vector(bias, h));
+      vmovups(h == nv - 1 ? vector(c, h) | k1 : vector(c, h), v);
+    }
+    add(c, ldc);
+  }
+  L(done);
 }
 
 }  // namespace nnvm::jit::x86

@@ -36,7 +36,11 @@ struct GemmTileSpec {
   int mr = 12;      // rows of the tile computed (1..14 on AVX-512, 1..6 on AVX2)
   int vectors = 2;  // vectors of columns (1 or 2)
   bool b_rows = false;  // B's rows at GemmTileCall::b_rows offsets from b
-  std::string name() const;  // "gemm-12x2", "gemm-12x2-rows"
+  // uint8 A · int8 B into int32 (AVX512_VNNI's vpdpbusd): each step of k is
+  // a quad, a dword of four of A's k values broadcast against a row of B's
+  // packed quads (kernels/cpu/gemm_int8.h); stores int32 or dequantizes.
+  bool u8s8 = false;
+  std::string name() const;  // "gemm-12x2", "gemm-12x2-rows", "gemm-u8s8-12x2"
 };
 
 // What to do with the old C.
@@ -44,6 +48,7 @@ enum class GemmStore : int32_t {
   kOverwrite = 0,  // C = A·B (C is never read)
   kAccumulate = 1, // C = C + A·B
   kBeta = 2,       // C = A·B + beta·C
+  kDequantize = 3, // u8s8: C = fma(float(A·B - col_offset), col_scale, bias), per column
 };
 
 // The kernel's argument block, read by offsetof.
@@ -56,15 +61,19 @@ struct alignas(64) GemmTileCall {
   int64_t b_k_bytes = 0;    // between rows of B
   const int64_t* b_rows = nullptr;  // a b_rows kernel's: row p of B at b + b_rows[p] floats
   int64_t ldc_bytes = 0;    // between rows of C
-  int64_t kc = 0;           // >= 1
+  int64_t kc = 0;           // >= 1 (u8s8: quads of k)
   int32_t cols = 0;         // columns of C stored, 1..vectors·lanes
   GemmStore store = GemmStore::kOverwrite;
   float beta = 0;
+  // kDequantize's, from the tile's first column (kernels/cpu/gemm_int8.h Int8Dequant)
+  const int32_t* col_offset = nullptr;
+  const float* col_scale = nullptr;
+  const float* bias = nullptr;
 };
 
 class GemmTileKernel : public Generator {
  public:
-  GemmTileKernel(Isa isa, const GemmTileSpec& spec);
+  GemmTileKernel(Isa isa, const GemmTileSpec& spec);  // u8s8: AVX-512 with AVX512_VNNI only
 
   // Whether a tile of `mr` rows and `vectors` vectors fits `isa`'s registers.
   static bool fits(Isa isa, int mr, int vectors);
@@ -77,6 +86,7 @@ class GemmTileKernel : public Generator {
  private:
   GemmTileSpec spec_;
   void generate();
+  void store_u8s8(const Xbyak::Reg64& c, const Xbyak::Reg64& ldc, const Xbyak::Reg64& args);
 };
 
 }  // namespace nnvm::jit::x86

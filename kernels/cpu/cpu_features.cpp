@@ -43,6 +43,14 @@ const CpuFeatures& cpu_features() {
     f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     f.avx512f = __builtin_cpu_supports("avx512f");
     f.avx512dq = f.avx512f && __builtin_cpu_supports("avx512dq");
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (f.avx512f && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+      f.avx512_vnni = (c >> 11) & 1u;
+      f.avx512_fp16 = (d >> 23) & 1u;
+      f.amx_bf16 = (d >> 22) & 1u;
+      f.amx_int8 = (d >> 25) & 1u;
+      if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = (a >> 5) & 1u;
+    }
 #endif
     f.l1d_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 48 << 10);
     f.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);

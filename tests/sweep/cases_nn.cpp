@@ -45,6 +45,17 @@ void add_nn_cases(std::vector<Case>& cases) {
     cases.push_back(op_case("matmul", {{a}, {b}}, {}, kFloats, shape_str(a) + shape_str(b)));
   cases.push_back(op_case("matmul_sum", {{{3, 33}}, {{33, 7}}, {{3, 5}}, {{5, 7}}}, {}, kF32F64, "3x33 33x7 3x5 5x7"));
   cases.push_back(op_case("matmul_sum", {{{1, 1}}, {{1, 1}}, {{1, 0}}, {{0, 1}}}, {}, kF32F64, "one and empty"));
+  // INT8: x quantized from its own range on every path, so each path's result is the eager float32 one exactly.
+  for (const auto& [x, n] : {std::pair<DimVector, int64_t>{{5, 33}, 7}, {{2, 3, 70}, 40}, {{1, 1}, 1}, {{0, 4}, 3}}) {
+    const int64_t k = x.back();
+    Case q = program_case("quantized_linear_dynamic", {{x}, {{n, k}, Kind::Float}, {{n}, Kind::Float}},
+                          forward([](const std::vector<Tensor>& in) {
+                            return quantized::linear_dynamic(in[0], quantized::linear_prepack(in[1], in[2]));
+                          }),
+                          kFloat32Only, absl::StrCat(shape_str(x), " to ", n));
+    q.reference = Reference::SameDtype;
+    cases.push_back(std::move(q));
+  }
 
   // Convolutions: odd images, stride, padding, dilation, groups; the input's
   // gradient is a transposed convolution, the weight's its own op.

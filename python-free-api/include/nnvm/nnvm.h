@@ -58,6 +58,7 @@
 #include "nnvm/nn/upsampling.h"
 #include "nnvm/nn/utils.h"
 #include "nnvm/npy.h"
+#include "nnvm/quantized.h"
 #include "nnvm/optim/adam.h"
 #include "nnvm/optim/optimizer.h"
 #include "nnvm/optim/rmsprop.h"

@@ -9,6 +9,13 @@ Tensor SequentialImpl::forward(const Tensor& x) {
   return y;
 }
 
+std::shared_ptr<SequentialImpl> SequentialImpl::clone() const {
+  auto copy = std::make_shared<SequentialImpl>();
+  for (const Layer& layer : layers_) layer.clone_into(*copy);
+  copy->train(is_training());
+  return copy;
+}
+
 const std::shared_ptr<Module>& SequentialImpl::ptr(size_t i) const {
   NNVM_CHECK(i < layers_.size(), "Sequential", "index ", i, " is out of range for ", layers_.size(), " modules");
   return layers_[i].module;

@@ -43,7 +43,7 @@ LinearImpl::LinearImpl(const LinearOptions& options) : Module("Linear"), options
 
 void LinearImpl::reset_parameters() { reset_kaiming(weight, bias); }
 
-Tensor LinearImpl::forward(const Tensor& x) { return linear(x, weight, bias); }
+Tensor LinearImpl::forward(const Tensor& x) { return int8_ ? int8_forward(x) : linear(x, weight, bias); }
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : Module("Conv2d"), options(options) {
   const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();

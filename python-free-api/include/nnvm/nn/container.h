@@ -15,6 +15,14 @@
 
 namespace nnvm::nn {
 
+// A module of its own with `m`'s structure, parameters, buffers and training
+// mode (libtorch's clone()): a Sequential layer by layer; any other module
+// rebuilt from its `options`, or copied when it holds no state and no
+// children (an activation, a Functional), or made by its default
+// constructor, then given m's state. Throws nnvm::Error when none applies or
+// the rebuilt module's state does not match m's (load_state_dict's check).
+template <class M> std::shared_ptr<M> clone_module(const M& m);
+
 // Each module must have `Tensor forward(const Tensor&)`; forward chains them.
 class SequentialImpl : public Module {
  public:
@@ -28,8 +36,9 @@ class SequentialImpl : public Module {
   }
   template <class M> void push_back(std::string name, std::shared_ptr<M> module) {
     M* raw = module.get();
-    register_module(std::move(name), module);
-    layers_.push_back({module, [raw](const Tensor& x) { return raw->forward(x); }});
+    register_module(name, module);
+    layers_.push_back({module, [raw](const Tensor& x) { return raw->forward(x); },
+                       [raw, name](SequentialImpl& into) { into.push_back(name, clone_module(*raw)); }});
   }
   template <class Holder> void push_back(Holder holder)
     requires requires { typename Holder::ContainedType; }
@@ -43,6 +52,8 @@ class SequentialImpl : public Module {
   }
 
   Tensor forward(const Tensor& x);
+  // A Sequential of its own: each layer cloned (clone_module), under its name.
+  std::shared_ptr<SequentialImpl> clone() const;
   size_t size() const { return layers_.size(); }
   bool is_empty() const { return layers_.empty(); }
   // Throws nnvm::Error when i is out of range.
@@ -59,10 +70,30 @@ class SequentialImpl : public Module {
   struct Layer {
     std::shared_ptr<Module> module;
     std::function<Tensor(const Tensor&)> forward;
+    std::function<void(SequentialImpl&)> clone_into;  // pushes a clone of the layer
   };
   std::vector<Layer> layers_;
 };
 NNVM_MODULE(Sequential);
+
+template <class M> std::shared_ptr<M> clone_module(const M& m) {
+  std::shared_ptr<M> copy;
+  if constexpr (std::is_same_v<M, SequentialImpl>) {
+    return m.clone();
+  } else if constexpr (requires { std::make_shared<M>(m.options); }) {
+    copy = std::make_shared<M>(m.options);
+  } else if (std::is_copy_constructible_v<M> && m.children().empty() && m.parameters().empty() &&
+             m.buffers().empty()) {
+    if constexpr (std::is_copy_constructible_v<M>) return std::make_shared<M>(m);
+  } else if constexpr (std::is_default_constructible_v<M>) {
+    copy = std::make_shared<M>();
+  }
+  NNVM_CHECK(copy != nullptr, "clone", "cannot clone a ", m.name(),
+             ": expected an `options` member or a default constructor to rebuild it from");
+  copy->load_state_dict(m.state_dict());
+  copy->train(m.is_training());
+  return copy;
+}
 
 class ModuleListImpl : public Module {
  public:

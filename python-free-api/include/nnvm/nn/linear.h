@@ -22,8 +22,20 @@ class LinearImpl : public Module {
   void reset_parameters();
   Tensor forward(const Tensor& x);
 
+  // From now on forward runs in INT8 on the weight quantized per output
+  // channel (nnvm/quantized.h: what nnvm::quantize_dynamic switches on), or
+  // in float32 again; the weight and bias stay float parameters, and the
+  // packed copy is remade when the weight's storage or version changes.
+  void use_int8(bool on = true);
+  bool uses_int8() const { return int8_ != nullptr; }
+
   LinearOptions options;
   Tensor weight, bias;
+
+ private:
+  struct Int8Weight;
+  std::shared_ptr<Int8Weight> int8_;
+  Tensor int8_forward(const Tensor& x);  // nnvm/quantized.h's source
 };
 NNVM_MODULE(Linear);
 
