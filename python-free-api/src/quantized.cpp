@@ -9,6 +9,7 @@
 #include "nnvm/core/mode.h"
 #include "nnvm/core/op.h"
 #include "nnvm/core/storage.h"
+#include "nnvm/nn/functional.h"
 #include "nnvm/kernels/cpu/gemm_int8.h"
 
 namespace nnvm::quantized {
@@ -84,45 +85,101 @@ Tensor linear_dynamic(const Tensor& input, const LinearPackedParams& params) {
                {params.out_features, params.in_features});
 }
 
+Conv2dPackedParams conv2d_prepack(const Tensor& weight, const Tensor& bias) {
+  NNVM_CHECK(weight.defined() && weight.dim() == 4, "conv2d_prepack", "expected a weight [out, in, kh, kw], got ",
+             weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
+  Conv2dPackedParams p;
+  p.in_channels = weight.size(1);
+  p.kernel_h = weight.size(2);
+  p.kernel_w = weight.size(3);
+  p.linear = linear_prepack(weight.reshape({weight.size(0), -1}), bias);
+  return p;
+}
+
+Tensor conv2d_dynamic(const Tensor& input, const Conv2dPackedParams& params, IntArrayRef stride, IntArrayRef padding,
+                      IntArrayRef dilation) {
+  static const OpDef& op = find_op("quantized_conv2d_dynamic");
+  NNVM_CHECK(params.linear.packed.defined(), "conv2d_dynamic", "given empty packed parameters (expected conv2d_prepack's)");
+  NNVM_CHECK(input.defined() && input.dim() == 4 && input.size(1) == params.in_channels, "conv2d_dynamic", "input ",
+             input.defined() ? shape_str(input.sizes()) : std::string("undefined"), " against a weight of ",
+             params.in_channels, " input channels (expected [batch, ", params.in_channels, ", h, w])");
+  const Tensor x = input.is_floating_point() && input.dtype() != kFloat32 ? input.to(kFloat32) : input;
+  return call1(op, {x, params.linear.packed, params.linear.column_sums, params.linear.scales, params.linear.bias},
+               {dims({params.kernel_h, params.kernel_w}), dims(stride), dims(padding), dims(dilation),
+                params.linear.out_features});
+}
+
 }  // namespace nnvm::quantized
 
 namespace nnvm {
 
 namespace nn {
 
-struct LinearImpl::Int8Weight {
-  quantized::LinearPackedParams params;
-  std::shared_ptr<Storage> weight_storage, bias_storage;  // held: a new storage never takes an old one's address
+namespace {
+
+// A layer's packed weight, remade when the weight's or the bias's storage or
+// version changes. The storages are held, so a new one never takes an old one's address.
+template <class Params> struct PackedWeight {
+  Params params;
+  std::shared_ptr<Storage> weight_storage, bias_storage;
   uint64_t weight_version = 0, bias_version = 0;
+
+  template <class Pack> const Params& get(const Tensor& weight, const Tensor& bias, Pack pack) {
+    const std::shared_ptr<Storage>& ws = weight.storage();
+    const std::shared_ptr<Storage> bs = bias.defined() ? bias.storage() : nullptr;
+    if (weight_storage != ws || weight_version != ws->version() || bias_storage != bs ||
+        (bs && bias_version != bs->version())) {
+      params = pack(weight, bias);
+      weight_storage = ws;
+      weight_version = ws->version();
+      bias_storage = bs;
+      bias_version = bs ? bs->version() : 0;
+    }
+    return params;
+  }
 };
 
-void LinearImpl::use_int8(bool on) {
+}  // namespace
+
+struct LinearImpl::Int8Weight : PackedWeight<quantized::LinearPackedParams> {};
+struct Conv2dImpl::Int8Weight : PackedWeight<quantized::Conv2dPackedParams> {};
+
+void LinearImpl::use_int8(bool on) { int8_ = on ? std::make_shared<Int8Weight>() : nullptr; }
+
+Tensor LinearImpl::int8_forward(const Tensor& x) {
+  return quantized::linear_dynamic(x, int8_->get(weight, bias, quantized::linear_prepack));
+}
+
+void Conv2dImpl::use_int8(bool on) {
+  NNVM_CHECK(!on || options.groups() == 1, "Conv2d", "INT8 runs convolutions of groups 1, this one has ",
+             options.groups());
   int8_ = on ? std::make_shared<Int8Weight>() : nullptr;
 }
 
-Tensor LinearImpl::int8_forward(const Tensor& x) {
-  Int8Weight& w = *int8_;
-  const std::shared_ptr<Storage>& ws = weight.storage();
-  const std::shared_ptr<Storage> bs = bias.defined() ? bias.storage() : nullptr;
-  const bool stale = w.weight_storage != ws || w.weight_version != ws->version() || w.bias_storage != bs ||
-                     (bs && w.bias_version != bs->version());
-  if (stale) {
-    w.params = quantized::linear_prepack(weight, bias);
-    w.weight_storage = ws;
-    w.weight_version = ws->version();
-    w.bias_storage = bs;
-    w.bias_version = bs ? bs->version() : 0;
-  }
-  return quantized::linear_dynamic(x, w.params);
+Tensor Conv2dImpl::int8_forward(const Tensor& x) {
+  const quantized::Conv2dPackedParams& p = int8_->get(weight, bias, quantized::conv2d_prepack);
+  if (options.padding_mode() == kZeros)
+    return quantized::conv2d_dynamic(x, p, options.stride(), options.padding(), options.dilation());
+  const ExpandingArray<2>& pad = options.padding();
+  const Tensor padded = functional::pad(x, functional::PadFuncOptions({pad[1], pad[1], pad[0], pad[0]}).mode(options.padding_mode()));
+  return quantized::conv2d_dynamic(padded, p, options.stride(), {0, 0}, options.dilation());
 }
 
 }  // namespace nn
 
 namespace detail {
 
-void quantize_linear_layers(nn::Module& model) {
-  for (const std::shared_ptr<nn::Module>& m : model.modules())
-    if (auto* linear = m->as<nn::LinearImpl>()) linear->use_int8();
+void quantize_layers(nn::Module& model, const QuantizeDynamicOptions& options) {
+  const std::vector<std::shared_ptr<nn::Module>> modules = model.modules();
+  if (options.conv2d())  // every convolution checked before any layer changes
+    for (const std::shared_ptr<nn::Module>& m : modules)
+      if (auto* conv = m->as<nn::Conv2dImpl>())
+        NNVM_CHECK(conv->options.groups() == 1, "quantize_dynamic", "a Conv2d of groups ", conv->options.groups(),
+                   ": INT8 runs convolutions of groups 1 (leave conv2d off, or the layer float)");
+  for (const std::shared_ptr<nn::Module>& m : modules) {
+    if (auto* linear = m->as<nn::LinearImpl>(); linear && options.linear()) linear->use_int8();
+    if (auto* conv = m->as<nn::Conv2dImpl>(); conv && options.conv2d()) conv->use_int8();
+  }
 }
 
 }  // namespace detail

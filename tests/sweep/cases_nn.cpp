@@ -45,18 +45,6 @@ void add_nn_cases(std::vector<Case>& cases) {
     cases.push_back(op_case("matmul", {{a}, {b}}, {}, kFloats, shape_str(a) + shape_str(b)));
   cases.push_back(op_case("matmul_sum", {{{3, 33}}, {{33, 7}}, {{3, 5}}, {{5, 7}}}, {}, kF32F64, "3x33 33x7 3x5 5x7"));
   cases.push_back(op_case("matmul_sum", {{{1, 1}}, {{1, 1}}, {{1, 0}}, {{0, 1}}}, {}, kF32F64, "one and empty"));
-  // INT8: x quantized from its own range on every path, so each path's result is the eager float32 one exactly.
-  for (const auto& [x, n] : {std::pair<DimVector, int64_t>{{5, 33}, 7}, {{2, 3, 70}, 40}, {{1, 1}, 1}, {{0, 4}, 3}}) {
-    const int64_t k = x.back();
-    Case q = program_case("quantized_linear_dynamic", {{x}, {{n, k}, Kind::Float}, {{n}, Kind::Float}},
-                          forward([](const std::vector<Tensor>& in) {
-                            return quantized::linear_dynamic(in[0], quantized::linear_prepack(in[1], in[2]));
-                          }),
-                          kFloat32Only, absl::StrCat(shape_str(x), " to ", n));
-    q.reference = Reference::SameDtype;
-    cases.push_back(std::move(q));
-  }
-
   // Convolutions: odd images, stride, padding, dilation, groups; the input's
   // gradient is a transposed convolution, the weight's its own op.
   struct Conv {
@@ -174,6 +162,28 @@ void add_nn_cases(std::vector<Case>& cases) {
       add_with_gradient(cases, "cross_entropy", "cross_entropy_backward",
                         {{{n, k}}, {{n}, Kind::Index, 0, double(k)}, {{k}, Kind::Float, 0.5, 2}}, ce, kFloats, l);
     }
+  }
+  // INT8 (last, so the cases above keep their seeds): x is quantized from its own range on
+  // every path, so each path's result is the eager float32 one exactly.
+  for (const auto& [x, n] : {std::pair<DimVector, int64_t>{{5, 33}, 7}, {{2, 3, 70}, 40}, {{1, 1}, 1}, {{0, 4}, 3}}) {
+    const int64_t k = x.back();
+    Case q = program_case("quantized_linear_dynamic", {{x}, {{n, k}, Kind::Float}, {{n}, Kind::Float}},
+                          forward([](const std::vector<Tensor>& in) {
+                            return quantized::linear_dynamic(in[0], quantized::linear_prepack(in[1], in[2]));
+                          }),
+                          kFloat32Only, absl::StrCat(shape_str(x), " to ", n));
+    q.reference = Reference::SameDtype;
+    cases.push_back(std::move(q));
+  }
+  for (const auto& [x, out] : {std::pair<DimVector, int64_t>{{2, 3, 7, 6}, 5}, {{1, 1, 3, 3}, 1}, {{0, 2, 4, 4}, 3}}) {
+    Case q = program_case("quantized_conv2d_dynamic", {{x}, {{out, x[1], 3, 3}, Kind::Float}, {{out}, Kind::Float}},
+                          forward([](const std::vector<Tensor>& in) {
+                            return quantized::conv2d_dynamic(in[0], quantized::conv2d_prepack(in[1], in[2]), {1, 1},
+                                                             {1, 1});
+                          }),
+                          kFloat32Only, absl::StrCat(shape_str(x), " to ", out));
+    q.reference = Reference::SameDtype;
+    cases.push_back(std::move(q));
   }
 }
 

@@ -1,5 +1,5 @@
-// INT8 inference for linear layers, as PyTorch's dynamic quantization
-// (docs/QUANTIZATION.md):
+// INT8 inference for linear and convolution layers, as PyTorch's dynamic
+// quantization (docs/QUANTIZATION.md):
 //
 //   auto q = nnvm::quantize_dynamic(model);  // a copy whose Linear layers run in INT8
 //   nnvm::Tensor y = q->forward(x);           // float in, float out
@@ -17,7 +17,9 @@
 #include <memory>
 #include <type_traits>
 
+#include "nnvm/arg.h"
 #include "nnvm/core/tensor.h"
+#include "nnvm/nn/conv.h"
 #include "nnvm/nn/container.h"
 #include "nnvm/nn/linear.h"
 
@@ -42,31 +44,51 @@ LinearPackedParams linear_prepack(const Tensor& weight, const Tensor& bias = {})
 // input [..., in] float32 -> [..., out] float32 (PyTorch's quantized::linear_dynamic).
 Tensor linear_dynamic(const Tensor& input, const LinearPackedParams& params);
 
+// A convolution's weight [out, in, kh, kw] (groups 1) quantized and packed as
+// the linear weight [out, in·kh·kw], with its bias.
+struct Conv2dPackedParams {
+  LinearPackedParams linear;
+  int64_t in_channels = 0, kernel_h = 0, kernel_w = 0;
+};
+Conv2dPackedParams conv2d_prepack(const Tensor& weight, const Tensor& bias = {});
+// input [batch, in, h, w] float32 -> [batch, out, oh, ow] float32, zero
+// padding; the input quantized from its own range, as linear_dynamic's.
+Tensor conv2d_dynamic(const Tensor& input, const Conv2dPackedParams& params, IntArrayRef stride = {1, 1},
+                      IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1});
+
 }  // namespace nnvm::quantized
 
 namespace nnvm {
 
+// Which layers quantize_dynamic switches to INT8, and where.
+struct QuantizeDynamicOptions {
+  NNVM_ARG(bool, linear) = true;   // nn::Linear (PyTorch's default set)
+  NNVM_ARG(bool, conv2d) = false;  // nn::Conv2d with groups 1 (PyTorch's dynamic quantization has none)
+  NNVM_ARG(bool, inplace) = false; // switch the model itself rather than a copy
+};
+
 namespace detail {
-// Switches every Linear layer of `model` (itself included) to INT8.
-void quantize_linear_layers(nn::Module& model);
+// Switches the layers `options` names, in `model` and below, to INT8.
+void quantize_layers(nn::Module& model, const QuantizeDynamicOptions& options);
 }  // namespace detail
 
-// Returns `model` with every Linear layer running in INT8: a copy (the
-// original keeps its float layers; nn::clone_module says which modules can
-// be copied), or `model` itself when `inplace`. A layer switched to INT8
-// repacks its weight when the weight changes (an optimizer step, a load).
+// Returns `model` with its Linear layers (and Conv2d layers, when asked)
+// running in INT8: a copy (the original keeps its float layers;
+// nn::clone_module says which modules can be copied), or `model` itself
+// with `inplace`. A layer in INT8 repacks its weight when the weight
+// changes (an optimizer step, a load).
 template <class M>
   requires std::is_base_of_v<nn::Module, M>
-std::shared_ptr<M> quantize_dynamic(const std::shared_ptr<M>& model, bool inplace = false) {
+std::shared_ptr<M> quantize_dynamic(const std::shared_ptr<M>& model, const QuantizeDynamicOptions& options = {}) {
   NNVM_CHECK(model != nullptr, "quantize_dynamic", "given a null module");
-  std::shared_ptr<M> target = inplace ? model : nn::clone_module(*model);
-  detail::quantize_linear_layers(*target);
+  std::shared_ptr<M> target = options.inplace() ? model : nn::clone_module(*model);
+  detail::quantize_layers(*target, options);
   return target;
 }
 template <class Holder>
   requires requires { typename Holder::ContainedType; }
-Holder quantize_dynamic(const Holder& model, bool inplace = false) {
-  return Holder(quantize_dynamic(model.ptr(), inplace));
+Holder quantize_dynamic(const Holder& model, const QuantizeDynamicOptions& options = {}) {
+  return Holder(quantize_dynamic(model.ptr(), options));
 }
 
 }  // namespace nnvm

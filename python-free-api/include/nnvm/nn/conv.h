@@ -34,8 +34,18 @@ class Conv2dImpl : public Module {
   void reset_parameters();
   Tensor forward(const Tensor& x);
 
+  // From now on forward runs in INT8 (nnvm/quantized.h, as LinearImpl::use_int8);
+  // throws nnvm::Error for groups other than 1.
+  void use_int8(bool on = true);
+  bool uses_int8() const { return int8_ != nullptr; }
+
   Conv2dOptions options;
   Tensor weight, bias;
+
+ private:
+  struct Int8Weight;  // nnvm/quantized.h's source
+  std::shared_ptr<Int8Weight> int8_;
+  Tensor int8_forward(const Tensor& x);
 };
 NNVM_MODULE(Conv2d);
 

@@ -33,9 +33,9 @@ class LinearImpl : public Module {
   Tensor weight, bias;
 
  private:
-  struct Int8Weight;
+  struct Int8Weight;  // nnvm/quantized.h's source
   std::shared_ptr<Int8Weight> int8_;
-  Tensor int8_forward(const Tensor& x);  // nnvm/quantized.h's source
+  Tensor int8_forward(const Tensor& x);
 };
 NNVM_MODULE(Linear);
 

@@ -136,6 +136,84 @@ TEST(QuantizedLinear, BadInput) {
                         {"linear_dynamic", "empty"});
 }
 
+// x's windows as rows (output pixel-major), in the weight's (c, i, j) order, zero padding.
+Tensor window_rows(const Tensor& x, int64_t kh, int64_t kw, IntArrayRef stride, IntArrayRef padding,
+                   IntArrayRef dilation) {
+  const int64_t b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  const int64_t oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+  const int64_t ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+  const std::vector<double> xv = testing::values(x);
+  std::vector<float> rows;
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t py = 0; py < oh; ++py)
+      for (int64_t px = 0; px < ow; ++px)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j) {
+              const int64_t yy = py * stride[0] - padding[0] + i * dilation[0];
+              const int64_t xx = px * stride[1] - padding[1] + j * dilation[1];
+              const bool in = yy >= 0 && yy < h && xx >= 0 && xx < w;
+              rows.push_back(in ? float(xv[size_t(((n * c + ch) * h + yy) * w + xx)]) : 0.f);
+            }
+  return tensor(rows).reshape({b, oh * ow, c * kh * kw});
+}
+
+TEST(QuantizedConv2d, IsTheLinearLayerOverItsWindows) {
+  struct Shape {
+    DimVector x;
+    int64_t out, kh, kw;
+    DimVector stride, padding, dilation;
+  };
+  const Shape shapes[] = {{{2, 3, 9, 8}, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+                          {{1, 4, 7, 10}, 33, 2, 3, {2, 1}, {0, 2}, {1, 2}},
+                          {{3, 1, 5, 5}, 1, 1, 1, {1, 1}, {0, 0}, {1, 1}},
+                          {{1, 2, 4, 4}, 3, 4, 4, {1, 1}, {0, 0}, {1, 1}}};
+  uint64_t seed = 80;
+  for (const Shape& s : shapes) {
+    const Tensor x = testing::random(s.x, kFloat32, seed++, -1, 3);
+    const Tensor w = testing::random({s.out, s.x[1], s.kh, s.kw}, kFloat32, seed++), b = testing::random({s.out}, kFloat32, seed++);
+    const quantized::Conv2dPackedParams p = quantized::conv2d_prepack(w, b);
+    const Tensor y = quantized::conv2d_dynamic(x, p, s.stride, s.padding, s.dilation);
+    const Tensor rows = window_rows(x, s.kh, s.kw, s.stride, s.padding, s.dilation);
+    const Tensor want = quantized::linear_dynamic(rows, p.linear).transpose(1, 2).reshape(y.sizes());
+    EXPECT_TRUE(same(y, want)) << shape_str(s.x);
+    // docs/QUANTIZATION.md's bound, each term at its largest: x in [-1, 3), |w| < 2
+    const double k = double(s.x[1] * s.kh * s.kw), sx = 4.0 / 255, sw = 2.0 / 127.5;
+    testing::expect_tensors_close(y, conv2d(x, w, b, s.stride, s.padding, s.dilation, 1), 0,
+                                  k * (3 * sw / 2 + 2 * sx / 2 + sx * sw / 4) + 1e-5);
+  }
+}
+
+TEST(QuantizedConv2d, LayersInEveryPaddingModeAndBadInput) {
+  manual_seed(9);
+  const Tensor x = testing::random({2, 3, 8, 8}, kFloat32, 91);
+  for (PadMode mode : {kZeros, kReflect, kCircular}) {
+    nn::Conv2d conv(nn::Conv2dOptions(3, 6, 3).padding(1).stride(2).padding_mode(mode));
+    const Tensor want = conv(x);
+    conv->use_int8();
+    testing::expect_tensors_close(conv(x), want, 0.05, 0.1);
+  }
+  nn::Conv2d grouped(nn::Conv2dOptions(4, 4, 3).groups(2));
+  testing::expect_error([&] { grouped->use_int8(); }, {"Conv2d", "groups 1", "2"});
+  nn::Sequential model(nn::Conv2d(4, 4, 1), grouped);
+  testing::expect_error([&] { quantize_dynamic(model, QuantizeDynamicOptions().conv2d(true).inplace(true)); },
+                        {"quantize_dynamic", "groups 2"});
+  EXPECT_FALSE(model->at<nn::Conv2dImpl>(0)->uses_int8());  // nothing half-switched
+  const quantized::Conv2dPackedParams p = quantized::conv2d_prepack(randn({2, 3, 3, 3}));
+  testing::expect_error([&] { quantized::conv2d_dynamic(randn({1, 4, 5, 5}), p); }, {"conv2d_dynamic", "[1, 4, 5, 5]", "3 input channels"});
+  testing::expect_error([&] { quantized::conv2d_dynamic(randn({1, 3, 2, 2}), p); }, {"quantized_conv2d_dynamic", "smaller than the kernel"});
+  testing::expect_error([] { quantized::conv2d_prepack(randn({2, 3})); }, {"conv2d_prepack", "[2, 3]"});
+}
+
+TEST(QuantizedConv2d, TracedEqualsEager) {
+  const quantized::Conv2dPackedParams p = quantized::conv2d_prepack(testing::random({4, 2, 3, 3}, kFloat32, 95));
+  testing::expect_traced_equals_eager(
+      [] { return std::vector<Tensor>{testing::random({2, 2, 6, 7}, kFloat32, 96)}; },
+      [&](std::vector<Tensor>& in) {
+        return std::vector<Tensor>{relu(quantized::conv2d_dynamic(in[0] + 1, p, {1, 1}, {1, 1})).sum({1})};
+      });
+}
+
 TEST(QuantizeDynamic, CopiesASequentialAndLeavesTheOriginalFloat) {
   manual_seed(5);
   nn::Sequential model(nn::Linear(12, 30), nn::ReLU(), nn::Linear(30, 4));
@@ -166,7 +244,7 @@ TEST(QuantizeDynamic, AUserModuleByItsDefaultConstructorOrInPlace) {
   EXPECT_TRUE(copy->fc1->uses_int8() && copy->fc2->uses_int8());
   EXPECT_FALSE(net->fc1->uses_int8());
   testing::expect_tensors_close(copy->forward(x), want, 0.05, 0.05);
-  Net same = quantize_dynamic(net, /*inplace=*/true);
+  Net same = quantize_dynamic(net, QuantizeDynamicOptions().inplace(true));
   EXPECT_EQ(same.get(), net.get());
   EXPECT_TRUE(net->fc1->uses_int8());
   net->fc1->use_int8(false);

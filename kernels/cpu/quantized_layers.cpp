@@ -1,0 +1,192 @@
+// The kernels of "quantized_linear_dynamic" and "quantized_conv2d_dynamic"
+// (core/ops/quantized_layers.cpp).
+//
+// x's range [lo, hi] (widened to hold 0, as PyTorch's dynamic quantization
+// does) gives the uint8 parameters: scale = (hi - lo) / 255 and zero point
+// round(-lo / scale); x is quantized row by row into a buffer whose rows are
+// an odd number of cache lines apart (the GEMM reads them in place, and rows
+// a power of two apart would share L1's sets), padded with zeros to a
+// multiple of 4. Then y = fma(float(x_q · W_q - zx · Σ W_q), sx · sw, b) on
+// the INT8 GEMM. A convolution's windows are gathered from x quantized the
+// same way, one row of uint8 per output pixel.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "nnvm/core/functions.h"
+#include "nnvm/core/op.h"
+#include "nnvm/core/thread_pool.h"
+#include "nnvm/kernels/cpu/gemm_int8.h"
+
+namespace nnvm::cpu {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+struct Range {
+  float lo = 0, hi = 0;
+  float finite = 0;  // NaN where any value is a NaN or an infinity (x · 0)
+};
+
+Range range_of(const float* x, int64_t count) {
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(64, count / kGrain));
+  std::vector<Range> part(static_cast<size_t>(chunks));
+  parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      // 16 lanes at a time in the compiler's vector type (the widest the target has)
+      using Lanes = float __attribute__((vector_size(64)));
+      Lanes lo = {}, hi = {}, finite = {};  // the range holds 0
+      int64_t i = count * c / chunks;
+      const int64_t last = count * (c + 1) / chunks;
+      for (; i + 16 <= last; i += 16) {
+        Lanes v;
+        std::memcpy(&v, x + i, sizeof(v));
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        finite += v * 0.f;
+      }
+      Range& r = part[size_t(c)];
+      for (; i < last; ++i) r = {std::min(r.lo, x[i]), std::max(r.hi, x[i]), r.finite + x[i] * 0.f};
+      for (int l = 0; l < 16; ++l) r = {std::min(r.lo, lo[l]), std::max(r.hi, hi[l]), r.finite + finite[l]};
+    }
+  });
+  Range r;
+  for (const Range& p : part) r = {std::min(r.lo, p.lo), std::max(r.hi, p.hi), r.finite + p.finite};
+  return r;
+}
+
+// x's uint8 parameters, from its range (the range holds 0).
+struct InputQuant {
+  float scale, zero_point, inverse;
+};
+
+InputQuant input_qparams(const float* x, int64_t count, std::string_view op, const Tensor& input) {
+  const Range r = range_of(x, count);
+  NNVM_CHECK(r.finite == 0, op, "the input ", shape_str(input.sizes()),
+             " holds a NaN or an infinity: it cannot be quantized");
+  float scale = (r.hi - r.lo) / 255.f;
+  if (!(scale > std::numeric_limits<float>::min())) scale = 1.f;  // all zeros (or subnormal): any scale is exact
+  const float zero_point = std::clamp(std::nearbyint(-r.lo / scale), 0.f, 255.f);
+  return {scale, zero_point, 1.f / scale};
+}
+
+// Rows [0, m) of x (k floats, `ldx` apart) as uint8, `lda` apart, each padded with zeros.
+void quantize_rows(const float* x, int64_t m, int64_t k, int64_t ldx, const InputQuant& q, uint8_t* a, int64_t lda) {
+  parallel_for(0, m, std::max<int64_t>(1, kGrain / std::max<int64_t>(k, 1)), [&](int64_t begin, int64_t end) {
+    // locals: the uint8 stores may alias anything captured by reference, so the loop would reread it
+    const int64_t cols = k, stride = ldx, ld = lda;
+    const float inv = q.inverse, zp = q.zero_point;
+    for (int64_t i = begin; i < end; ++i) {
+      const float* row = x + i * stride;
+      uint8_t* out = a + i * ld;
+      for (int64_t p = 0; p < cols; ++p) {
+        // round half to even by the float adder: 1.5 · 2^23 pushes the fraction out
+        float v = row[p] * inv + zp;
+        v = v > 0.f ? v : 0.f;
+        v = v < 255.f ? v : 255.f;
+        out[p] = uint8_t(int32_t((v + 12582912.f) - 12582912.f));
+      }
+      std::fill(out + cols, out + ld, uint8_t(0));
+    }
+  });
+}
+
+// A's rows `lda` bytes apart: an odd number of cache lines (k <= 64: one line),
+// so the kernel's rows do not share L1's sets.
+int64_t row_stride(int64_t k) { return ((k + 63) / 64 | 1) * 64; }
+
+// y[m × n] = dequantized (a · W) + bias, W and its per-channel data inputs 1..4 of the op.
+void gemm_dequantized(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, absl::Span<const Tensor> in,
+                      const InputQuant& q, float* y) {
+  const Tensor bias = in[4].contiguous(), sums = in[2].contiguous(), scales = in[3].contiguous(),
+               packed = in[1].contiguous();
+  std::vector<int32_t> offset(static_cast<size_t>(n));
+  std::vector<float> col_scale(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    offset[size_t(j)] = int32_t(q.zero_point) * sums.data_ptr<int32_t>()[j];
+    col_scale[size_t(j)] = q.scale * scales.data_ptr<float>()[j];
+  }
+  const Int8Dequant dq{offset.data(), col_scale.data(), bias.data_ptr<float>()};
+  gemm_u8s8(m, n, k, a, lda, packed.data_ptr<int8_t>(), y, n, &dq);
+}
+
+void linear_dynamic_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& attrs) {
+  const int64_t n = attrs.i(0), k = attrs.i(1);
+  const Tensor x = in[0].contiguous();
+  const int64_t m = k == 0 ? 0 : x.numel() / k;
+  if (out[0].numel() == 0) return;
+  float* y = out[0].data_ptr<float>();
+  if (k == 0) {  // x Wᵀ is empty: the bias alone
+    const Tensor bias = in[4].contiguous();
+    for (int64_t i = 0; i < m; ++i) std::copy(bias.data_ptr<float>(), bias.data_ptr<float>() + n, y + i * n);
+    return;
+  }
+  const float* xs = x.data_ptr<float>();
+  const InputQuant q = input_qparams(xs, m * k, "quantized_linear_dynamic", in[0]);
+  const int64_t lda = row_stride(k);
+  const Tensor a = empty({m * lda}, kUInt8);
+  quantize_rows(xs, m, k, k, q, a.data_ptr<uint8_t>(), lda);
+  gemm_dequantized(m, n, k, a.data_ptr<uint8_t>(), lda, in, q, y);
+}
+
+// Convolution as a product: each output pixel's window (c, i, j in the
+// weight's order, zero padding as x's zero point) a row of uint8, times W
+// [k = c·kh·kw, out channels], into pixel-major rows; then into NCHW.
+void conv2d_dynamic_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& attrs) {
+  const Tensor x = in[0].contiguous();
+  const Tensor& y = out[0];
+  if (y.numel() == 0) return;
+  const int64_t batch = x.size(0), channels = x.size(1), h = x.size(2), w = x.size(3);
+  const IntArrayRef kernel = attrs.ints(0), stride = attrs.ints(1), padding = attrs.ints(2), dilation = attrs.ints(3);
+  const int64_t n = y.size(1), oh = y.size(2), ow = y.size(3), pixels = oh * ow;
+  const int64_t k = channels * kernel[0] * kernel[1];
+  const float* xs = x.data_ptr<float>();
+  const InputQuant q = input_qparams(xs, x.numel(), "quantized_conv2d_dynamic", in[0]);
+  const Tensor xq = empty({x.numel()}, kUInt8);
+  quantize_rows(xs, 1, x.numel(), x.numel(), q, xq.data_ptr<uint8_t>(), x.numel());
+  const int64_t lda = row_stride(k), m = batch * pixels;
+  const Tensor a = empty({m * lda}, kUInt8);
+  const uint8_t* src = xq.data_ptr<uint8_t>();
+  uint8_t* rows = a.data_ptr<uint8_t>();
+  const uint8_t pad = uint8_t(q.zero_point);
+  parallel_for(0, m, std::max<int64_t>(1, kGrain / k), [&](int64_t begin, int64_t end) {
+    const int64_t kh = kernel[0], kw = kernel[1], ld = lda;
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / pixels, py = r % pixels / ow, px = r % ow;
+      uint8_t* row = rows + r * ld;
+      int64_t p = 0;
+      for (int64_t c = 0; c < channels; ++c) {
+        const uint8_t* plane = src + (b * channels + c) * h * w;
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t yy = py * stride[0] - padding[0] + i * dilation[0];
+          for (int64_t j = 0; j < kw; ++j, ++p) {
+            const int64_t xx = px * stride[1] - padding[1] + j * dilation[1];
+            row[p] = yy >= 0 && yy < h && xx >= 0 && xx < w ? plane[yy * w + xx] : pad;
+          }
+        }
+      }
+      std::fill(row + k, row + ld, uint8_t(0));
+    }
+  });
+  const Tensor by_pixel = empty({m, n});
+  gemm_dequantized(m, n, k, rows, lda, in, q, by_pixel.data_ptr<float>());
+  const float* c = by_pixel.data_ptr<float>();
+  float* o = y.data_ptr<float>();
+  parallel_for(0, batch * n, std::max<int64_t>(1, kGrain / pixels), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / n, j = t % n;
+      for (int64_t p = 0; p < pixels; ++p) o[t * pixels + p] = c[(b * pixels + p) * n + j];
+    }
+  });
+}
+
+}  // namespace
+
+NNVM_REGISTER(cpu_quantized_layer_kernels) {
+  register_kernel("quantized_linear_dynamic", kCPU, linear_dynamic_kernel);
+  register_kernel("quantized_conv2d_dynamic", kCPU, conv2d_dynamic_kernel);
+}
+
+}  // namespace nnvm::cpu
