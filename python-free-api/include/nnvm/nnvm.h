@@ -13,6 +13,7 @@
 #include "nnvm/core/indexing.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/op.h"
+#include "nnvm/core/quantize.h"
 #include "nnvm/core/scalar.h"
 #include "nnvm/core/shape.h"
 #include "nnvm/core/tensor.h"
