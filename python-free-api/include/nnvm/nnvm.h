@@ -65,5 +65,6 @@
 #include "nnvm/optim/schedulers.h"
 #include "nnvm/optim/sgd.h"
 #include "nnvm/pytorch.h"
+#include "nnvm/quantization/observer.h"
 #include "nnvm/serialize.h"
 #include "nnvm/str.h"
