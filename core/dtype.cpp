@@ -1,5 +1,7 @@
 #include "nnvm/core/dtype.h"
 
+#include "nnvm/core/error.h"
+
 namespace nnvm {
 
 std::string_view dtype_name(DType t) {
@@ -13,11 +15,17 @@ std::string_view dtype_name(DType t) {
     case kBFloat16: return "bfloat16";
     case kFloat32: return "float32";
     case kFloat64: return "float64";
+    case kQInt8: return "qint8";
+    case kQUInt8: return "quint8";
+    case kQInt32: return "qint32";
   }
   return "?";
 }
 
 DType promote_types(DType a, DType b) {
+  if (is_quantized(a) || is_quantized(b)) [[unlikely]]
+    throw Error(detail::concat("promote_types: ", a, " and ", b,
+                               ": a quantized type does not promote; dequantize() it first"));
   if (a == b) return a;
   if (a == kBool) return b;
   if (b == kBool) return a;

@@ -1,6 +1,8 @@
 // Element types. float16 and bfloat16 are stored natively (2 bytes) and
 // computed in float32; every other type is computed in itself, or in a wider
 // type chosen by the op (see promote_types and the kernels' compute types).
+// qint8, quint8 and qint32 are PyTorch's quantized types: stored as int8,
+// uint8 and int32, read only through a tensor's quantizer (core/quantize.h).
 #pragma once
 
 #include <cstdint>
@@ -10,8 +12,9 @@
 
 namespace nnvm {
 
-enum class DType : uint8_t { Bool, UInt8, Int8, Int32, Int64, Float16, BFloat16, Float32, Float64 };
-inline constexpr int kNumDTypes = 9;
+// The quantized types come last: promote_types relies on the order of the others.
+enum class DType : uint8_t { Bool, UInt8, Int8, Int32, Int64, Float16, BFloat16, Float32, Float64, QInt8, QUInt8, QInt32 };
+inline constexpr int kNumDTypes = 12;
 
 inline constexpr DType kBool = DType::Bool;
 inline constexpr DType kUInt8 = DType::UInt8;
@@ -29,13 +32,16 @@ inline constexpr DType kFloat32 = DType::Float32;
 inline constexpr DType kFloat = DType::Float32;
 inline constexpr DType kFloat64 = DType::Float64;
 inline constexpr DType kDouble = DType::Float64;
+inline constexpr DType kQInt8 = DType::QInt8;
+inline constexpr DType kQUInt8 = DType::QUInt8;
+inline constexpr DType kQInt32 = DType::QInt32;
 
 // Inline: every op's dispatch, lazy output and data pointer asks.
 inline constexpr size_t itemsize(DType t) {
   switch (t) {
-    case kBool: case kUInt8: case kInt8: return 1;
+    case kBool: case kUInt8: case kInt8: case kQInt8: case kQUInt8: return 1;
     case kFloat16: case kBFloat16: return 2;
-    case kInt32: case kFloat32: return 4;
+    case kInt32: case kFloat32: case kQInt32: return 4;
     case kInt64: case kFloat64: return 8;
   }
   return 0;
@@ -50,9 +56,15 @@ inline bool is_integral(DType t, bool include_bool = false) {
   return t == kUInt8 || t == kInt8 || t == kInt32 || t == kInt64 || (include_bool && t == kBool);
 }
 
+inline constexpr bool is_quantized(DType t) { return t == kQInt8 || t == kQUInt8 || t == kQInt32; }
+// The integer type a quantized type is stored as (libtorch's toUnderlying); any other type itself.
+inline constexpr DType underlying(DType t) {
+  return t == kQInt8 ? kInt8 : t == kQUInt8 ? kUInt8 : t == kQInt32 ? kInt32 : t;
+}
+
 // NumPy/PyTorch-style promotion: bool < integers < floating; within a category
 // the wider type wins; uint8 with int8 gives int32 (there is no int16);
-// float16 with bfloat16 gives float32.
+// float16 with bfloat16 gives float32. A quantized type throws nnvm::Error.
 DType promote_types(DType a, DType b);
 
 // IEEE binary16, round to nearest even on conversion from float.
@@ -116,8 +128,10 @@ template <class T> inline constexpr DType dtype_of_v = dtype_of<T>::value;
       NNVM_DTYPE_CASE(::nnvm::kBFloat16, ::nnvm::BFloat16, __VA_ARGS__)                  \
       NNVM_DTYPE_CASE(::nnvm::kFloat32, float, __VA_ARGS__)                              \
       NNVM_DTYPE_CASE(::nnvm::kFloat64, double, __VA_ARGS__)                             \
+      case ::nnvm::kQInt8: case ::nnvm::kQUInt8: case ::nnvm::kQInt32: break;            \
     }                                                                                    \
-    throw ::nnvm::Error(std::string(OPNAME) + ": unknown dtype");                        \
+    throw ::nnvm::Error(::nnvm::detail::concat(OPNAME, ": not supported for dtype ", DT, \
+                                               "; dequantize() a quantized tensor first")); \
   }()
 
 }  // namespace nnvm

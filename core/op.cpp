@@ -10,10 +10,13 @@
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/core/quantize.h"
 
 namespace nnvm {
 
 namespace {
+
+using Outputs = detail::OpOutputs;
 
 struct Registry {
   std::mutex mu;
@@ -55,16 +58,41 @@ std::string shapes_of(TensorRefs inputs) {
   throw Error(detail::concat(op.name, ": invalid inputs (", shapes_of(inputs), ")"));
 }
 
+// A quantized input reaches only an op that takes it (OpDef::quantized_inputs).
+// A tensor a trace made inside itself has no quantizer: the op that made it took it.
+[[gnu::noinline, gnu::cold]] void check_quantized_input(const OpDef& op, TensorRefs inputs, size_t i) {
+  const TensorImpl& t = *inputs[i].impl();
+  if (op.quantized_inputs == QuantizedInputs::kAny) return;
+  const bool per_channel = t.quantizer && t.quantizer->per_channel();
+  if (op.quantized_inputs == QuantizedInputs::kPerTensor && !per_channel) return;
+  throw Error(detail::concat(op.name, ": input ", i, " is a quantized tensor (",
+                             t.quantizer ? t.quantizer->describe() : std::string(dtype_name(t.dtype)), ")",
+                             per_channel && op.quantized_inputs == QuantizedInputs::kPerTensor
+                                 ? absl::StrCat("; ", op.name, " takes per-tensor quantized tensors only")
+                                 : std::string(),
+                             "; dequantize() it first"));
+}
+
 void check_inputs(const OpDef& op, TensorRefs inputs) {
   const size_t n = inputs.size();
   if (op.num_inputs >= 0 && size_t(op.num_inputs) != n) [[unlikely]] throw_bad_inputs(op, inputs);
   if (n == 0) return;
   const TensorImpl* first = inputs[0].impl();
   if (first == nullptr) [[unlikely]] throw_bad_inputs(op, inputs);
+  if (is_quantized(first->dtype)) [[unlikely]] check_quantized_input(op, inputs, 0);
   for (size_t i = 1; i < n; ++i) {
     const TensorImpl* t = inputs[i].impl();
     if (t == nullptr || !(t->device == first->device)) [[unlikely]] throw_bad_inputs(op, inputs);
+    if (is_quantized(t->dtype)) [[unlikely]] check_quantized_input(op, inputs, i);
   }
+}
+
+// A copy of a quantized tensor to its own dtype means what the input means.
+[[gnu::noinline]] void carry_quantizer(TensorRefs inputs, Outputs& outs) {
+  const TensorImpl& in = *inputs[0].impl();
+  if (in.quantizer == nullptr) return;
+  for (Tensor& out : outs)
+    if (out.impl()->dtype == in.dtype) out.impl()->quantizer = in.quantizer;
 }
 
 const KernelFn& kernel_for(const OpDef& op, Device device) {
@@ -121,8 +149,6 @@ bool can_cast(DType from, DType to) {
 
 namespace {
 
-using Outputs = detail::OpOutputs;
-
 void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);
   if (op.view) {
@@ -135,6 +161,7 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
   if (detail::recording()) {
     kernel_for(op, inputs.empty() ? Device() : inputs[0].device());  // a missing kernel is the caller's error
     detail::hooks()->record(op, inputs, attrs, outs);
+    if (op.quantized_inputs != QuantizedInputs::kNone) [[unlikely]] carry_quantizer(inputs, outs);
     autograd::record(op, inputs, attrs, outs);
     return;
   }
@@ -144,6 +171,7 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
   const KernelFn& kernel = kernel_for(op, device);
   for (const OutputSpec& s : specs) outs.push_back(make_output(s, device, op.name));
   kernel(span, outs, attrs);
+  if (op.quantized_inputs != QuantizedInputs::kNone) [[unlikely]] carry_quantizer(inputs, outs);
   autograd::record(op, inputs, attrs, outs);
 }
 
@@ -151,8 +179,10 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
 
 Tensor view_of(const Tensor& in, ViewSpec v) {
   const TensorImpl& t = *in.impl();
-  return pooled_tensor(t.storage, std::move(v.shape), std::move(v.strides), v.offset, t.dtype, t.device,
-                       /*is_view=*/true);
+  Tensor out = pooled_tensor(t.storage, std::move(v.shape), std::move(v.strides), v.offset, t.dtype, t.device,
+                             /*is_view=*/true);
+  if (t.quantizer) [[unlikely]] out.impl()->quantizer = t.quantizer;
+  return out;
 }
 
 std::vector<Tensor> call(const OpDef& op, TensorRefs inputs, const Attrs& attrs) {
@@ -171,6 +201,9 @@ Tensor call1(const OpDef& op, TensorRefs inputs, const Attrs& attrs) {
 void call_into(const OpDef& op, TensorRefs inputs, const Attrs& attrs, const Tensor& out) {
   check_inputs(op, inputs);
   NNVM_CHECK(out.defined(), op.name, "the output tensor is undefined");
+  NNVM_CHECK(!out.is_quantized(), op.name, "cannot write into a quantized tensor (",
+             out.impl()->quantizer ? out.impl()->quantizer->describe() : std::string(dtype_name(out.dtype())),
+             "); quantize a result with quantize_per_tensor() or quantize_per_channel() instead");
   NNVM_CHECK(op.infer != nullptr, op.name, "a view op cannot write into an output");
   const TensorSpan span(inputs);
   const OutputSpecs specs = op.infer(span, attrs);

@@ -100,6 +100,14 @@ struct GradContext {
 // engine sums it back to the input's shape and casts it to the input's dtype.
 using GradFn = std::function<std::vector<Tensor>(const GradContext& ctx)>;
 
+// Which quantized inputs an op takes; the dispatcher refuses the others with
+// an nnvm::Error that says to dequantize() first (core/op.cpp).
+enum class QuantizedInputs : uint8_t {
+  kNone,
+  kPerTensor,  // views: a per-tensor quantizer stays valid whatever the layout
+  kAny,        // dequantize, int_repr, copy (clone, contiguous)
+};
+
 struct OpDef {
   std::string name;
   int num_inputs = 1;  // -1: any number (cat, stack)
@@ -116,6 +124,9 @@ struct OpDef {
   // The same for integer inputs only: integer division by zero, an integer
   // to a negative power (a float division by zero is inf, no error).
   bool checks_integer_values = false;
+  // Quantized inputs it takes. An output of an input's quantized dtype gets
+  // that input's quantizer (a view, a clone).
+  QuantizedInputs quantized_inputs = QuantizedInputs::kNone;
   GradFn grad;                    // null: not differentiable (an error if a gradient reaches it)
   bool grad_saves_inputs = true;  // what `grad` reads from the context
   bool grad_saves_outputs = false;
@@ -128,6 +139,7 @@ struct OpDef {
   OpDef& is_elementwise() { elementwise = true; return *this; }
   OpDef& checks_input_values() { checks_values = true; return *this; }
   OpDef& checks_integer_input_values() { checks_integer_values = true; return *this; }
+  OpDef& takes_quantized(QuantizedInputs q) { quantized_inputs = q; return *this; }
   // Declares the gradient and which forward tensors it needs kept alive.
   OpDef& grad_with(GradFn f, bool saves_inputs = true, bool saves_outputs = false) {
     grad = std::move(f);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nnvm/core/hot_tls.h"
+#include "nnvm/core/quantize.h"
 
 namespace nnvm {
 
@@ -80,7 +81,9 @@ Scalar Tensor::item() const {
 namespace {
 
 std::string type_name(const Tensor& t) {
-  static const char* names[] = {"Bool", "Byte", "Char", "Int", "Long", "Half", "BFloat16", "Float", "Double"};
+  static const char* names[] = {"Bool",  "Byte",   "Char",  "Int",   "Long",   "Half",
+                                 "BFloat16", "Float", "Double", "QInt8", "QUInt8", "QInt32"};
+  static_assert(std::size(names) == kNumDTypes);
   return absl::StrCat(t.device().is_cpu() ? "CPU" : "CUDA", names[int(t.dtype())], "Type");
 }
 
@@ -134,8 +137,10 @@ std::string Tensor::toString() const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "[ Tensor (undefined) ]";
-  const std::vector<double> v = t.to_vector<double>();
-  const Formatter f(v, !t.is_floating_point());
+  // a quantized tensor prints its values, then its scale and zero point (libtorch's layout)
+  const Tensor shown = t.is_quantized() ? t.dequantize() : t;
+  const std::vector<double> v = shown.to_vector<double>();
+  const Formatter f(v, !shown.is_floating_point());
   if (t.dim() == 0) {
     os << f.str(v.empty() ? 0.0 : v[0]) << "\n";
   } else if (t.numel() > 0) {
@@ -158,7 +163,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
       if (t.dim() > 2 && m + 1 < mats) os << "\n";
     }
   }
-  return os << "[ " << t.toString() << " ]";
+  os << "[ " << t.toString();
+  if (t.is_quantized()) os << ", " << t.quantizer().describe();
+  return os << " ]";
 }
 
 }  // namespace nnvm

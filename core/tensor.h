@@ -30,6 +30,9 @@
 namespace nnvm {
 
 class Generator;
+// Quantized tensors (core/quantize.h).
+enum class QScheme : uint8_t;
+struct Quantizer;
 
 // The unary ops that are Tensor methods with an in-place twin, and free
 // functions too (core/functions.h): X(name) for each.
@@ -91,6 +94,11 @@ struct TensorImpl {
   Device device;
   bool is_view = false;  // made by a view op: shares another tensor's storage
   std::shared_ptr<autograd::AutogradMeta> autograd;  // null: no gradient business
+  // Set on a quantized tensor (dtype qint8, quint8, qint32) made by the user's
+  // call: its scale and zero point (core/quantize.h). Views share it. Null on
+  // the tensors a trace makes inside itself: kernels take the parameters as
+  // attributes and inputs, never from here.
+  std::shared_ptr<const Quantizer> quantizer;
   // Names this object's shape and strides: two TensorImpls never share one,
   // and Tensor::set_data, which re-points the object, renews it. The
   // recorder compares it before it compares a layout (trace/recorder.cpp).
@@ -172,6 +180,20 @@ class Tensor {
   // The same data, cut from the graph.
   Tensor detach() const;
   Tensor& detach_() const;
+
+  // ---- quantized tensors (core/quantize.h), with libtorch's names ----
+  // Each throws nnvm::Error on a tensor that is not quantized, and q_scale and
+  // q_zero_point on a per-channel one (the q_per_channel_* on a per-tensor one).
+  bool is_quantized() const { return nnvm::is_quantized(checked().dtype); }
+  QScheme qscheme() const;
+  double q_scale() const;
+  int64_t q_zero_point() const;
+  Tensor q_per_channel_scales() const;       // float64
+  Tensor q_per_channel_zero_points() const;  // int64
+  int64_t q_per_channel_axis() const;
+  Tensor int_repr() const;    // the stored integers as an int8, uint8 or int32 tensor (a copy)
+  Tensor dequantize() const;  // (q - zero_point) * scale, float32
+  const Quantizer& quantizer() const;
 
   // ---- views (no copies) ----
   Tensor view(IntArrayRef shape) const;

@@ -77,8 +77,14 @@ NNVM_REGISTER(creation_ops) {
         return {{dims(in[0].sizes()), in[0].dtype()}};
       });
   // copy's gradient is the incoming one; the engine casts it back to the input's dtype.
-  register_op("copy").inputs(1).is_elementwise().infer_with(infer_copy).grad_with(
-      [](const GradContext& c) -> std::vector<Tensor> { return {c.grad_outputs[0]}; }, false);  // dtype
+  // A quantized tensor's values are its integers here: clone and contiguous copy
+  // them to its own dtype, int_repr to the integer dtype (core/ops/quantize.cpp).
+  register_op("copy")
+      .inputs(1)
+      .is_elementwise()
+      .takes_quantized(QuantizedInputs::kAny)
+      .infer_with(infer_copy)
+      .grad_with([](const GradContext& c) -> std::vector<Tensor> { return {c.grad_outputs[0]}; }, false);  // dtype
 }
 
 // ---- creation ----
@@ -239,12 +245,18 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::to(DType t) const {
   static const OpDef& o = find_op("copy");
-  return t == dtype() ? *this : call1(o, {*this}, {t});
+  if (t == dtype()) return *this;
+  NNVM_CHECK(!is_quantized() && !nnvm::is_quantized(t), "to", "cannot convert a ", dtype(), " tensor to ", t,
+             is_quantized() ? "; use dequantize() or int_repr()"
+                            : "; use quantize_per_tensor() or quantize_per_channel()");
+  return call1(o, {*this}, {t});
 }
 
 Tensor& Tensor::copy_(const Tensor& src) const {
   static const OpDef& o = find_op("copy");
   NNVM_CHECK(src.defined(), "copy_", "the source tensor is undefined");
+  NNVM_CHECK(!src.is_quantized(), "copy_", "the source is a quantized tensor (", src.dtype(),
+             "); copy its dequantize() or int_repr()");
   broadcast_shapes(sizes(), src.sizes(), "copy_");  // throws when they do not broadcast
   const Tensor from = src.sizes() == sizes() ? src : src.expand(sizes());
   // copy_ casts freely, like libtorch's: the copy op's result already has self's dtype.

@@ -232,6 +232,10 @@ NNVM_REGISTER(view_ops) {
   register_op("slice").view_with(view_slice).grad_with(scatter_grad("slice"));
   register_op("select").view_with(view_select).grad_with(scatter_grad("select"));
   register_op("diagonal").view_with(view_diagonal).grad_with(scatter_grad("diagonal"));
+  // A per-tensor scale and zero point hold for any layout of the same integers;
+  // a per-channel quantizer's axis would move (core/quantize.h).
+  for (const char* name : {"view", "permute", "transpose", "expand", "squeeze", "unsqueeze", "slice", "select", "diagonal"})
+    register_op(name).takes_quantized(QuantizedInputs::kPerTensor);
 
   // as_strided(x) [shape, strides, offset]: the view of x's storage at that
   // layout (offset in elements from the storage's start). The tracer reads

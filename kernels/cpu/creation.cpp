@@ -5,6 +5,7 @@
 #include "nnvm/core/generator.h"
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/loops.h"
+#include "nnvm/kernels/cpu/quantize.h"
 
 namespace nnvm::cpu {
 
@@ -35,7 +36,9 @@ void full_kernel(absl::Span<const Tensor>, absl::Span<const Tensor> out, const A
   });
 }
 
-void copy_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs&) {
+void copy_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
+  if (is_quantized(in[0].dtype()) || is_quantized(out[0].dtype())) [[unlikely]]  // the integers
+    return copy_kernel({int_view(in[0])}, {int_view(out[0])}, a);
   with_compute_type(out[0].dtype(), [&](auto t) {
     using T = decltype(t);
     pointwise<T, 1>(out[0], {&in[0]}, [](T x) { return x; });

@@ -70,6 +70,7 @@ template <class Fn> decltype(auto) with_compute_type(DType t, Fn&& fn) {
     case kUInt8: case kInt8: case kInt32: case kInt64: return fn(int64_t{});
     case kFloat16: case kBFloat16: case kFloat32: return fn(float{});
     case kFloat64: return fn(double{});
+    case kQInt8: case kQUInt8: case kQInt32: break;  // kernels read their integers (kernels/cpu/quantize.h)
   }
   return fn(float{});
 }

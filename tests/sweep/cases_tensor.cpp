@@ -170,6 +170,28 @@ void add_tensor_cases(std::vector<Case>& cases) {
       const Tensor y = f({x});
       return autograd::grad({y}, {x}, {y.detach()});
     }, kFloats, "the gradient of " + view));
+  // quantized tensors: quantize and dequantize, per tensor and per channel (axis 0)
+  for (const DimVector& shape : {DimVector{0, 3}, DimVector{1}, DimVector{5, 33}}) {
+    const std::string label = shape_str(shape);
+    const Program per_tensor = [](const std::vector<Tensor>& in) {
+      const Tensor q = quantize_per_tensor(in[0], 0.02, 3, kQInt8);
+      return std::vector<Tensor>{q.int_repr(), q.dequantize()};
+    };
+    const Program per_channel = [channels = shape[0]](const std::vector<Tensor>& in) {
+      std::vector<double> scales;
+      std::vector<int64_t> zero_points;
+      for (int64_t c = 0; c < channels; ++c) {
+        scales.push_back(0.01 * double(c + 1));
+        zero_points.push_back(100 + c);
+      }
+      const Tensor q = quantize_per_channel(in[0], tensor(scales), tensor(zero_points), 0, kQUInt8);
+      return std::vector<Tensor>{q.int_repr(), q.dequantize()};
+    };
+    for (const char* op : {"quantize_per_tensor", "dequantize_per_tensor"})
+      cases.push_back(program_case(op, {{shape}}, per_tensor, kFloats, label));
+    for (const char* op : {"quantize_per_channel", "dequantize_per_channel"})
+      cases.push_back(program_case(op, {{shape}}, per_channel, kFloats, label));
+  }
 }
 
 }  // namespace nnvm::sweep

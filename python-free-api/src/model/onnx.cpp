@@ -139,6 +139,7 @@ Tensor Reader::tensor(const onnx::TensorProto& proto, const std::string& context
     case kUInt8: return narrow(uint8_t{});
     case kBool: return narrow(bool{});
     case kFloat16: case kBFloat16: return narrow(uint16_t{});
+    case kQInt8: case kQUInt8: case kQInt32: break;  // not an ONNX tensor type
   }
   throw Error(absl::StrCat(what, ": ", context, " has a data type nnvm cannot read"));
 }

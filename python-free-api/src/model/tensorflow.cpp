@@ -225,6 +225,7 @@ Tensor GraphWriter::const_value(const NodeDef& node) {
       case kUInt8: t = narrow(proto.int_val(), uint8_t{}); break;
       case kBool: t = narrow(proto.bool_val(), bool{}); break;
       case kFloat16: case kBFloat16: t = narrow(proto.half_val(), uint16_t{}); break;
+      case kQInt8: case kQUInt8: case kQInt32: break;  // dtype_from_tf never gives one
     }
   }
   consts_.emplace(node.name(), t);
