@@ -385,6 +385,8 @@ std::string exact_in_float32(const trace::Trace& t, const trace::Node& n) {
 
 // Lowers nodes[0, count) of g over the group's inputs (loaded); the result
 // of each node output in expr_of. Empty, or why a node does not lower.
+bool is_floating_16(DType d) { return d == kFloat16 || d == kBFloat16; }
+
 std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size_t count,
                         const trace::GroupValues& values, Builder& b, LoopIR& ir,
                         absl::flat_hash_map<trace::ValueId, int32_t>& expr_of) {
@@ -406,6 +408,19 @@ std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size
     }
     why = exact_in_float32(t, node);
     if (!why.empty()) return why;
+    // An explicit cast into a 16-bit float asks for the rounding, which the
+    // JIT makes on store only: a later node of the group may only select the
+    // value into the same dtype (where), which rounds it on its own store.
+    if (const DType to = t.value(node.outputs[0]).dtype;
+        node.op->name == "copy" && (to == kFloat16 || to == kBFloat16) && !is_floating_16(t.value(node.inputs[0]).dtype))
+      for (size_t later = k + 1; later < g.nodes.size(); ++later) {
+        const trace::Node& reader = t.nodes()[size_t(g.nodes[later])];
+        const bool selects = reader.op->name == "where" && t.value(reader.outputs[0]).dtype == to;
+        for (trace::ValueId v : reader.inputs)
+          if (v == node.outputs[0] && !selects)
+            return absl::StrCat("copy into ", std::string(dtype_name(to)), " read by ", reader.op->name,
+                                " in the group: the JIT rounds 16-bit values on store only");
+      }
     for (size_t i = 0; i < in.size(); ++i)
       if (b.expr(in[i]).prim == Prim::kPair)
         return absl::StrCat(node.op->name, " reads int64 %", node.inputs[i], " into ",

@@ -5,6 +5,8 @@
 //
 //   nnvm_demo [--out PATH] [--data DIR] [--steps N]   train (default out: fmnist_cnn.safetensors)
 //   nnvm_demo --eval PATH [--data DIR]                evaluate a checkpoint
+//   ... --quantize int8                               also run the model in INT8 (docs/QUANTIZATION.md):
+//                                                     its test accuracy and inference speed beside float32's
 //
 // The data comes from the Debian package dataset-fashion-mnist unless --data
 // names a directory with the four IDX files; --steps stops training early
@@ -88,15 +90,58 @@ class Progress {
   int64_t loss_count_ = 0;
 };
 
-double test_accuracy(FashionCnn& model, const std::string& root) {
+struct Evaluation {
+  double accuracy;
+  double images_per_second;  // the model's forward passes alone
+};
+
+Evaluation evaluate_model(FashionCnn& model, const std::string& root) {
   data::FashionMNIST test(root, data::FashionMNIST::Mode::kTest);
   test.normalize();
   model->eval();
   NoGradGuard no_grad;
   int64_t correct = 0;
-  for (const auto& [x, y] : data::DataLoader(test, data::DataLoaderOptions(kEvalBatch)))
-    correct += model(x).argmax(1).eq(y).sum().item<int64_t>();
-  return double(correct) / double(test.size());
+  double seconds = 0;
+  for (const auto& [x, y] : data::DataLoader(test, data::DataLoaderOptions(kEvalBatch))) {
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor predicted = model(x).argmax(1);
+    mark_step();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    correct += predicted.eq(y).sum().item<int64_t>();
+  }
+  return {double(correct) / double(test.size()), double(test.size()) / seconds};
+}
+
+double test_accuracy(FashionCnn& model, const std::string& root) { return evaluate_model(model, root).accuracy; }
+
+// The model's INT8 copies (every convolution and linear layer) beside the
+// model: dynamic (each input quantized from its own range) and static (input
+// scales calibrated on 16 training batches).
+void compare_int8(FashionCnn& model, const std::string& root) {
+  constexpr int64_t kCalibrationBatches = 16;
+  FashionCnn dynamic = quantize_dynamic(model, QuantizeDynamicOptions().conv2d(true));
+  FashionCnn calibrated = quantization::prepare(model);
+  {
+    data::FashionMNIST train_set(root);
+    train_set.normalize();
+    NoGradGuard no_grad;
+    int64_t seen = 0;
+    for (const auto& [x, y] : data::DataLoader(train_set, data::DataLoaderOptions(kBatch).shuffle(true).seed(kSeed))) {
+      if (seen++ == kCalibrationBatches) break;
+      calibrated(x);
+    }
+  }
+  quantization::convert(calibrated);
+  evaluate_model(model, root);  // warm: plans compiled, buffers cached
+  const Evaluation f = evaluate_model(model, root);
+  for (auto [name, q] : {std::pair<const char*, FashionCnn*>{"dynamic", &dynamic}, {"static", &calibrated}}) {
+    evaluate_model(*q, root);
+    const Evaluation i = evaluate_model(*q, root);
+    std::printf("INT8 (Conv2d and Linear, %s): test accuracy %.2f%% (float32 %.2f%%, %+.2f points), "
+                "inference %.0f img/s (float32 %.0f img/s, %.2fx)\n",
+                name, 100.0 * i.accuracy, 100.0 * f.accuracy, 100.0 * (i.accuracy - f.accuracy),
+                i.images_per_second, f.images_per_second, i.images_per_second / f.images_per_second);
+  }
 }
 
 // Runs `steps` training steps of a fresh model in the current mode after a
@@ -136,7 +181,7 @@ void compare_modes(const data::FashionMNIST& train_set, int64_t steps) {
               static_cast<long long>(steps), fused, eager, fused / eager);
 }
 
-int train(const std::string& root, const std::string& out, std::optional<int64_t> max_steps) {
+int train(const std::string& root, const std::string& out, std::optional<int64_t> max_steps, bool int8) {
   manual_seed(kSeed);
   data::FashionMNIST train_set(root);
   train_set.normalize();
@@ -163,20 +208,22 @@ int train(const std::string& root, const std::string& out, std::optional<int64_t
   std::printf("test accuracy: %.2f%%\n", 100.0 * test_accuracy(model, root));
   nn::save(model, out);
   std::printf("saved weights to %s\n", out.c_str());
+  if (int8) compare_int8(model, root);
   compare_modes(train_set, std::min<int64_t>(total, 40));
   return 0;
 }
 
-int evaluate(const std::string& root, const std::string& path) {
+int evaluate(const std::string& root, const std::string& path, bool int8) {
   FashionCnn model;
   nn::load(model, path);
   std::printf("%s: test accuracy %.2f%%\n", path.c_str(), 100.0 * test_accuracy(model, root));
+  if (int8) compare_int8(model, root);
   return 0;
 }
 
 int usage() {
-  std::cerr << "usage: nnvm_demo [--out PATH] [--data DIR] [--steps N]\n"
-               "       nnvm_demo --eval PATH [--data DIR]\n";
+  std::cerr << "usage: nnvm_demo [--out PATH] [--data DIR] [--steps N] [--quantize int8]\n"
+               "       nnvm_demo --eval PATH [--data DIR] [--quantize int8]\n";
   return 2;
 }
 
@@ -186,6 +233,7 @@ int main(int argc, char** argv) {
   std::string root = data::FashionMNIST::kDefaultRoot, out = "fmnist_cnn.safetensors";
   std::optional<std::string> eval_path;
   std::optional<int64_t> max_steps;
+  bool int8 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) return usage();
@@ -196,6 +244,9 @@ int main(int argc, char** argv) {
       root = value;
     } else if (arg == "--eval") {
       eval_path = value;
+    } else if (arg == "--quantize") {
+      if (value != "int8") return usage();
+      int8 = true;
     } else if (arg == "--steps") {
       char* end = nullptr;
       max_steps = std::strtoll(value.c_str(), &end, 10);
@@ -205,7 +256,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    return eval_path ? evaluate(root, *eval_path) : train(root, out, max_steps);
+    return eval_path ? evaluate(root, *eval_path, int8) : train(root, out, max_steps, int8);
   } catch (const Error& e) {
     std::cerr << "nnvm_demo: " << e.what() << "\n";
     return 1;

@@ -1,8 +1,9 @@
 // The kernels of "quantized_linear_dynamic" and "quantized_conv2d_dynamic"
 // (core/ops/quantized_layers.cpp).
 //
-// x's range [lo, hi] (widened to hold 0, as PyTorch's dynamic quantization
-// does) gives the uint8 parameters: scale = (hi - lo) / 255 and zero point
+// The uint8 parameters are the op's (static: calibrated beforehand; a NaN
+// quantizes to 0) or, with a scale of 0, x's range [lo, hi] (widened to hold
+// 0, as PyTorch's dynamic quantization does) gives them: scale = (hi - lo) / 255 and zero point
 // round(-lo / scale); x is quantized row by row into a buffer whose rows are
 // an odd number of cache lines apart (the GEMM reads them in place, and rows
 // a power of two apart would share L1's sets), padded with zeros to a
@@ -62,7 +63,11 @@ struct InputQuant {
   float scale, zero_point, inverse;
 };
 
-InputQuant input_qparams(const float* x, int64_t count, std::string_view op, const Tensor& input) {
+// The op's scale and zero point for x (attributes `at`, `at + 1`), or x's
+// own when the scale is 0.
+InputQuant input_qparams(const float* x, int64_t count, std::string_view op, const Tensor& input, const Attrs& attrs,
+                         size_t at) {
+  if (const float given = float(attrs.d(at)); given > 0) return {given, float(attrs.d(at + 1)), 1.f / given};
   const Range r = range_of(x, count);
   NNVM_CHECK(r.finite == 0, op, "the input ", shape_str(input.sizes()),
              " holds a NaN or an infinity: it cannot be quantized");
@@ -93,9 +98,13 @@ void quantize_rows(const float* x, int64_t m, int64_t k, int64_t ldx, const Inpu
   });
 }
 
-// A's rows `lda` bytes apart: an odd number of cache lines (k <= 64: one line),
-// so the kernel's rows do not share L1's sets.
-int64_t row_stride(int64_t k) { return ((k + 63) / 64 | 1) * 64; }
+// A's rows `lda` bytes apart: an odd number of cache lines, so the kernel's
+// rows do not share L1's sets; rows shorter than a line side by side (a
+// tile's rows then share a few lines, and A is not mostly padding).
+int64_t row_stride(int64_t k) {
+  const int64_t quads = (k + 3) / 4 * 4;
+  return quads < 64 ? quads : ((k + 63) / 64 | 1) * 64;
+}
 
 // y[m × n] = dequantized (a · W) + bias, W and its per-channel data inputs 1..4 of the op.
 void gemm_dequantized(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, absl::Span<const Tensor> in,
@@ -124,16 +133,18 @@ void linear_dynamic_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor>
     return;
   }
   const float* xs = x.data_ptr<float>();
-  const InputQuant q = input_qparams(xs, m * k, "quantized_linear_dynamic", in[0]);
+  const InputQuant q = input_qparams(xs, m * k, "quantized_linear_dynamic", in[0], attrs, 2);
   const int64_t lda = row_stride(k);
   const Tensor a = empty({m * lda}, kUInt8);
   quantize_rows(xs, m, k, k, q, a.data_ptr<uint8_t>(), lda);
   gemm_dequantized(m, n, k, a.data_ptr<uint8_t>(), lda, in, q, y);
 }
 
-// Convolution as a product: each output pixel's window (c, i, j in the
-// weight's order, zero padding as x's zero point) a row of uint8, times W
-// [k = c·kh·kw, out channels], into pixel-major rows; then into NCHW.
+// Convolution as a product. x is quantized into channels-last rows with
+// a border of its zero point (the quantized 0: zero padding), so each output
+// pixel's window is kh·kw runs of `channels` bytes, copied into a row of A
+// in the packed weight's (i, j, c) order; A · W [k = kh·kw·c, out channels]
+// gives pixel-major rows, laid out as NCHW a block at a time.
 void conv2d_dynamic_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& attrs) {
   const Tensor x = in[0].contiguous();
   const Tensor& y = out[0];
@@ -143,41 +154,56 @@ void conv2d_dynamic_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor>
   const int64_t n = y.size(1), oh = y.size(2), ow = y.size(3), pixels = oh * ow;
   const int64_t k = channels * kernel[0] * kernel[1];
   const float* xs = x.data_ptr<float>();
-  const InputQuant q = input_qparams(xs, x.numel(), "quantized_conv2d_dynamic", in[0]);
-  const Tensor xq = empty({x.numel()}, kUInt8);
-  quantize_rows(xs, 1, x.numel(), x.numel(), q, xq.data_ptr<uint8_t>(), x.numel());
+  const InputQuant q = input_qparams(xs, x.numel(), "quantized_conv2d_dynamic", in[0], attrs, 5);
+  const int64_t hp = h + 2 * padding[0], wp = w + 2 * padding[1];
+  const Tensor padded = full({batch * hp * wp * channels}, Scalar(int64_t(q.zero_point)), kUInt8);
+  uint8_t* xq = padded.data_ptr<uint8_t>();
+  // x[b][c][yy][xx] into padded[b][yy + p0][xx + p1][c]: written in order, read a line per channel at a time
+  parallel_for(0, batch * h, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, w * channels)),
+               [&](int64_t begin, int64_t end) {
+                 const float inv = q.inverse, zp = q.zero_point;
+                 const int64_t c_count = channels, width = w, plane = h * w;
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t b = t / h, yy = t % h;
+                   const float* src = xs + b * c_count * plane + yy * width;
+                   uint8_t* dst = xq + ((b * hp + yy + padding[0]) * wp + padding[1]) * c_count;
+                   for (int64_t xx = 0; xx < width; ++xx)
+                     for (int64_t c = 0; c < c_count; ++c) {
+                       float v = src[c * plane + xx] * inv + zp;
+                       v = v > 0.f ? v : 0.f;
+                       v = v < 255.f ? v : 255.f;
+                       dst[xx * c_count + c] = uint8_t(int32_t((v + 12582912.f) - 12582912.f));
+                     }
+                 }
+               });
   const int64_t lda = row_stride(k), m = batch * pixels;
   const Tensor a = empty({m * lda}, kUInt8);
-  const uint8_t* src = xq.data_ptr<uint8_t>();
   uint8_t* rows = a.data_ptr<uint8_t>();
-  const uint8_t pad = uint8_t(q.zero_point);
   parallel_for(0, m, std::max<int64_t>(1, kGrain / k), [&](int64_t begin, int64_t end) {
-    const int64_t kh = kernel[0], kw = kernel[1], ld = lda;
+    const int64_t kh = kernel[0], kw = kernel[1], c_count = channels, ld = lda;
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / pixels, py = r % pixels / ow, px = r % ow;
       uint8_t* row = rows + r * ld;
-      int64_t p = 0;
-      for (int64_t c = 0; c < channels; ++c) {
-        const uint8_t* plane = src + (b * channels + c) * h * w;
-        for (int64_t i = 0; i < kh; ++i) {
-          const int64_t yy = py * stride[0] - padding[0] + i * dilation[0];
-          for (int64_t j = 0; j < kw; ++j, ++p) {
-            const int64_t xx = px * stride[1] - padding[1] + j * dilation[1];
-            row[p] = yy >= 0 && yy < h && xx >= 0 && xx < w ? plane[yy * w + xx] : pad;
-          }
-        }
+      for (int64_t i = 0; i < kh; ++i) {
+        const uint8_t* line = xq + ((b * hp + py * stride[0] + i * dilation[0]) * wp + px * stride[1]) * c_count;
+        for (int64_t j = 0; j < kw; ++j) std::memcpy(row + (i * kw + j) * c_count, line + j * dilation[1] * c_count, size_t(c_count));
       }
       std::fill(row + k, row + ld, uint8_t(0));
     }
   });
   const Tensor by_pixel = empty({m, n});
   gemm_dequantized(m, n, k, rows, lda, in, q, by_pixel.data_ptr<float>());
+  // [batch][pixel][n] into [batch][n][pixel], 32 × 32 blocks
   const float* c = by_pixel.data_ptr<float>();
   float* o = y.data_ptr<float>();
-  parallel_for(0, batch * n, std::max<int64_t>(1, kGrain / pixels), [&](int64_t begin, int64_t end) {
+  constexpr int64_t kBlock = 32;
+  const int64_t pixel_blocks = (pixels + kBlock - 1) / kBlock;
+  parallel_for(0, batch * pixel_blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t b = t / n, j = t % n;
-      for (int64_t p = 0; p < pixels; ++p) o[t * pixels + p] = c[(b * pixels + p) * n + j];
+      const int64_t b = t / pixel_blocks, p0 = t % pixel_blocks * kBlock, p1 = std::min(pixels, p0 + kBlock);
+      for (int64_t j0 = 0; j0 < n; j0 += kBlock)
+        for (int64_t j = j0; j < std::min(n, j0 + kBlock); ++j)
+          for (int64_t p = p0; p < p1; ++p) o[(b * n + j) * pixels + p] = c[(b * pixels + p) * n + j];
     }
   });
 }

@@ -136,7 +136,7 @@ TEST(QuantizedLinear, BadInput) {
                         {"linear_dynamic", "empty"});
 }
 
-// x's windows as rows (output pixel-major), in the weight's (c, i, j) order, zero padding.
+// x's windows as rows (output pixel-major), in the packed weight's (i, j, c) order, zero padding.
 Tensor window_rows(const Tensor& x, int64_t kh, int64_t kw, IntArrayRef stride, IntArrayRef padding,
                    IntArrayRef dilation) {
   const int64_t b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
@@ -147,9 +147,9 @@ Tensor window_rows(const Tensor& x, int64_t kh, int64_t kw, IntArrayRef stride, 
   for (int64_t n = 0; n < b; ++n)
     for (int64_t py = 0; py < oh; ++py)
       for (int64_t px = 0; px < ow; ++px)
-        for (int64_t ch = 0; ch < c; ++ch)
-          for (int64_t i = 0; i < kh; ++i)
-            for (int64_t j = 0; j < kw; ++j) {
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j)
+            for (int64_t ch = 0; ch < c; ++ch) {
               const int64_t yy = py * stride[0] - padding[0] + i * dilation[0];
               const int64_t xx = px * stride[1] - padding[1] + j * dilation[1];
               const bool in = yy >= 0 && yy < h && xx >= 0 && xx < w;
@@ -265,6 +265,82 @@ TEST(QuantizeDynamic, RepacksAWeightThatChanged) {
   EXPECT_FALSE(same(lin(x), before));
   lin->weight = lin->weight.detach().clone();  // a new tensor under the same name
   testing::expect_tensors_close(lin(x), linear(x, lin->weight, lin->bias), 0.05, 0.05);
+}
+
+}  // namespace
+}  // namespace nnvm
+
+namespace nnvm {
+namespace {
+
+namespace nn = nnvm::nn;
+
+TEST(QuantizeStatic, GivenTheInputsOwnParametersItIsTheDynamicLayer) {
+  const Tensor x = testing::random({6, 40}, kFloat32, 101, -1, 3);
+  const quantized::LinearPackedParams p = quantized::linear_prepack(testing::random({9, 40}, kFloat32, 102));
+  const float lo = std::min(0.f, x.min().item<float>()), hi = std::max(0.f, x.max().item<float>());
+  const double scale = (hi - lo) / 255.f;
+  const auto zero_point = int64_t(std::nearbyint(-lo / float(scale)));
+  EXPECT_TRUE(quantized::linear(x, p, {scale, zero_point}).allclose(quantized::linear_dynamic(x, p), 0, 0));
+  // past the calibrated range the input saturates: x + 100 and x + 200 quantize alike
+  const quantized::InputQParams narrow{scale, zero_point};
+  EXPECT_TRUE(quantized::linear(x + 100, p, narrow).allclose(quantized::linear(x + 200, p, narrow), 0, 0));
+  testing::expect_error([&] { quantized::linear(x, p, {0.0, 3}); }, {"quantized::linear", "scale 0"});
+  testing::expect_error([&] { quantized::linear(x, p, {0.1, 300}); }, {"quantized::linear", "zero point 300"});
+}
+
+TEST(QuantizeStatic, TracedEqualsEager) {
+  const quantized::Conv2dPackedParams p = quantized::conv2d_prepack(testing::random({3, 2, 3, 3}, kFloat32, 111));
+  testing::expect_traced_equals_eager(
+      [] { return std::vector<Tensor>{testing::random({1, 2, 5, 5}, kFloat32, 112)}; },
+      [&](std::vector<Tensor>& in) {
+        return std::vector<Tensor>{quantized::conv2d(in[0] * 0.5, p, {0.02, 100}, {1, 1}, {1, 1}).relu()};
+      });
+}
+
+TEST(QuantizeStatic, PrepareCalibrateConvert) {
+  manual_seed(12);
+  // the last convolution (9 products per output) is left float32; it is never called
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(4, 4, 3).padding(1)), nn::ReLU(), nn::Flatten(),
+                       nn::Linear(4 * 6 * 6, 5), nn::Conv2d(nn::Conv2dOptions(1, 2, 3)));
+  const auto head = [](nn::Sequential& s, const Tensor& x) {  // the first four layers
+    Tensor h = x;
+    for (size_t i = 0; i < 4; ++i) h = s[i]->as<nn::Conv2dImpl>()  ? s->at<nn::Conv2dImpl>(i)->forward(h)
+                                       : s[i]->as<nn::LinearImpl>() ? s->at<nn::LinearImpl>(i)->forward(h)
+                                       : i == 1                     ? relu(h)
+                                                                    : h.flatten(1);
+    return h;
+  };
+  std::vector<Tensor> batches;
+  for (uint64_t i = 0; i < 4; ++i) batches.push_back(testing::random({3, 4, 6, 6}, kFloat32, 120 + i));
+  nn::Sequential prepared = quantization::prepare(model);
+  EXPECT_TRUE(prepared->at<nn::Conv2dImpl>(0)->observes_inputs());
+  EXPECT_FALSE(prepared->at<nn::Conv2dImpl>(4)->observes_inputs());  // memory-bound: left float32
+  EXPECT_FALSE(model->at<nn::Conv2dImpl>(0)->observes_inputs());
+  testing::expect_error([&] { quantization::convert(prepared); }, {"convert", "layer '0'", "no input"});
+  EXPECT_FALSE(prepared->at<nn::Conv2dImpl>(0)->uses_int8());  // nothing half-converted
+  for (const Tensor& b : batches)  // calibration computes in float32
+    EXPECT_TRUE(head(prepared, b).allclose(head(model, b), 0, 0));
+  EXPECT_EQ(prepared->at<nn::LinearImpl>(3)->inputs_observed(), 4);
+  quantization::convert(prepared);
+  EXPECT_TRUE(prepared->at<nn::Conv2dImpl>(0)->uses_int8() && prepared->at<nn::LinearImpl>(3)->uses_int8());
+  for (const Tensor& b : batches) testing::expect_tensors_close(head(prepared, b), head(model, b), 0.05, 0.05);
+  EXPECT_FALSE(head(prepared, batches[0]).allclose(head(model, batches[0]), 0, 0));  // it did run in INT8
+}
+
+TEST(QuantizeStatic, ObserversAndBadOptions) {
+  nn::Linear lin(4, 2);
+  testing::expect_error([&] { lin->observe_inputs(std::make_shared<quantization::MinMaxObserver>(kQInt8)); },
+                        {"observe_inputs", "quint8", "qint8"});
+  testing::expect_error([&] { lin->use_int8(-1.0, 0); }, {"use_int8", "scale -1"});
+  nn::Sequential model(nn::Linear(8, 8));
+  nn::Sequential prepared = quantization::prepare(
+      model, quantization::PrepareOptions().observer([] { return std::make_shared<quantization::PercentileObserver>(99.0); }));
+  prepared->forward(testing::random({50, 8}, kFloat32, 131));
+  quantization::convert(prepared);
+  EXPECT_TRUE(prepared->at<nn::LinearImpl>(0)->uses_int8());
+  nn::Sequential grouped(nn::Conv2d(nn::Conv2dOptions(2, 2, 1).groups(2)));
+  testing::expect_error([&] { quantization::prepare(grouped); }, {"prepare", "groups 2"});
 }
 
 }  // namespace

@@ -301,5 +301,19 @@ TEST(DtypeJit, MaskedBackwardGroupsRunAsJitCode) {
   EXPECT_GE(masked, 3) << plan->to_string();
 }
 
+// x.to(float16).to(float32) rounds through float16 hot as it does eagerly:
+// the JIT, which rounds 16-bit values on store only, declines the group.
+TEST(DtypeJit, AnExplicitCastThroughSixteenBitsRounds) {
+  for (DType half : {kFloat16, kBFloat16}) {
+    const auto program = [half](std::vector<Tensor>& in) {
+      return std::vector<Tensor>{in[0].to(half).to(kFloat32) * 3 + 1};
+    };
+    testing::expect_traced_equals_eager([] { return std::vector<Tensor>{testing::random({5, 33}, kFloat32, 7)}; },
+                                        program);
+    const Tensor x = testing::random({5, 33}, kFloat32, 7);
+    EXPECT_FALSE((x.to(half).to(kFloat32) * 3 + 1).allclose(x * 3 + 1, 1e-5, 0)) << "no rounding to test";
+  }
+}
+
 }  // namespace
 }  // namespace nnvm::jit

@@ -14,14 +14,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "nnvm/arg.h"
 #include "nnvm/core/tensor.h"
 #include "nnvm/nn/conv.h"
 #include "nnvm/nn/container.h"
 #include "nnvm/nn/linear.h"
+#include "nnvm/quantization/observer.h"
 
 namespace nnvm::quantized {
 
@@ -44,8 +48,17 @@ LinearPackedParams linear_prepack(const Tensor& weight, const Tensor& bias = {})
 // input [..., in] float32 -> [..., out] float32 (PyTorch's quantized::linear_dynamic).
 Tensor linear_dynamic(const Tensor& input, const LinearPackedParams& params);
 
+// The uint8 parameters of a layer's input, calibrated beforehand (static quantization).
+struct InputQParams {
+  double scale = 0;        // > 0
+  int64_t zero_point = 0;  // [0, 255]
+};
+// linear_dynamic with the input quantized by `input` rather than by its own range.
+Tensor linear(const Tensor& input, const LinearPackedParams& params, InputQParams input_qparams);
+
 // A convolution's weight [out, in, kh, kw] (groups 1) quantized and packed as
-// the linear weight [out, in·kh·kw], with its bias.
+// the linear weight [out, kh·kw·in] (each tap's input channels side by side:
+// weight.permute({0, 2, 3, 1})), with its bias.
 struct Conv2dPackedParams {
   LinearPackedParams linear;
   int64_t in_channels = 0, kernel_h = 0, kernel_w = 0;
@@ -55,6 +68,9 @@ Conv2dPackedParams conv2d_prepack(const Tensor& weight, const Tensor& bias = {})
 // padding; the input quantized from its own range, as linear_dynamic's.
 Tensor conv2d_dynamic(const Tensor& input, const Conv2dPackedParams& params, IntArrayRef stride = {1, 1},
                       IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1});
+// conv2d_dynamic with the input quantized by `input_qparams`.
+Tensor conv2d(const Tensor& input, const Conv2dPackedParams& params, InputQParams input_qparams,
+              IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1});
 
 }  // namespace nnvm::quantized
 
@@ -70,6 +86,11 @@ struct QuantizeDynamicOptions {
 namespace detail {
 // Switches the layers `options` names, in `model` and below, to INT8.
 void quantize_layers(nn::Module& model, const QuantizeDynamicOptions& options);
+// The Linear (and Conv2d) layers of `model` and below; throws, naming `fn`,
+// for a convolution INT8 does not run. A convolution of fewer than 32
+// products per output (in_channels · kh · kw) stays float32: it is bound by
+// memory, which INT8 does not cut (the demo CNN's first layer).
+std::vector<nn::Int8Layer*> int8_layers(nn::Module& model, bool linear, bool conv2d, std::string_view fn);
 }  // namespace detail
 
 // Returns `model` with its Linear layers (and Conv2d layers, when asked)
@@ -92,3 +113,58 @@ Holder quantize_dynamic(const Holder& model, const QuantizeDynamicOptions& optio
 }
 
 }  // namespace nnvm
+
+// Static quantization, as PyTorch's eager mode (torch.ao.quantization's
+// prepare, calibrate, convert):
+//
+//   auto prepared = nnvm::quantization::prepare(model);   // a copy whose layers watch their inputs
+//   for (const auto& [x, y] : calibration_batches) prepared->forward(x);
+//   nnvm::quantization::convert(prepared);                 // those layers now run in INT8
+//
+// Each layer's input is then quantized with the scale and zero point its
+// observer calculated, not from each input's range: no pass over the input
+// to find it, and values past the calibrated range saturate.
+namespace nnvm::quantization {
+
+struct PrepareOptions {
+  NNVM_ARG(bool, linear) = true;
+  NNVM_ARG(bool, conv2d) = true;  // groups 1
+  NNVM_ARG(bool, inplace) = false;
+  // Makes each layer's input observer: quint8 per tensor (MinMaxObserver by
+  // default; PercentileObserver clips outliers).
+  NNVM_ARG(std::function<std::shared_ptr<ObserverBase>()>, observer) = [] {
+    return std::make_shared<MinMaxObserver>();
+  };
+};
+
+namespace detail {
+void prepare_layers(nn::Module& model, const PrepareOptions& options);
+}  // namespace detail
+
+// `model` (a copy, or itself with inplace) with its Linear and Conv2d layers
+// watching their inputs; they still compute in float32.
+template <class M>
+  requires std::is_base_of_v<nn::Module, M>
+std::shared_ptr<M> prepare(const std::shared_ptr<M>& model, const PrepareOptions& options = {}) {
+  NNVM_CHECK(model != nullptr, "prepare", "given a null module");
+  std::shared_ptr<M> target = options.inplace() ? model : nn::clone_module(*model);
+  detail::prepare_layers(*target, options);
+  return target;
+}
+template <class Holder>
+  requires requires { typename Holder::ContainedType; }
+Holder prepare(const Holder& model, const PrepareOptions& options = {}) {
+  return Holder(prepare(model.ptr(), options));
+}
+
+// Switches every layer of `model` that watches its inputs to INT8 with its
+// observer's parameters, in place. Throws nnvm::Error, changing nothing,
+// when a watching layer has seen no input (naming it).
+void convert(nn::Module& model);
+template <class Holder>
+  requires requires { typename Holder::ContainedType; }
+void convert(const Holder& model) {
+  convert(*model.ptr());
+}
+
+}  // namespace nnvm::quantization

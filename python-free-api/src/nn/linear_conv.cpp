@@ -60,8 +60,9 @@ void Conv2dImpl::reset_parameters() { reset_kaiming(weight, bias); }
 
 // A padding mode other than zeros pads the input first and convolves without
 // padding, as libtorch does.
-Tensor Conv2dImpl::forward(const Tensor& x) {
-  if (int8_) return int8_forward(x);
+Tensor Conv2dImpl::forward(const Tensor& x) { return int8_ ? int8_forward(x) : float_forward(x); }
+
+Tensor Conv2dImpl::float_forward(const Tensor& x) {
   if (options.padding_mode() == kZeros)
     return conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
   const ExpandingArray<2>& p = options.padding();

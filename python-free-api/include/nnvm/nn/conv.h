@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "nnvm/nn/expanding_array.h"
+#include "nnvm/nn/int8_layer.h"
 #include "nnvm/nn/module.h"
 #include "nnvm/nn/ops.h"
 
@@ -26,7 +27,7 @@ struct Conv2dOptions {
 };
 
 // weight [out, in / groups, kh, kw] kaiming-uniform (a = √5), bias uniform in ±1/√fan_in, as libtorch.
-class Conv2dImpl : public Module {
+class Conv2dImpl : public Module, public Int8Layer {
  public:
   Conv2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
       : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
@@ -34,18 +35,15 @@ class Conv2dImpl : public Module {
   void reset_parameters();
   Tensor forward(const Tensor& x);
 
-  // From now on forward runs in INT8 (nnvm/quantized.h, as LinearImpl::use_int8);
-  // throws nnvm::Error for groups other than 1.
-  void use_int8(bool on = true);
-  bool uses_int8() const { return int8_ != nullptr; }
+  // INT8 (use_int8, observe_inputs): nn/int8_layer.h, nnvm/quantized.h; groups 1 only.
 
   Conv2dOptions options;
   Tensor weight, bias;
 
  private:
-  struct Int8Weight;  // nnvm/quantized.h's source
-  std::shared_ptr<Int8Weight> int8_;
-  Tensor int8_forward(const Tensor& x);
+  void check_int8() const override;
+  Tensor float_forward(const Tensor& x);
+  Tensor int8_forward(const Tensor& x);  // python-free-api/src/quantized.cpp
 };
 NNVM_MODULE(Conv2d);
 

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "nnvm/nn/int8_layer.h"
 #include "nnvm/nn/module.h"
 
 namespace nnvm::nn {
@@ -15,27 +16,20 @@ struct LinearOptions {
 };
 
 // weight [out, in] kaiming-uniform (a = √5), bias [out] uniform in ±1/√in, as libtorch.
-class LinearImpl : public Module {
+class LinearImpl : public Module, public Int8Layer {
  public:
   LinearImpl(int64_t in_features, int64_t out_features) : LinearImpl(LinearOptions(in_features, out_features)) {}
   explicit LinearImpl(const LinearOptions& options);
   void reset_parameters();
   Tensor forward(const Tensor& x);
 
-  // From now on forward runs in INT8 on the weight quantized per output
-  // channel (nnvm/quantized.h: what nnvm::quantize_dynamic switches on), or
-  // in float32 again; the weight and bias stay float parameters, and the
-  // packed copy is remade when the weight's storage or version changes.
-  void use_int8(bool on = true);
-  bool uses_int8() const { return int8_ != nullptr; }
+  // INT8 (use_int8, observe_inputs): nn/int8_layer.h, nnvm/quantized.h.
 
   LinearOptions options;
   Tensor weight, bias;
 
  private:
-  struct Int8Weight;  // nnvm/quantized.h's source
-  std::shared_ptr<Int8Weight> int8_;
-  Tensor int8_forward(const Tensor& x);
+  Tensor int8_forward(const Tensor& x);  // python-free-api/src/quantized.cpp
 };
 NNVM_MODULE(Linear);
 
