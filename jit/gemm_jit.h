@@ -52,8 +52,8 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
               float* c, int64_t ldc, const cpu::GemmExtras& extras = {});
 
 // The INT8 GEMM (kernels/cpu/gemm_int8.h) on AVX512_VNNI's vpdpbusd: tiles
-// of `mr` rows (as the float GEMM's: the candidate padding fewest rows) ×
-// 32 int32 columns over every quad of k, B's packed panel in L1/L2 while
+// of 12 rows (for fewer than 48 rows, the height padding fewest) × 32 int32
+// columns over every quad of k, B's packed panel in L1/L2 while
 // the row tiles pass it; dequantized in the tile's store. False (nothing
 // ran) where the CPU has no AVX512_VNNI or the ISA is forced below AVX-512.
 bool jit_gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_b, void* c,
