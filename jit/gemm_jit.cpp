@@ -582,7 +582,7 @@ bool jit_gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t ld
   const int mr = m >= 48 ? 12 : untuned_rows(candidates(isa), m);
   const int nr = int(cpu::kInt8PanelCols);
   int tm = 1, tn = 1;
-  std::tie(tm, tn) = thread_grid(m, n, k / 4, mr, nr, std::numeric_limits<int64_t>::max(), threads);
+  std::tie(tm, tn) = thread_grid(m, n, k / 4, mr, nr, round_up(n, nr), threads);  // B in one panel of every column
   const int64_t rows = round_up(ceil_div(m, tm), mr), cols = round_up(ceil_div(n, tn), nr);
   static const bool log = log_enabled("jit");
   if (log) {
