@@ -58,6 +58,15 @@ Range range_of(const float* x, int64_t count) {
   return r;
 }
 
+// v · inverse + zero_point as uint8: clamped to [0, 255], rounded half to
+// even by the float adder (1.5 · 2^23 pushes the fraction out); a NaN gives 0.
+inline uint8_t to_uint8(float v, float inverse, float zero_point) {
+  float q = v * inverse + zero_point;
+  q = q > 0.f ? q : 0.f;
+  q = q < 255.f ? q : 255.f;
+  return uint8_t(int32_t((q + 12582912.f) - 12582912.f));
+}
+
 // x's uint8 parameters, from its range (the range holds 0).
 struct InputQuant {
   float scale, zero_point, inverse;
@@ -86,13 +95,7 @@ void quantize_rows(const float* x, int64_t m, int64_t k, int64_t ldx, const Inpu
     for (int64_t i = begin; i < end; ++i) {
       const float* row = x + i * stride;
       uint8_t* out = a + i * ld;
-      for (int64_t p = 0; p < cols; ++p) {
-        // round half to even by the float adder: 1.5 · 2^23 pushes the fraction out
-        float v = row[p] * inv + zp;
-        v = v > 0.f ? v : 0.f;
-        v = v < 255.f ? v : 255.f;
-        out[p] = uint8_t(int32_t((v + 12582912.f) - 12582912.f));
-      }
+      for (int64_t p = 0; p < cols; ++p) out[p] = to_uint8(row[p], inv, zp);
       std::fill(out + cols, out + ld, uint8_t(0));
     }
   });
@@ -113,9 +116,11 @@ void gemm_dequantized(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t
                packed = in[1].contiguous();
   std::vector<int32_t> offset(static_cast<size_t>(n));
   std::vector<float> col_scale(static_cast<size_t>(n));
+  const int32_t* column_sums = sums.data_ptr<int32_t>();
+  const float* weight_scales = scales.data_ptr<float>();
   for (int64_t j = 0; j < n; ++j) {
-    offset[size_t(j)] = int32_t(q.zero_point) * sums.data_ptr<int32_t>()[j];
-    col_scale[size_t(j)] = q.scale * scales.data_ptr<float>()[j];
+    offset[size_t(j)] = int32_t(q.zero_point) * column_sums[j];
+    col_scale[size_t(j)] = q.scale * weight_scales[j];
   }
   const Int8Dequant dq{offset.data(), col_scale.data(), bias.data_ptr<float>()};
   gemm_u8s8(m, n, k, a, lda, packed.data_ptr<int8_t>(), y, n, &dq);
@@ -168,12 +173,7 @@ void conv2d_dynamic_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor>
                    const float* src = xs + b * c_count * plane + yy * width;
                    uint8_t* dst = xq + ((b * hp + yy + padding[0]) * wp + padding[1]) * c_count;
                    for (int64_t xx = 0; xx < width; ++xx)
-                     for (int64_t c = 0; c < c_count; ++c) {
-                       float v = src[c * plane + xx] * inv + zp;
-                       v = v > 0.f ? v : 0.f;
-                       v = v < 255.f ? v : 255.f;
-                       dst[xx * c_count + c] = uint8_t(int32_t((v + 12582912.f) - 12582912.f));
-                     }
+                     for (int64_t c = 0; c < c_count; ++c) dst[xx * c_count + c] = to_uint8(src[c * plane + xx], inv, zp);
                  }
                });
   const int64_t lda = row_stride(k), m = batch * pixels;
