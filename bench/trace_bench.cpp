@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "bench_math.h"
@@ -49,6 +50,31 @@ void BM_RecordOverhead(benchmark::State& state) { record_bench(state, false); }
 void BM_RecordAndFlush(benchmark::State& state) { record_bench(state, true); }
 BENCHMARK(BM_RecordOverhead)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_RecordAndFlush)->Arg(8)->Arg(64)->UseRealTime();
+
+// The cost of a profiler session (docs/PROFILING.md): BM_RecordAndFlush's
+// loop with a fresh session per iteration (profiled:1) or none (profiled:0),
+// made and dropped outside the timed region in both.
+void BM_ProfiledRecordAndFlush(benchmark::State& state) {
+  set_mode(Mode::Traced);
+  const int64_t n = state.range(0);
+  const bool profiled = state.range(1) != 0;
+  const Tensor a = randn({16}), b = randn({16});
+  mark_step();
+  std::optional<profiler::Session> session;
+  for (auto _ : state) {
+    state.PauseTiming();
+    session.reset();
+    if (profiled) session.emplace();
+    state.ResumeTiming();
+    Tensor x = a;
+    for (int64_t i = 0; i < n; ++i) x = x * b + a;
+    mark_step();
+    benchmark::DoNotOptimize(x.impl());
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * n);
+  state.counters["ns/op"] = per_item(double(state.iterations() * 2 * n) * 1e-9);
+}
+BENCHMARK(BM_ProfiledRecordAndFlush)->ArgNames({"n", "profiled"})->Args({64, 0})->Args({64, 1})->UseRealTime();
 
 // A trace of 5 or 6 tiny ops, hot: record + signature + cache lookup + plan
 // replay + binding the outputs, per flush. The target is stated for

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/profiling.h"
 
 // Under AddressSanitizer a cached block is poisoned while it sits in a free
 // list, and the slack between the requested and the rounded size is poisoned
@@ -33,6 +34,17 @@ constexpr size_t kAlign = 64;
 constexpr size_t kPageAlignFrom = 64 << 10;
 constexpr size_t kPage = 4096;
 }  // namespace
+
+// The allocator's memory as a "memory" counter event for a profiler session.
+[[gnu::noinline]] static void profile_memory(const AllocatorStats& s) {
+  profiling::Event e;
+  e.name = "CPU memory";
+  e.category = "memory";
+  e.phase = profiling::Phase::kCounter;
+  e.start_ns = profiling::now_ns();
+  e.args = absl::StrCat("\"in use\": ", s.bytes_in_use, ", \"reserved\": ", s.bytes_reserved);
+  profiling::record(std::move(e));
+}
 
 CpuCachingAllocator& CpuCachingAllocator::instance() {
   // Leaked on purpose: tensors in static storage may be freed after main returns.
@@ -108,12 +120,14 @@ void CpuCachingAllocator::count_allocate(size_t size) {
   stats_.bytes_allocated += int64_t(size);
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   stats_.peak_live_allocations = std::max(stats_.peak_live_allocations, stats_.allocations - stats_.frees);
+  if (profiling::on()) [[unlikely]] profile_memory(stats_);
 }
 
 void CpuCachingAllocator::count_free(size_t size) {
   ++stats_.frees;
   stats_.bytes_in_use -= int64_t(size);
   stats_.bytes_freed += int64_t(size);
+  if (profiling::on()) [[unlikely]] profile_memory(stats_);
 }
 
 void CpuCachingAllocator::count_reserve(size_t size) {
@@ -126,6 +140,7 @@ void CpuCachingAllocator::count_release(size_t size, size_t blocks) {
   stats_.bytes_reserved -= int64_t(size * blocks);
   stats_.bytes_released += int64_t(size * blocks);
   stats_.blocks_released += int64_t(blocks);
+  if (profiling::on()) [[unlikely]] profile_memory(stats_);
 }
 
 void CpuCachingAllocator::free(void* ptr, size_t nbytes) {

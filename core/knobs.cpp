@@ -34,6 +34,8 @@ const Knobs& knobs() {
     k.isa = isa ? isa : "";
     const char* cache_dir = std::getenv("NNVM_CACHE_DIR");
     k.cache_dir = cache_dir ? cache_dir : "";
+    const char* profile = std::getenv("NNVM_PROFILE");
+    k.profile = profile ? profile : "";
     return k;
   }();
   return k;

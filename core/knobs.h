@@ -25,6 +25,9 @@
 //   NNVM_CACHE_DIR=DIR        where choices measured at run time persist    (none)
 //                             across processes: the JIT GEMM's tile per
 //                             shape class (jit/gemm_jit.h); unset: memory only
+//   NNVM_PROFILE=FILE.json    record the whole program with a profiler     profiler::Session
+//                             session; at exit write its Chrome trace
+//                             there and its summary table to stderr
 #pragma once
 
 #include <cstdint>
@@ -44,6 +47,7 @@ struct Knobs {
   std::string log;
   std::string isa;
   std::string cache_dir;
+  std::string profile;
 };
 
 const Knobs& knobs();

@@ -10,6 +10,7 @@
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/core/profiling.h"
 #include "nnvm/core/quantize.h"
 
 namespace nnvm {
@@ -149,7 +150,7 @@ bool can_cast(DType from, DType to) {
 
 namespace {
 
-void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
+void run_op(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
   check_inputs(op, inputs);
   if (op.view) {
     NNVM_DCHECK(!inputs.empty());
@@ -173,6 +174,28 @@ void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) 
   kernel(span, outs, attrs);
   if (op.quantized_inputs != QuantizedInputs::kNone) [[unlikely]] carry_quantizer(inputs, outs);
   autograd::record(op, inputs, attrs, outs);
+}
+
+// With a profiler session on: the op as an "op" event, recorded into the
+// trace or run by its kernel (then with the bytes it read and wrote).
+[[gnu::noinline]] void run_profiled(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
+  profiling::Scope scope("op", op.name);
+  const bool recorded = detail::recording();
+  scope.arg("mode", recorded ? "recorded" : "ran");
+  run_op(op, inputs, attrs, outs);
+  if (recorded || op.view || !scope.active()) return;
+  double bytes = 0;
+  for (const Tensor& t : inputs) bytes += t.defined() ? double(t.nbytes()) : 0;
+  for (const Tensor& t : outs) bytes += double(t.nbytes());
+  scope.event().bytes = bytes;
+}
+
+void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
+  if (profiling::on()) [[unlikely]] {
+    run_profiled(op, inputs, attrs, outs);
+    return;
+  }
+  run_op(op, inputs, attrs, outs);
 }
 
 }  // namespace

@@ -8,12 +8,14 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/core/profiling.h"
 
 namespace nnvm::trace {
 
@@ -31,6 +33,34 @@ Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v, const DimVect
 }
 Tensor tensor_on(std::shared_ptr<Storage> storage, const Value& v) {
   return tensor_on(std::move(storage), v, contiguous_strides(v.shape));
+}
+
+// A group's run as a "kernel" event for a profiler session: its ops, the
+// unit that ran it, the bytes of its values and the flops of its products.
+[[gnu::noinline]] void profile_group(const GroupProgram& program, absl::Span<const ValueId> ids,
+                                     const std::vector<Tensor>& env, int64_t start_ns) {
+  profiling::Event e;
+  e.category = "kernel";
+  e.start_ns = start_ns;
+  e.duration_ns = profiling::now_ns() - start_ns;
+  const auto& steps = program.steps();
+  for (size_t k = 0; k < steps.size() && k < 6; ++k) absl::StrAppend(&e.name, k ? "+" : "", steps[k].op->name);
+  if (steps.size() > 6) absl::StrAppend(&e.name, "+", steps.size() - 6, " more");
+  auto value = [&](int32_t i) -> const Tensor& { return env[size_t(ids[size_t(i)])]; };
+  for (ValueId id : ids)
+    if (env[size_t(id)].defined()) e.bytes += double(env[size_t(id)].nbytes());
+  for (const GroupProgram::Step& step : steps) {
+    if (step.outputs.empty() || step.inputs.size() < 2 || !value(step.outputs[0]).defined()) continue;
+    const Tensor &out = value(step.outputs[0]), &a = value(step.inputs[0]), &b = value(step.inputs[1]);
+    if (!a.defined() || !b.defined()) continue;
+    if (step.op->name == "matmul" && a.dim() > 0)
+      e.flops += 2.0 * double(out.numel()) * double(a.sizes().back());
+    else if (step.op->name == "conv2d" && b.dim() == 4 && b.sizes()[0] > 0)
+      e.flops += 2.0 * double(out.numel()) * double(b.numel() / b.sizes()[0]);
+  }
+  e.args = absl::StrCat("\"unit\": \"", program.kernel() ? program.backend() : "portable", "\", \"how\": \"",
+                        profiling::json_escape(program.describe()), "\"");
+  profiling::record(std::move(e));
 }
 
 }  // namespace
@@ -244,8 +274,11 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
       }
       if (!group_attrs.empty()) attrs = group_attrs;
     }
+    const int64_t profile_start = profiling::on() ? profiling::now_ns() : -1;
     group.program->run(group.values.ids, env, attrs, group.tiling,
                        recorded_strides ? id_ << 20 | uint64_t(g + 1) : 0);
+    if (profile_start >= 0) [[unlikely]]
+      profile_group(*group.program, group.values.ids, env, profile_start);
     group_attrs.clear();
   }
   if (capturing) [[unlikely]] {

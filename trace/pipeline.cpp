@@ -1,7 +1,6 @@
 #include "nnvm/trace/pipeline.h"
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/profiling.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/kernel_cache.h"
 #include "nnvm/trace/passes/constant_fold.h"
@@ -44,22 +44,36 @@ LogSink& log_sink() {
   return *sink;
 }
 
-// One line per stage of a compile, after the stage ran.
+// One line per stage of a compile, after the stage ran (NNVM_LOG=pipeline),
+// and a "stage" event per stage for a profiler session.
 class StageLog {
  public:
   // Names the compile by `name`, or by the signature hash of `t` when it is 0.
-  StageLog(const Trace& t, uint64_t name) : on_(log_sink().on.load(std::memory_order_relaxed)) {
-    if (on_) name_ = name ? name : signature(t).hash;
+  StageLog(const Trace& t, uint64_t name)
+      : log_(log_sink().on.load(std::memory_order_relaxed)), profile_(profiling::on()) {
+    if (on()) name_ = name ? name : signature(t).hash;
   }
   uint64_t name() const { return name_; }
-  bool on() const { return on_; }
+  bool on() const { return log_ || profile_; }
   // Starts timing the next stage.
   void start() {
-    if (on_) start_ = std::chrono::steady_clock::now();
+    if (on()) start_ns_ = profiling::now_ns();
   }
   void done(const char* stage, const std::string& what) const {
-    if (!on_) return;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    if (!on()) return;
+    const int64_t end_ns = profiling::now_ns();
+    if (profile_) {
+      profiling::Event e;
+      e.name = stage;
+      e.category = "stage";
+      e.start_ns = start_ns_;
+      e.duration_ns = end_ns - start_ns_;
+      e.args = absl::StrCat("\"trace\": \"", absl::Hex(name_, absl::kZeroPad16), "\", \"what\": \"",
+                            profiling::json_escape(what), "\"");
+      profiling::record(std::move(e));
+    }
+    if (!log_) return;
+    const double ms = double(end_ns - start_ns_) / 1e6;
     const std::string line = absl::StrFormat("pipeline %016x %-11s %8.3f ms  %s", name_, stage, ms, what);
     LogSink& sink = log_sink();
     std::lock_guard<std::mutex> lock(sink.mutex);
@@ -67,9 +81,9 @@ class StageLog {
   }
 
  private:
-  bool on_;
+  bool log_, profile_;
   uint64_t name_ = 0;
-  std::chrono::steady_clock::time_point start_;
+  int64_t start_ns_ = 0;
 };
 
 // lower: the group's program from the kernel cache, built (and offered to the

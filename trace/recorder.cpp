@@ -13,6 +13,7 @@
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/core/profiling.h"
 #include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
@@ -211,6 +212,8 @@ class Recorder {
 
   void flush() {
     if (flushing_ || (node_count() == 0 && owed_.empty())) return;
+    profiling::Scope profile("flush", "flush");
+    if (profile.active()) profile.arg("nodes", int64_t(node_count()));
     // Every storage still alive that the trace owes something is an output;
     // lazy storages no tensor refers to any more are not.
     std::vector<Bind>& binds = binds_;
@@ -263,14 +266,16 @@ class Recorder {
     // A trace that repeats a compiled entry whole runs its plan with the
     // entry's Scalars (the cursor took them bit for bit), never built; with
     // the plan's own Scalars and every output lazy, it replays the plan's
-    // captured kernel calls, which need none of what follows.
+    // captured kernel calls, which need none of what follows (unless a
+    // profiler session records: then each group's kernel is timed).
     std::optional<TraceCursor::Compiled> compiled;
     if (unbuilt_ && repeated && !observer_ && !log_trace()) {
       try {
         compiled = cursor_.look_up_compiled(global_trace_cache());
-        if (compiled && compiled->scalars.empty() && replay(*compiled->plan, inputs, binds)) {
+        if (compiled && compiled->scalars.empty() && !profiling::on() && replay(*compiled->plan, inputs, binds)) {
           ++stats_.flushes_unbuilt;
           ++stats_.flushes_replayed;
+          profile.arg("ran", "replay");
           return;
         }
       } catch (const std::exception&) {  // nothing ran: the run below looks it up again
@@ -289,6 +294,7 @@ class Recorder {
     try {
       if (compiled) {
         ++stats_.flushes_unbuilt;
+        profile.arg("ran", "plan");
         compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
                                  /*recorded_layouts=*/true);
       } else {
@@ -297,6 +303,7 @@ class Recorder {
         const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
         if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
                                       static_cast<unsigned long long>(found.hash), t.to_string().c_str());
+        profile.arg("ran", found.plan ? "plan" : "interpreter");
         if (found.plan)
           found.plan->run_into(absl::MakeSpan(inputs), t.scalars(), targets, written_into, results,
                                /*recorded_layouts=*/true);

@@ -6,10 +6,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nnvm/core/profiling.h"
 
 namespace nnvm::trace {
 
 namespace {
+
+// A lookup as an instant "cache" event for a profiler session.
+void profile_lookup(bool hit, uint64_t hash, int64_t nodes, const std::string& reason) {
+  profiling::Event e;
+  e.name = hit ? "cache hit" : "cache miss";
+  e.category = "cache";
+  e.phase = profiling::Phase::kInstant;
+  e.start_ns = profiling::now_ns();
+  e.args = absl::StrCat("\"trace\": \"", absl::Hex(hash, absl::kZeroPad16), "\", \"nodes\": ", nodes);
+  if (!hit) absl::StrAppend(&e.args, ", \"reason\": \"", profiling::json_escape(reason), "\"");
+  profiling::record(std::move(e));
+}
 
 std::string hex(uint64_t hash) { return absl::StrFormat("%016x", hash); }
 
@@ -133,10 +146,14 @@ CacheLookup TraceCache::lookup_hashed(const Trace& t, uint64_t hash, const Trace
       shape_class = entry->shape_class;
     }
   }
+  if (profiling::on()) [[unlikely]]
+    profile_lookup(result.hit, hash, int64_t(t.nodes().size()), result.miss_reason);
   if (!slot) return result;
   if (!slot->ready.load(std::memory_order_acquire)) {
     std::call_once(slot->once, [&] {
       const auto start = std::chrono::steady_clock::now();
+      profiling::Scope profile("compile", "compile");
+      if (profile.active()) profile.arg("trace", absl::StrCat(absl::Hex(hash, absl::kZeroPad16)));
       std::shared_ptr<const Plan> plan = compile_(t);
       NNVM_CHECK(plan != nullptr, "TraceCache", "the compile pipeline returned no plan");
       slot->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -167,6 +184,8 @@ bool TraceCache::hit_compiled(const LookupHint& hint) {
   if (!entry || entry->trace.get() != hint.entry || !entry->slot->ready.load(std::memory_order_acquire))
     return false;
   count(*entry, /*hit=*/true, again, hint.hash);
+  if (profiling::on()) [[unlikely]]
+    profile_lookup(true, hint.hash, int64_t(entry->trace->nodes().size()), {});
   return true;
 }
 

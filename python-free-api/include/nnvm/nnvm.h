@@ -65,6 +65,7 @@
 #include "nnvm/optim/rmsprop.h"
 #include "nnvm/optim/schedulers.h"
 #include "nnvm/optim/sgd.h"
+#include "nnvm/profiler.h"
 #include "nnvm/pytorch.h"
 #include "nnvm/quantization/observer.h"
 #include "nnvm/serialize.h"
