@@ -294,16 +294,25 @@ namespace {
 // Replicate and circular padding are views and a cat per padded dim, so they
 // differentiate (the cat's and expand's gradients add the copies back) and
 // trace as those ops do. As in PyTorch, a negative pad crops first and the
-// padding copies from what is left.
+// padding copies from what is left (replicate: the edge, even when the crop
+// takes the whole dim).
 Tensor copy_pad(const Tensor& x, IntArrayRef pad, bool circular) {
   const std::string_view mode = circular ? "circular" : "replicate";
   check_pad_pairs(x, pad);
   Tensor r = x;
   for (size_t p = 0; p < pad.size() / 2; ++p) {
-    const int64_t d = x.dim() - 1 - int64_t(p), before = pad[2 * p], after = pad[2 * p + 1];
-    const int64_t n = r.size(d) - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
+    const int64_t d = x.dim() - 1 - int64_t(p), before = pad[2 * p], after = pad[2 * p + 1], size = r.size(d);
+    if (!circular && size > 0 && (before <= -size || after <= -size) && size + before + after >= 0) {
+      // PyTorch's replication_pad reads input[clamp(j - before, 0, size - 1)]: a crop past the whole dim
+      // leaves the edge on its other side, copied to every output element.
+      DimVector out = dims(r.sizes());
+      out[size_t(d)] = size + before + after;
+      r = r.narrow(d, before <= -size ? size - 1 : 0, 1).expand(out);
+      continue;
+    }
+    const int64_t n = size - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
     NNVM_CHECK(n >= 0, "pad", mode, " padding (", before, ", ", after, ") of dim ", d, " crops more than the ",
-               "dim's size ", r.size(d), " (input shape ", shape_str(x.sizes()), ")");
+               "dim's size ", size, " (input shape ", shape_str(x.sizes()), ")");
     r = r.narrow(d, std::max<int64_t>(-before, 0), n);
     const int64_t head = std::max<int64_t>(before, 0), tail = std::max<int64_t>(after, 0);
     if (head == 0 && tail == 0) continue;

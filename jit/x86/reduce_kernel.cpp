@@ -87,8 +87,8 @@ std::string ReduceKernel::declines(const LoopIR& ir, std::string_view accesses, 
   if (isa == Isa::kPortable) return "the ISA is portable";
   if (ir.reduce == ReduceOp::kNone || ir.stores.size() != 1) return "not a reduction IR";
   const int have = pool_end(isa == Isa::kAvx512, ir.reduce) - kFirstPooled;
-  if (ir.reduce == ReduceOp::kLogSumExp && have < 1 + kExpReferenceScratch)
-    return absl::StrCat("logsumexp's exp needs ", 1 + kExpReferenceScratch, " vector registers; ", have, " are free");
+  if (ir.reduce == ReduceOp::kLogSumExp && have < 1 + kExpScratch)
+    return absl::StrCat("logsumexp's exp needs ", 1 + kExpScratch, " vector registers; ", have, " are free");
   return Prologue::declines(ir, accesses, have);
 }
 
@@ -208,11 +208,11 @@ void ReduceKernel::finite_shift(const Xmm& m, const Xmm& temp) {
 
 void ReduceKernel::shifted_exp(const Xmm& v, const Operand& shift) {
   vsubps(v, v, shift);
-  Xmm scratch[kExpReferenceScratch];
-  int regs[kExpReferenceScratch];
-  for (int s = 0; s < kExpReferenceScratch; ++s) scratch[s] = vreg(regs[s] = alloc());
-  emit_exp_reference(*this, v, scratch);
-  for (int s = 0; s < kExpReferenceScratch; ++s) free_reg(regs[s]);
+  Xmm scratch[kExpScratch];
+  int regs[kExpScratch];
+  for (int s = 0; s < kExpScratch; ++s) scratch[s] = vreg(regs[s] = alloc());
+  emit_exp(*this, v, scratch);
+  for (int s = 0; s < kExpScratch; ++s) free_reg(regs[s]);
 }
 
 Xmm ReduceKernel::shift() const { return vreg(pool_end(avx512(), ir_.reduce) + 1); }

@@ -24,7 +24,7 @@
 // the data hold the identity. logsumexp is a max pass, then the exps of the
 // prologue minus the max (finite: 0 when infinite) added in double as a sum
 // (kRows: the sixteen lanes, never in blocks; kColumns: one run per column,
-// two vectors of the inner dim at a time), with exp_reference, the reference
+// two vectors of the inner dim at a time), with emit_exp, the reference
 // kernel's exp bit for bit; the kernel stores the max as the output and the
 // double sum in `partial`, and the caller finishes log(sum) + max in double as
 // the reference does. An output's order of operations depends on the

@@ -28,11 +28,14 @@ void clamp(Generator& g, const Xmm& v, float lo, float hi, const Xmm& t) {
   g.vmaxps(v, t, v);
 }
 
-// x = n ln2 + r: n = round(x / ln2) as a float, r = x - n C1 - n C2 in v,
-// with ln2 = C1 + C2 split so that n C1 is exact.
+// x = n ln2 + r: n = round(x log2e) as a float, (x log2e + 1.5 2^23) -
+// 1.5 2^23 with the product unrounded (one fused multiply-add, as
+// kernels/cpu/exp.h's: |x log2e| < 2^22 for every caller's clamped x),
+// r = x - n C1 - n C2 in v, with ln2 = C1 + C2 split so that n C1 is exact.
 void reduce_ln2(Generator& g, const Xmm& v, const Xmm& n) {
-  g.vmulps(n, v, g.vconst_b(1.44269504088896341f));
-  round_nearest(g, n, n);
+  g.vmovups(n, g.vconst(12582912.0f));
+  g.vfmadd231ps(n, v, g.vconst_b(1.44269504088896341f));
+  g.vsubps(n, n, g.vconst_b(12582912.0f));
   g.vfnmadd231ps(v, n, g.vconst_b(0.693359375f));
   g.vfnmadd231ps(v, n, g.vconst_b(-2.12194440e-4f));
 }
@@ -73,8 +76,9 @@ void exp_tail(Generator& g, const Xmm& v, const Xmm* scratch) {
 }
 }  // namespace
 
-// Cephes expf (as kernels/cpu/exp.h): x = n ln2 + r, ln2 split into
-// 0.693359375 (n * C1 exact) and -2.12194440e-4, a degree-6 polynomial for
+// Cephes expf (kernels/cpu/exp.h's exp_vec computes the same bits, so a fused
+// and an unfused run agree): x = n ln2 + r, ln2 split into 0.693359375
+// (n * C1 exact) and -2.12194440e-4, a degree-6 polynomial for
 // e^r on |r| <= ln2 / 2 (Cephes: peak relative error 1.7e-7). The input is
 // clamped to [-104, 89] first (NaN passes: the bound is the first operand of
 // min/max, which return the second when either is NaN). 2^n is applied as two
@@ -207,37 +211,6 @@ void emit_sigmoid(Generator& g, const Xmm& v, const Xmm* scratch) {
   g.vaddps(v, v, g.vconst_b(1.0f));
   g.vmovups(scratch[0], g.vconst(1.0f));
   g.vdivps(v, scratch[0], v);
-}
-
-// kernels/cpu/exp.h's exp_vec step for step, with the fused multiply-adds
-// GCC forms from its expressions (-march=native contracts a * b + c), so a
-// reduction that adds its exps in the reference's order (logsumexp) gives the
-// reference's bits: n = (x log2e + 1.5 2^23) - 1.5 2^23 in one rounding,
-// r = (x - n C1) + n C2, y = P(r) r^2 + r + 1 with r^2 rounded first. 2^n is
-// applied as emit_exp does (two exact factors: the same result as exp_vec's
-// 2^(n-1) 2 for n = 128 and its one rounding into the denormals); below
-// -87.3365448 the result is 0, above 88.7228394 +inf, NaN stays the input.
-void emit_exp_reference(Generator& g, const Xmm& v, const Xmm* scratch) {
-  const Xmm &n = scratch[0], &y = scratch[1], &x = scratch[2], &t = scratch[3];
-  g.vmovaps(x, v);
-  clamp(g, v, -87.3365448f, 88.7228394f, n);
-  g.vmovups(n, g.vconst(12582912.0f));
-  g.vfmadd231ps(n, v, g.vconst_b(1.44269504088896341f));
-  g.vsubps(n, n, g.vconst_b(12582912.0f));
-  g.vfnmadd231ps(v, n, g.vconst_b(0.693359375f));
-  g.vfmadd231ps(v, n, g.vconst_b(2.12194440e-4f));
-  exp_polynomial(g, y, v);
-  g.vmulps(t, v, v);  // y = P(r) (r * r) + r + 1, the reference's rounding
-  g.vfmadd213ps(y, t, v);
-  g.vaddps(y, y, g.vconst_b(1.0f));
-  scale_by_pow2(g, v, y, n);
-  const VMask m = g.mask(t);
-  g.compare(m, x, g.vconst_b(-87.3365448f), _CMP_LT_OQ);
-  g.blend(m, v, g.vconst_b(0.0f));
-  g.compare(m, x, g.vconst_b(88.7228394f), _CMP_GT_OQ);
-  g.blend(m, v, g.vconst_b(INFINITY));
-  g.compare(m, x, x, _CMP_UNORD_Q);
-  g.blend(m, v, x);
 }
 
 // erf: for |x| < 1, x P(x^2) with P a degree-6 Chebyshev fit of erf(x)/x

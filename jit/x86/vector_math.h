@@ -9,17 +9,17 @@
 // [1e-38, 1e38] of both signs, and ±0, ±inf, NaN, ±FLT_MAX, denormals; the
 // worst error measured on AVX-512 and AVX2 alike, then the bound the test holds):
 //   exp      1.00 ulp (bound 1.5); +inf above 88.72, denormal results
-//            rounded once, 0 below -103.98; NaN stays NaN.
+//            rounded once, 0 below -103.98; NaN stays NaN. Bit-identical to
+//            kernels/cpu/exp.h's exp_vec (the test compares every bit over
+//            the same inputs), and so sigmoid to the reference kernel's;
+//            so are tanh, erf, exp2, expm1, log and log1p (but for the
+//            sign of a zero) to their kernels/cpu/exp.h functions.
 //   log      0.74 ulp (bound 1) for x > 0, denormals included; -inf at ±0,
 //            NaN below 0 and at NaN, +inf at +inf.
 //   tanh     4.41 ulp (bound 5): a rational fit, cheap rather than exact
 //            (3.5 ulp below |x| = 5); |x| is clamped to 9.
 //   sigmoid  2.23 ulp (bound 3) where the result is a normal float; 0 below
 //            -88.72 (the true result is denormal: absolute error < 2^-126).
-//   exp_reference  bit-identical to kernels/cpu/exp.h's exp_vec (the test
-//            compares every bit over the same inputs): Cephes' 1.7e-7 peak
-//            relative error; 0 below -87.34, +inf above 88.72. Used where a
-//            JIT result must equal the reference kernel's (logsumexp).
 //   exp2     0.94 ulp (bound 1.5); the range of exp in powers of 2.
 //   erf      1.42 ulp (bound 2); ±1 beyond |x| = 4.
 //   expm1    1.37 ulp (bound 2), relative near 0 (no e^x - 1 cancellation);
@@ -50,7 +50,6 @@ inline constexpr int kExpScratch = 2;
 inline constexpr int kSigmoidScratch = 2;
 inline constexpr int kTanhScratch = 3;
 inline constexpr int kLogScratch = 5;
-inline constexpr int kExpReferenceScratch = 4;
 inline constexpr int kErfScratch = 5;
 inline constexpr int kExpm1Scratch = 2;
 inline constexpr int kLog1pScratch = 2 + kLogScratch;
@@ -63,7 +62,6 @@ void emit_exp(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_log(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_tanh(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_sigmoid(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
-void emit_exp_reference(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 // e^v for v <= 0 or NaN only (2 scratch): emit_exp's bits on [-87.33, 0], 0 below.
 void emit_exp_nonpositive(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);
 void emit_erf(Generator& g, const Xbyak::Xmm& v, const Xbyak::Xmm* scratch);

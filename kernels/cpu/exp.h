@@ -48,51 +48,47 @@ inline float exp_poly(float r) {
                     5.0000001201e-1f});
 }
 
-// Cephes expf (S. Moshier, Cephes Math Library, expf.c): x = n ln2 + r with
-// ln2 split into 0.693359375 (exact in a few bits, so n * C1 is exact) and
-// -2.12194440e-4, then a degree-6 polynomial for e^r on |r| <= ln2 / 2. Cephes
-// documents a peak relative error of 1.7e-7 (about 2 ulp) on [-87.3, 88.7];
-// tests/kernels/pointwise_test.cpp measures it over that whole range.
-// Below -87.33 the true result is denormal and this returns 0 (an absolute
-// error below 1.2e-38); above ln(FLT_MAX) = 88.7228 it is +inf; NaN stays NaN.
-// 2^n is built in the exponent field, as 2^(n-1) * 2 when n = 128 so the
-// largest finite results do not overflow the field. Branch-free: every choice
-// is a select, so loops over it vectorise.
-inline float exp_vec(float x) {
-  const bool nan = x != x;
-  const bool under = x < -87.3365448f, over = x > 88.7228394f;
-  float v = nan ? 0.0f : x;
-  v = v < -87.3365448f ? -87.3365448f : v;
-  v = v > 88.7228394f ? 88.7228394f : v;
-  // Round to nearest by adding and subtracting 1.5 * 2^23: std::floor would
-  // keep GCC from vectorising the loop.
-  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = reduce_ln2(v, n);
-  const float y = exp_poly(r) * (r * r) + r + 1.0f;
-  const int32_t ni = int32_t(n);
-  const int32_t top = ni > 127 ? 1 : 0;
-  float e = y * pow2i(ni - top);
-  e = top ? e * 2.0f : e;
-  e = under ? 0.0f : e;
-  e = over ? INFINITY : e;
-  return nan ? x : e;
+// e^r 2^n for |r| <= ln2 / 2: exp_poly, then 2^n as two factors 2^(n>>1) and
+// 2^(n - (n>>1)), each a normal float for n in [-150, 128], so results
+// overflow to +inf and underflow through the denormals to 0 with one
+// rounding (the JIT's exp_tail).
+inline float exp_tail(float r, float n) {
+  const float y = exp_poly(r) * r * r + r + 1.0f;
+  const int32_t ni = int32_t(n), a = ni >> 1;
+  return y * pow2i(a) * pow2i(ni - a);
 }
 
-// Cephes tanhf (S. Moshier, Cephes Math Library, tanhf.c): below |x| = 0.625
-// an odd polynomial, x + x^3 P(x^2); from there 1 - 2 / (e^(2|x|) + 1) with
-// exp_vec; both on |x|, then x's sign. Both are computed and one selected, so loops
-// over it vectorise. Cephes documents a peak relative error of 1.3e-7 for its
-// own expf; tests/kernels/pointwise_test.cpp measures this one over
-// [-10, 10]. Large |x| gives ±1 (e^(2|x|) is +inf past 44), -0 gives -0, NaN
-// stays NaN.
+// e^x as the JIT's emit_exp, bit for bit (tests/jit/vector_math_test.cpp
+// compares every bit), so a fused and an unfused run agree: Cephes expf
+// (S. Moshier, Cephes Math Library, expf.c), x = n ln2 + r with n =
+// round(x log2e) in one rounding (x log2e + 1.5 2^23 is one fused
+// multiply-add where the target has one, as the JIT's), ln2 split as
+// reduce_ln2, Cephes' degree-6 polynomial for e^r on |r| <= ln2 / 2, and
+// exp_tail's two-factor scaling. x is clamped to [-104, 89] first: +inf
+// above 88.72, denormal results rounded once, 0 below -103.98; NaN stays NaN.
+// Its error is 1 ulp (jit/x86/vector_math.h). Branch-free, so loops over it
+// vectorise.
+inline float exp_vec(float x) {
+  const float v = clamp_or_zero(x, -104.0f, 89.0f);
+  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float y = exp_tail(reduce_ln2(v, n), n);
+  return x != x ? x : y;
+}
+
+// tanh as the JIT's emit_tanh, bit for bit: x clamped to [-9, 9], then
+// x P(x^2) / Q(x^2), a rational fit of degrees 6 and 3 in x^2 (4.4 ulp,
+// jit/x86/vector_math.h), so a fused and an unfused run agree. -0 gives -0,
+// ±inf gives ±1, NaN stays NaN (the clamp's comparisons pass it).
 inline float tanh_vec(float x) {
-  const float z = x < 0.0f ? -x : x;
-  const float s = x * x;
-  const float p = horner(s, {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
-                             -3.33332819422e-1f});
-  const float small = p * s * z + z;
-  const float large = 1.0f - 2.0f / (exp_vec(z + z) + 1.0f);
-  return std::copysign(z < 0.625f ? small : large, x);  // tanh is odd: -0 stays -0
+  float v = x > 9.0f ? 9.0f : x;
+  v = v < -9.0f ? -9.0f : v;
+  const float z = v * v;
+  const float p = horner(z, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f,
+                             5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
+                             4.89352455891786e-03f});
+  const float q = horner(z, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f,
+                             4.89352518554385e-03f});
+  return v * (p / q);
 }
 
 // erf as the JIT's injector computes it (jit/x86/vector_math.cpp, emit_erf):
@@ -105,7 +101,7 @@ inline float erf_vec(float x) {
   const float a = std::fabs(x), z = x * x;
   const float p = horner(z, {7.875874871e-05f, -8.016864303e-04f, 5.189087242e-03f, -2.685421146e-02f,
                              1.128359437e-01f, -3.761262596e-01f, 5.932674440600749e-08f});  // last: P(0)'s low part
-  const float small = x * 1.1283791065216064f + p * x;  // + x P(0)'s high part
+  const float small = std::fma(x, 1.1283791065216064f, p * x);  // + x P(0)'s high part, as the JIT's fma
   const float t = (a > 4.0f ? 4.0f : a) - 2.5f;      // NaN passes
   const float l = horner(t, {1.637151399e-06f, -1.331501426e-05f, 7.729137724e-05f, -4.201225238e-04f,
                              2.165303566e-03f, -1.085854135e-02f, -9.438937306e-01f, -5.352680683e+00f,
@@ -114,22 +110,12 @@ inline float erf_vec(float x) {
   return a < 1.0f ? small : big;
 }
 
-// e^r 2^n for |r| <= ln2 / 2: exp_vec's polynomial, then 2^n as two factors
-// 2^(n>>1) and 2^(n - (n>>1)), each a normal float for n in [-150, 128], so
-// results overflow to +inf and underflow through the denormals to 0 with one
-// rounding (the JIT's exp_tail).
-inline float exp_tail(float r, float n) {
-  const float y = exp_poly(r) * r * r + r + 1.0f;
-  const int32_t ni = int32_t(n), a = ni >> 1;
-  return y * pow2i(a) * pow2i(ni - a);
-}
-
 // 2^x as the JIT's emit_exp2: n = round(x), r = x - n exact, e^(r ln2) 2^n
 // with r ln2 formed with ln2 in two floats; x clamped to [-150, 129] first.
 inline float exp2_vec(float x) {
   const float v = clamp_or_zero(x, -150.0f, 129.0f);
   const float n = round_even(v), f = v - n;
-  const float r = f * 0.693147182f + f * -1.9046542e-09f;
+  const float r = std::fma(f, 0.693147182f, f * -1.9046542e-09f);  // the JIT's rounding: the low part's product
   const float y = exp_tail(r, n);
   return x != x ? x : y;
 }

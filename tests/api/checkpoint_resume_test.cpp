@@ -6,8 +6,9 @@
 // Bit-identical resumption therefore needs every fused kernel of a training
 // step to compute what the reference kernels compute. Add with alpha (every
 // optimizer's update) is one fused multiply-add in both (kernels/cpu/binary.cpp,
-// jit/loop_ir.cpp); the JIT's transcendental and row-wise kernels trade the
-// reference's bits for speed within stated bounds (docs/NN.md, "Checkpoint files").
+// jit/loop_ir.cpp), exp, sigmoid, tanh and erf are one algorithm in both
+// (kernels/cpu/exp.h); the JIT's row-wise softmax trades the reference's bits
+// for speed within stated bounds (docs/NN.md, "Checkpoint files").
 #include <unistd.h>
 
 #include <cstdlib>
@@ -22,14 +23,18 @@
 
 namespace nnvm {
 
+// The hidden layer's activation, and softmax over the outputs for kSoftmax.
+enum class Act { kRelu, kTanh, kSigmoid, kSoftmax };
+
 struct ResumeNetImpl : nn::Module {
-  explicit ResumeNetImpl(bool tanh)
-      : tanh(tanh), fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 2))) {}
+  explicit ResumeNetImpl(Act act)
+      : act(act), fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 2))) {}
   Tensor forward(const Tensor& x) {
     const Tensor h = fc1(x);
-    return fc2(tanh ? h.tanh() : h.relu());
+    const Tensor y = fc2(act == Act::kTanh ? h.tanh() : act == Act::kSigmoid ? h.sigmoid() : h.relu());
+    return act == Act::kSoftmax ? y.softmax(-1) : y;
   }
-  bool tanh;
+  Act act;
   nn::Linear fc1, fc2;
 };
 NNVM_MODULE(ResumeNet);
@@ -40,27 +45,28 @@ constexpr int kBefore = 4, kAfter = 4;  // kBefore >= NNVM_HOT: the saving run's
 
 struct Case {
   std::string name;
-  bool tanh;
+  Act act;
   std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)> make;
 };
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = [] {
     std::vector<Case> c;
-    for (bool tanh : {false, true}) {
-      const std::string act = tanh ? "tanh_" : "relu_";
-      c.push_back({act + "SGD", tanh, [](std::vector<Tensor> ps) {
+    const std::pair<Act, std::string> acts[] = {
+        {Act::kRelu, "relu_"}, {Act::kTanh, "tanh_"}, {Act::kSigmoid, "sigmoid_"}, {Act::kSoftmax, "softmax_"}};
+    for (const auto& [act, prefix] : acts) {
+      c.push_back({prefix + "SGD", act, [](std::vector<Tensor> ps) {
                      return std::make_unique<optim::SGD>(
                          ps, optim::SGDOptions(0.05).momentum(0.9).dampening(0.1).weight_decay(1e-3).nesterov(false));
                    }});
-      c.push_back({act + "Adam", tanh, [](std::vector<Tensor> ps) {
+      c.push_back({prefix + "Adam", act, [](std::vector<Tensor> ps) {
                      return std::make_unique<optim::Adam>(ps,
                                                           optim::AdamOptions(1e-2).amsgrad(true).weight_decay(1e-3));
                    }});
-      c.push_back({act + "AdamW", tanh, [](std::vector<Tensor> ps) {
+      c.push_back({prefix + "AdamW", act, [](std::vector<Tensor> ps) {
                      return std::make_unique<optim::AdamW>(ps, optim::AdamWOptions(1e-2));
                    }});
-      c.push_back({act + "RMSprop", tanh, [](std::vector<Tensor> ps) {
+      c.push_back({prefix + "RMSprop", act, [](std::vector<Tensor> ps) {
                      return std::make_unique<optim::RMSprop>(ps,
                                                              optim::RMSpropOptions(1e-2).momentum(0.5).centered(true));
                    }});
@@ -88,7 +94,7 @@ bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 // the parameters it ends with.
 std::vector<Tensor> run_through(const Case& c, const std::string& base) {
   manual_seed(1);
-  ResumeNet net(c.tanh);
+  ResumeNet net(c.act);
   std::unique_ptr<optim::Optimizer> opt = c.make(net->parameters());
   testing::train_regression(net, *opt, 0, kBefore);
   nnvm::save(net, base + ".model");
@@ -100,7 +106,7 @@ std::vector<Tensor> run_through(const Case& c, const std::string& base) {
 // A fresh model and optimizer loaded from the checkpoint in `base`, trained on.
 std::vector<Tensor> resume(const Case& c, const std::string& base) {
   manual_seed(2);
-  ResumeNet net(c.tanh);
+  ResumeNet net(c.act);
   std::unique_ptr<optim::Optimizer> opt = c.make(net->parameters());
   nnvm::load(net, base + ".model");
   nnvm::load(*opt, base + ".optim");
@@ -140,13 +146,13 @@ std::vector<Tensor> saved(const std::string& path) {
 }
 
 // The resumed process runs its first steps cold, the uninterrupted one hot:
-// a ReLU network's step (linear layers, relu, mse_loss and every optimizer's
-// update) computes the same bits either way.
+// a step of linear layers, relu, tanh or sigmoid, mse_loss and every
+// optimizer's update computes the same bits either way.
 TEST(ApiCheckpointResume, FreshProcessResumesBitIdentically) {
   const std::string d = dir();
   std::filesystem::create_directories(d);
   for (const Case& c : cases()) {
-    if (c.tanh) continue;
+    if (c.act == Act::kSoftmax) continue;
     SCOPED_TRACE(c.name);
     const std::vector<Tensor> through = run_through(c, d + "/" + c.name);
     run_child(c, d, "resumed");
@@ -155,16 +161,16 @@ TEST(ApiCheckpointResume, FreshProcessResumesBitIdentically) {
   std::filesystem::remove_all(d);
 }
 
-// The JIT's tanh is a rational fit (jit/x86/vector_math.h: 4.4 ulp) where the
-// reference kernel computes Cephes' tanhf, so a tanh network's cold steps
-// round differently from its hot ones: resumed in a fresh process it stays
-// within a few ulps of the uninterrupted run, and with NNVM_HOT=1 in both
-// processes (every step compiled, none cold) it is bit-identical again.
-TEST(ApiCheckpointResume, JitApproximationsNeedEveryStepHot) {
+// The JIT's row-wise softmax sums its exps in float vector lanes where the
+// reference kernel sums in double, so a softmax network's cold steps may round
+// differently from its hot ones: resumed in a fresh process it stays within a
+// few ulps of the uninterrupted run, and with NNVM_HOT=1 in both processes
+// (every step compiled, none cold) it is bit-identical.
+TEST(ApiCheckpointResume, RowwiseKernelsNeedEveryStepHot) {
   const std::string d = dir();
   std::filesystem::create_directories(d);
   for (const Case& c : cases()) {
-    if (!c.tanh) continue;
+    if (c.act != Act::kSoftmax) continue;
     SCOPED_TRACE(c.name);
     const std::string base = d + "/" + c.name;
     const std::vector<Tensor> through = run_through(c, base);

@@ -1,6 +1,6 @@
 // logsumexp through the x86 reduction kernels (FusedPlan) on every ISA this
 // CPU has, bit-identical to the reference kernel: the max, then the exps
-// (exp_reference, the reference's exp bit for bit) added in double in the
+// (emit_exp, the reference's exp bit for bit) added in double in the
 // reference's order, then log in double. Along the innermost dim and outer
 // dims, empty, single, odd and long extents, keepdim or not, strided rows,
 // NaN and infinities, a pointwise prologue, rows ending against a guard page;

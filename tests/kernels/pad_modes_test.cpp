@@ -9,12 +9,14 @@ namespace {
 
 namespace F = nn::functional;
 
-// Where output index i of a padded dim reads, PyTorch's way: a negative pad
-// crops first, then the padding copies from the m elements left.
+// Where output index i of a padded dim reads, PyTorch's way: replicate reads
+// input[clamp(i - before, 0, n - 1)] (replication_pad); circular crops first,
+// then wraps around the m elements left.
 int64_t copy_source(int64_t i, int64_t before, int64_t after, int64_t n, bool circular) {
+  if (!circular) return std::clamp<int64_t>(i - before, 0, n - 1);
   const int64_t first = std::max<int64_t>(-before, 0), m = n - first - std::max<int64_t>(-after, 0);
   const int64_t s = i - std::max<int64_t>(before, 0);
-  return first + (circular ? ((s % m) + m) % m : std::clamp<int64_t>(s, 0, m - 1));
+  return first + ((s % m) + m) % m;
 }
 
 // The padded tensor element by element, from the rule above.
@@ -35,12 +37,14 @@ std::vector<double> reference_pad(const Tensor& x, const DimVector& pads, bool c
 }
 
 TEST(PadModes, ReplicateAndCircularMatchTheCopyRule) {
-  const DimVector cases[] = {{1, 2}, {0, 0, 2, 1}, {1, 1, 1, 1, 1, 1}, {-1, 2}, {2, -1, 0, 3}, {4, 4}, {}};
+  // the last two crop a whole dim (5, then 4) and pad the other side: replicate only, as in PyTorch
+  const DimVector cases[] = {{1, 2}, {0, 0, 2, 1}, {1, 1, 1, 1, 1, 1}, {-1, 2}, {2, -1, 0, 3}, {4, 4}, {},
+                             {-5, 2}, {1, 0, 3, -4}};
   uint64_t seed = 60;
   for (const bool circular : {false, true})
     for (DType dt : {kFloat32, kFloat64, kInt64, kBool})
       for (testing::Layout l : testing::kLayouts)
-        for (const DimVector& pads : cases) {
+        for (const DimVector& pads : absl::MakeConstSpan(cases).first(circular ? 7 : 9)) {
           SCOPED_TRACE(shape_str(pads) + (circular ? " circular " : " replicate ") + testing::layout_name(l));
           const Tensor x = testing::with_layout(testing::random({2, 4, 5}, dt, seed++), l);
           DimVector shape;
@@ -64,6 +68,10 @@ TEST(PadModes, MatchPyTorch) {
                           9, 10, 8, 9, 10, 1, 2, 0, 1, 2, 5, 6, 4, 5, 6}, 0, 0);
   // a whole period of circular padding is allowed, as in PyTorch
   testing::expect_values(pad(arange(3, kFloat32), {3, 0}, "circular"), {0, 1, 2, 0, 1, 2}, 0, 0);
+  // replication_pad reads input[clamp(j - before, 0, 2)]: a crop of the whole dim leaves the other edge
+  testing::expect_values(F::pad(arange(3, kFloat32).reshape({1, 1, 3}), F::PadFuncOptions({-3, 2}).mode(kReplicate)),
+                         {2, 2}, 0, 0);
+  testing::expect_values(pad(arange(3, kFloat32), {1, -3}, "replicate"), {0}, 0, 0);
 }
 
 TEST(PadModes, GradientsMatchFiniteDifferences) {
@@ -75,6 +83,9 @@ TEST(PadModes, GradientsMatchFiniteDifferences) {
     testing::gradcheck([&](const std::vector<Tensor>& in) { return pad(in[0].transpose(1, 2), {-1, 2, 3, 0}, mode); },
                        {testing::leaf({2, 3, 4}, 62)});
   }
+  // replicate crops past a whole dim: every output element reads the edge left on the other side
+  testing::gradcheck([](const std::vector<Tensor>& in) { return pad(in[0], {-4, 2, 1, -3}, "replicate"); },
+                     {testing::leaf({2, 3, 4}, 64)});
 }
 
 TEST(PadModes, TraceAsEager) {
@@ -89,7 +100,9 @@ TEST(PadModes, ReportBadInput) {
   const Tensor x = zeros({2, 3});
   testing::expect_error([&] { pad(x, {4, 0}, "circular"); },
                         {"pad", "circular", "(4, 0)", "more than once", "size 3", "[2, 3]"});
-  testing::expect_error([&] { pad(x, {-3, 1}, "replicate"); }, {"pad", "replicate", "(-3, 1)", "non-empty", "[2, 3]"});
+  testing::expect_error([&] { pad(zeros({2, 0}), {1, 1}, "replicate"); },
+                        {"pad", "replicate", "(1, 1)", "non-empty", "[2, 0]"});
+  testing::expect_error([&] { pad(x, {-5, 1}, "replicate"); }, {"pad", "replicate", "crops more", "size 3", "[2, 3]"});
   testing::expect_error([&] { pad(x, {-4, 1}, "circular"); }, {"pad", "circular", "crops more", "size 3"});
   testing::expect_error([&] { pad(x, {1, 1, 1}, "replicate"); }, {"pad", "pairs", "[1, 1, 1]"});
   testing::expect_error([&] { pad(x, {1, 1}, "wrap"); }, {"pad", "\"wrap\"", "\"replicate\" or \"circular\""});
