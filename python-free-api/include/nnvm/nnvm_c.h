@@ -30,6 +30,16 @@
 extern "C" {
 #endif
 
+/* In C++ the enums below have int as their fixed underlying type, so a value
+ * a C caller passes outside the listed ones is a value the library can check
+ * and refuse (NNVM_INVALID_ARGUMENT), not undefined behaviour; in C they are
+ * int-sized enums as usual. */
+#ifdef __cplusplus
+#define NNVM_ENUM_INT : int
+#else
+#define NNVM_ENUM_INT
+#endif
+
 /* Raised when a function's meaning or a struct's layout changes. */
 #define NNVM_C_API_VERSION 1
 /* The version the library was built with: a program built against this
@@ -38,7 +48,7 @@ int nnvm_c_api_version(void);
 
 /* ---- errors ---- */
 
-typedef enum nnvm_status {
+typedef enum nnvm_status NNVM_ENUM_INT {
   NNVM_OK = 0,
   /* nnvm refused the request: a shape or dtype mismatch, an unknown op, a bad
    * or missing file, an unsupported op in a model. The message names the op,
@@ -60,7 +70,7 @@ const char* nnvm_status_name(nnvm_status status);
 
 /* ---- dtypes ---- */
 
-typedef enum nnvm_dtype {
+typedef enum nnvm_dtype NNVM_ENUM_INT {
   NNVM_BOOL = 0,
   NNVM_UINT8 = 1,
   NNVM_INT8 = 2,
@@ -125,7 +135,7 @@ nnvm_status nnvm_tensor_str(nnvm_tensor tensor, char* text, size_t capacity, siz
  * "Gemm" with transB, "Conv" with strides and pads, "Softmax" with axis,
  * "ReduceMean" with axes and keepdims. They run as nnvm::Model runs a graph's
  * nodes: through the public ops, recorded in traced mode, differentiable. */
-typedef enum nnvm_attr_kind {
+typedef enum nnvm_attr_kind NNVM_ENUM_INT {
   NNVM_ATTR_INT = 0,
   NNVM_ATTR_FLOAT = 1,
   NNVM_ATTR_STRING = 2,
@@ -220,7 +230,7 @@ void nnvm_optimizer_free(nnvm_optimizer optimizer);
 
 /* ---- modes, threads, caches, memory ---- */
 
-typedef enum nnvm_mode { NNVM_MODE_EAGER = 0, NNVM_MODE_TRACED = 1 } nnvm_mode;
+typedef enum nnvm_mode NNVM_ENUM_INT { NNVM_MODE_EAGER = 0, NNVM_MODE_TRACED = 1 } nnvm_mode;
 
 /* Eager runs each op as it is called; traced records ops and runs them fused
  * and compiled when values are read (docs/TRACE.md). Process-wide; the
@@ -280,5 +290,7 @@ nnvm_status nnvm_model_save_onnx(nnvm_model model, const nnvm_tensor* example_in
 #ifdef __cplusplus
 }
 #endif
+
+#undef NNVM_ENUM_INT
 
 #endif /* NNVM_NNVM_C_H_ */
