@@ -27,6 +27,7 @@
 #include "nnvm/model.h"
 #include "nnvm/optim/adam.h"
 #include "nnvm/optim/sgd.h"
+#include "nnvm/profiler.h"
 
 struct nnvm_tensor_s {
   nnvm::Tensor value;
@@ -36,6 +37,9 @@ struct nnvm_optimizer_s {
 };
 struct nnvm_model_s {
   nnvm::Model value;
+};
+struct nnvm_profiler_s {
+  nnvm::profiler::Session value;
 };
 
 namespace {
@@ -538,6 +542,32 @@ nnvm_status nnvm_get_cache_stats(nnvm_cache_stats* stats) {
 nnvm_status nnvm_memory_summary(char* text, size_t capacity, size_t* needed) {
   return guarded(__func__, [&] { write_text(nnvm::memory_summary(), text, capacity, needed); });
 }
+
+// ---- profiling ----
+
+nnvm_status nnvm_profiler_start(nnvm_profiler* out) {
+  return guarded(__func__, [&] {
+    not_null(out, "out");
+    *out = new nnvm_profiler_s;
+  });
+}
+
+nnvm_status nnvm_profiler_stop(nnvm_profiler profiler) {
+  return guarded(__func__, [&] { not_null(profiler, "profiler")->value.stop(); });
+}
+
+nnvm_status nnvm_profiler_export_chrome_trace(nnvm_profiler profiler, const char* path) {
+  return guarded(__func__, [&] { not_null(profiler, "profiler")->value.export_chrome_trace(not_null(path, "path")); });
+}
+
+nnvm_status nnvm_profiler_table(nnvm_profiler profiler, size_t row_limit, char* text, size_t capacity,
+                                size_t* needed) {
+  return guarded(__func__, [&] {
+    write_text(not_null(profiler, "profiler")->value.key_averages().table(row_limit), text, capacity, needed);
+  });
+}
+
+void nnvm_profiler_free(nnvm_profiler profiler) { delete profiler; }
 
 // ---- models ----
 

@@ -325,6 +325,29 @@ static void test_model(const char* path, const char* out_dir) {
   nnvm_model_free(again);
 }
 
+/* The profiler's table names the ops the training ran; its trace is a file. */
+static void test_profiler(nnvm_profiler profiler, const char* out_dir) {
+  size_t needed = 0;
+  OK(nnvm_profiler_table(profiler, 0, NULL, 0, &needed));
+  char* table = malloc(needed);
+  OK(nnvm_profiler_table(profiler, 0, table, needed, NULL));
+  CHECK(strncmp(table, "Name", 4) == 0);
+  CHECK(strstr(table, "matmul") != NULL && strstr(table, "relu") != NULL);
+  free(table);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/c_api_trace.json", out_dir);
+  OK(nnvm_profiler_export_chrome_trace(profiler, path));
+  FILE* f = fopen(path, "rb");
+  CHECK(f != NULL);
+  if (f) {
+    char head[16] = {0};
+    CHECK(fread(head, 1, 14, f) == 14 && strncmp(head, "{\"traceEvents\"", 14) == 0);
+    fclose(f);
+    remove(path);
+  }
+  FAILS(nnvm_profiler_export_chrome_trace(profiler, "/nonexistent/dir/trace.json"), NNVM_ERROR, "/nonexistent/dir");
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: c_api_test MODEL.pb OUT_DIR\n");
@@ -339,9 +362,14 @@ int main(int argc, char** argv) {
   nnvm_mode mode = nnvm_get_mode();
   nnvm_cache_stats before, after;
   OK(nnvm_get_cache_stats(&before));
+  nnvm_profiler profiler;
+  OK(nnvm_profiler_start(&profiler));
   CHECK(train(300) < 0.1);
   OK(nnvm_mark_step());
+  OK(nnvm_profiler_stop(profiler));
   OK(nnvm_get_cache_stats(&after));
+  test_profiler(profiler, argv[2]);
+  nnvm_profiler_free(profiler);
   if (mode == NNVM_MODE_TRACED) CHECK(after.trace.hits > before.trace.hits + 100);
   /* The mode switches both ways and the same program trains in the other. */
   OK(nnvm_set_mode(mode == NNVM_MODE_TRACED ? NNVM_MODE_EAGER : NNVM_MODE_TRACED));

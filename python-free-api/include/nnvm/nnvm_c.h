@@ -264,6 +264,24 @@ nnvm_status nnvm_get_cache_stats(nnvm_cache_stats* stats);
  * nnvm_tensor_str. */
 nnvm_status nnvm_memory_summary(char* text, size_t capacity, size_t* needed);
 
+/* ---- profiling (docs/PROFILING.md) ---- */
+
+typedef struct nnvm_profiler_s* nnvm_profiler;
+
+/* Starts recording (nnvm::profiler::Session): ops, flushes, cache lookups,
+ * compiles, kernels, memory. */
+nnvm_status nnvm_profiler_start(nnvm_profiler* out);
+/* Stops recording; the events stay until the handle is freed. */
+nnvm_status nnvm_profiler_stop(nnvm_profiler profiler);
+/* Chrome's trace event JSON (Perfetto, chrome://tracing). */
+nnvm_status nnvm_profiler_export_chrome_trace(nnvm_profiler profiler, const char* path);
+/* The summary table (key_averages().table(row_limit); 0: every row); text
+ * as for nnvm_tensor_str. */
+nnvm_status nnvm_profiler_table(nnvm_profiler profiler, size_t row_limit, char* text, size_t capacity,
+                                size_t* needed);
+/* Stops it if it still records, and releases it. */
+void nnvm_profiler_free(nnvm_profiler profiler);
+
 /* ---- models (ONNX, TensorFlow .pb) ---- */
 
 typedef struct nnvm_model_s* nnvm_model;
