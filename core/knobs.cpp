@@ -34,6 +34,8 @@ const Knobs& knobs() {
     k.isa = isa ? isa : "";
     const char* cache_dir = std::getenv("NNVM_CACHE_DIR");
     k.cache_dir = cache_dir ? cache_dir : "";
+    const char* plugins = std::getenv("NNVM_PLUGINS");
+    k.plugins = plugins ? plugins : "";
     return k;
   }();
   return k;

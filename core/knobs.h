@@ -25,6 +25,8 @@
 //   NNVM_CACHE_DIR=DIR        where choices measured at run time persist    (none)
 //                             across processes: the JIT GEMM's tile per
 //                             shape class (jit/gemm_jit.h); unset: memory only
+//   NNVM_PLUGINS=a.so:b.so    plugins loaded when the library starts, in    load_plugin()
+//                             order (docs/PLUGINS.md; default none)
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,7 @@ struct Knobs {
   std::string log;
   std::string isa;
   std::string cache_dir;
+  std::string plugins;
 };
 
 const Knobs& knobs();
