@@ -176,50 +176,39 @@ void Registry::commit() {
   s.committed = true;
 }
 
-std::vector<std::string> Registry::op_names() const {
-  std::vector<std::string> out;
-  for (const OpDef& d : staged_->ops) out.push_back(d.name);
-  return out;
-}
+}  // namespace plugin
 
-std::vector<std::string> Registry::pass_names() const {
-  std::vector<std::string> out;
-  for (const trace::PointPass& p : staged_->passes) out.push_back(p.name);
-  return out;
-}
+namespace plugin {
 
-std::vector<std::string> Registry::backend_names() const {
-  std::vector<std::string> out;
-  for (const auto& b : staged_->backends) out.emplace_back(b.first->name());
-  return out;
-}
+// Runs a registration function and commits what it staged, under the
+// plugins' lock; records the plugin.
+struct Loader {
+  static const Plugin& run(const std::string& name, const std::function<void(Registry&)>& fn) {
+    Registry registry(name);
+    try {
+      fn(registry);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find(name) != std::string::npos) throw;
+      throw Error(absl::StrCat("plugin ", name, ": its registration function threw: ", what));
+    } catch (const std::exception& e) {
+      throw Error(absl::StrCat("plugin ", name, ": its registration function threw: ", e.what()));
+    }
+    registry.commit();
+    const Registry::Staged& s = *registry.staged_;
+    Plugin p{name, {}, {}, {}};
+    for (const OpDef& d : s.ops) p.ops.push_back(d.name);
+    for (const trace::PointPass& pass : s.passes) p.passes.push_back(pass.name);
+    for (const auto& b : s.backends) p.backends.emplace_back(b.first->name());
+    return plugins().loaded.emplace_back(std::move(p));
+  }
+};
 
 }  // namespace plugin
 
-namespace {
-
-// register_plugin's work, under the plugins' lock.
-const plugin::Plugin& register_locked(const std::string& name, const std::function<void(plugin::Registry&)>& fn) {
-  plugin::Registry registry(name);
-  try {
-    fn(registry);
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.find(name) != std::string::npos) throw;
-    throw Error(absl::StrCat("plugin ", name, ": its registration function threw: ", what));
-  } catch (const std::exception& e) {
-    throw Error(absl::StrCat("plugin ", name, ": its registration function threw: ", e.what()));
-  }
-  registry.commit();
-  return plugin::plugins().loaded.emplace_back(
-      plugin::Plugin{name, registry.op_names(), registry.pass_names(), registry.backend_names()});
-}
-
-}  // namespace
-
 const plugin::Plugin& register_plugin(const std::string& name, const std::function<void(plugin::Registry&)>& fn) {
   std::lock_guard<std::recursive_mutex> lock(plugin::plugins().mutex);
-  return register_locked(name, fn);
+  return plugin::Loader::run(name, fn);
 }
 
 const plugin::Plugin& load_plugin(const std::string& path) {
@@ -246,7 +235,7 @@ const plugin::Plugin& load_plugin(const std::string& path) {
   if (abi != NNVM_PLUGIN_ABI_VERSION)
     throw Error(absl::StrCat("load_plugin ", path, ": built against plugin ABI version ", abi, ", but this nnvm's is ",
                              NNVM_PLUGIN_ABI_VERSION, ": rebuild it against this nnvm's <nnvm/plugin.h>"));
-  const plugin::Plugin& loaded = register_locked(path, [entry](plugin::Registry& r) { entry(r); });
+  const plugin::Plugin& loaded = plugin::Loader::run(path, [entry](plugin::Registry& r) { entry(r); });
   p.by_handle.emplace(handle, &loaded);
   return loaded;
 }

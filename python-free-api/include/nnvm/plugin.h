@@ -95,11 +95,13 @@ class Pointwise {
   std::vector<Node> nodes_;
 };
 
+struct Loader;
+
 // What one plugin registers: staged while its registration function runs,
-// committed all or none when it returns (load_plugin, register_plugin).
+// committed all or none by the loader when it returns (load_plugin,
+// register_plugin), under the lock that serialises plugins.
 class Registry {
  public:
-  explicit Registry(std::string plugin);
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
@@ -123,15 +125,13 @@ class Registry {
   // x86 JIT's is 0; trace/backend.h).
   void backend(std::shared_ptr<const trace::Backend> b, int priority = 0);
 
-  // Checks the staged registrations and commits them, all or none; throws
-  // nnvm::Error naming the plugin and the problem. Called once, by the loader.
-  void commit();
-  // What was committed, by kind, for the plugin's record.
-  std::vector<std::string> op_names() const;
-  std::vector<std::string> pass_names() const;
-  std::vector<std::string> backend_names() const;
-
  private:
+  friend struct Loader;
+  explicit Registry(std::string plugin);
+  // Checks the staged registrations and commits them, all or none; throws
+  // nnvm::Error naming the plugin and the problem.
+  void commit();
+
   struct Staged;
   std::string plugin_;
   std::unique_ptr<Staged> staged_;
