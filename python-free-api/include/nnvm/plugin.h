@@ -106,7 +106,8 @@ class Registry {
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // The plugin's name: its library's path as given to load_plugin.
+  // The plugin's name: its library's path as given to load_plugin (or
+  // register_plugin's name).
   const std::string& plugin() const { return plugin_; }
 
   // A new op, set up with OpDef's fluent calls (core/op.h). Its name must
@@ -118,7 +119,7 @@ class Registry {
   // through the op's kernel instead of a JIT kernel.
   void pointwise(std::string_view op, Pointwise expr);
   // A graph pass run on every hot trace at `point` of the compile pipeline:
-  // "before_passes", "after_passes" or "before_fuse" (trace/pipeline.h).
+  // "before_passes", "after_passes" or "before_fuse" (trace/pass_points.h).
   // It returns how many nodes it changed (0: none).
   void pass(std::string_view point, std::string_view name, trace::PassFn fn);
   // A backend offered fusion groups ahead of those of lower priority (the
