@@ -36,6 +36,8 @@ const Knobs& knobs() {
     k.cache_dir = cache_dir ? cache_dir : "";
     const char* profile = std::getenv("NNVM_PROFILE");
     k.profile = profile ? profile : "";
+    const char* plugins = std::getenv("NNVM_PLUGINS");
+    k.plugins = plugins ? plugins : "";
     return k;
   }();
   return k;

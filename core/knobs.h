@@ -28,6 +28,8 @@
 //   NNVM_PROFILE=FILE.json    record the whole program with a profiler     profiler::Session
 //                             session; at exit write its Chrome trace
 //                             there and its summary table to stderr
+//   NNVM_PLUGINS=a.so:b.so    plugins loaded when the library starts, in    load_plugin()
+//                             order (docs/PLUGINS.md; default none)
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,7 @@ struct Knobs {
   std::string isa;
   std::string cache_dir;
   std::string profile;
+  std::string plugins;
 };
 
 const Knobs& knobs();

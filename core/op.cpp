@@ -10,6 +10,7 @@
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/core/op_batch.h"
 #include "nnvm/core/profiling.h"
 #include "nnvm/core/quantize.h"
 
@@ -118,6 +119,21 @@ OpDef& register_op(std::string_view name) {
 
 void register_kernel(std::string_view name, DeviceType device, KernelFn kernel) {
   register_op(name).kernels[size_t(device)] = std::move(kernel);
+}
+
+void register_new_ops(std::vector<OpDef> defs) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  absl::flat_hash_map<std::string, int> given;
+  for (const OpDef& def : defs) {
+    NNVM_CHECK(!def.name.empty(), "register_op", "an op needs a name");
+    NNVM_CHECK(!r.by_name.contains(def.name), "register_op", "an op named '", def.name, "' is already registered");
+    NNVM_CHECK(++given[def.name] == 1, "register_op", "the op '", def.name, "' is given twice");
+  }
+  for (OpDef& def : defs) {
+    OpDef& entry = r.defs.emplace_back(std::move(def));
+    r.by_name.emplace(entry.name, &entry);
+  }
 }
 
 const OpDef& find_op(std::string_view name) {

@@ -4,14 +4,18 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <mutex>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nnvm/core/error.h"
 #include "nnvm/jit/loop_builder.h"
 #include "nnvm/jit/lower_int64.h"
+#include "nnvm/jit/op_lowering.h"
 
 namespace nnvm::jit {
 
@@ -314,7 +318,101 @@ const absl::flat_hash_map<std::string, LowerFn>& lowerings() {
   return *table;
 }
 
+// Lowerings registered at run time (register_lowerings): read on a miss in
+// the built-in table, only while a group is lowered.
+struct OpLowerings {
+  std::mutex mutex;
+  absl::flat_hash_map<std::string, std::vector<Expr>> by_op;
+};
+
+OpLowerings& op_lowerings() {
+  static OpLowerings* l = new OpLowerings;  // never destroyed: compiles may run during exit
+  return *l;
+}
+
+// Whether p computes on float32 values alone (no int64 halves, no cast).
+bool float_prim(Prim p) {
+  switch (p) {
+    case Prim::kCast: case Prim::kBits: case Prim::kLoadLow: case Prim::kLoadHigh: case Prim::kToInt:
+    case Prim::kSignOf: case Prim::kIntEq: case Prim::kIntGt: case Prim::kUIntGt: case Prim::kInt64ToFloat:
+    case Prim::kPair: case Prim::kTruncInt64: return false;
+    default: return true;
+  }
+}
+
+// Why `expr` is not a registrable lowering (empty: it is).
+std::string malformed(const std::vector<Expr>& expr) {
+  if (expr.empty()) return "the expression is empty";
+  for (size_t i = 0; i < expr.size(); ++i) {
+    const Expr& e = expr[i];
+    if (!float_prim(e.prim)) return absl::StrCat("entry ", i, " is ", prim_name(e.prim), ": float32 primitives only");
+    if ((e.prim == Prim::kLoad || e.prim == Prim::kArg) && e.arg < 0)
+      return absl::StrCat("entry ", i, " (", prim_name(e.prim), ") names no input or attribute");
+    const int32_t operands[] = {e.a, e.b, e.c};
+    for (int k = 0; k < prim_arity(e.prim); ++k)
+      if (operands[k] < 0 || size_t(operands[k]) >= i)
+        return absl::StrCat("entry ", i, " (", prim_name(e.prim), ") reads entry ", operands[k],
+                            ", not an earlier one");
+  }
+  return {};
+}
+
+// The registered lowering of `op`, or null.
+std::optional<std::vector<Expr>> registered_lowering(const std::string& op) {
+  OpLowerings& l = op_lowerings();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  auto it = l.by_op.find(op);
+  if (it == l.by_op.end()) return std::nullopt;
+  return it->second;
+}
+
+// A registered lowering of node n over its input expressions `in`, or why not.
+std::string lower_registered(Builder& b, const trace::Node& n, int32_t step, Inputs in, const std::vector<Expr>& expr,
+                             int32_t& out) {
+  std::vector<int32_t> at(expr.size());
+  for (size_t i = 0; i < expr.size(); ++i) {
+    const Expr& e = expr[i];
+    if (e.prim == Prim::kLoad) {
+      if (size_t(e.arg) >= in.size())
+        return absl::StrCat(n.op->name, "'s expression reads input ", e.arg, " of ", in.size());
+      at[i] = in[size_t(e.arg)];
+    } else if (e.prim == Prim::kArg) {
+      if (size_t(e.arg) >= n.attrs.size() || !std::holds_alternative<Scalar>(n.attrs[size_t(e.arg)]))
+        return absl::StrCat(n.op->name, "'s expression reads attribute ", e.arg, ", not a Scalar of the node");
+      at[i] = b.scalar(n, step, e.arg);
+    } else if (e.prim == Prim::kConst) {
+      at[i] = b.constant(e.value);
+    } else {
+      auto operand = [&](int32_t k) { return k < 0 ? -1 : at[size_t(k)]; };
+      at[i] = b.op(e.prim, operand(e.a), operand(e.b), operand(e.c));
+    }
+  }
+  out = at.back();
+  return {};
+}
+
 }  // namespace
+
+void register_lowerings(std::vector<OpLowering> added) {
+  OpLowerings& l = op_lowerings();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  absl::flat_hash_set<std::string> names;
+  for (const OpLowering& a : added) {
+    NNVM_CHECK(!lowerings().contains(a.op) && !l.by_op.contains(a.op) && names.insert(a.op).second,
+               "register_lowering", "the JIT lowers an op named '", a.op, "' already");
+    const std::string why = malformed(a.expr);
+    NNVM_CHECK(why.empty(), "register_lowering", a.op, "'s pointwise expression: ", why);
+  }
+  for (OpLowering& a : added) l.by_op.emplace(std::move(a.op), std::move(a.expr));
+}
+
+bool has_lowering(std::string_view op) {
+  const std::string name(op);
+  if (lowerings().contains(name)) return true;
+  OpLowerings& l = op_lowerings();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  return l.by_op.contains(name);
+}
 
 namespace {
 
@@ -396,7 +494,10 @@ std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size
   for (size_t k = 0; k < count; ++k) {
     const trace::Node& node = t.nodes()[size_t(g.nodes[k])];
     auto it = lowerings().find(node.op->name);
-    if (it == lowerings().end() || node.outputs.size() != 1) return absl::StrCat(node.op->name, " has no JIT primitive");
+    std::optional<std::vector<Expr>> registered;
+    if (it == lowerings().end()) registered = registered_lowering(node.op->name);
+    if ((it == lowerings().end() && !registered) || node.outputs.size() != 1)
+      return absl::StrCat(node.op->name, " has no JIT primitive");
     absl::InlinedVector<int32_t, 3> in;
     for (trace::ValueId v : node.inputs) in.push_back(expr_of.at(v));
     int32_t out = -1;
@@ -425,6 +526,12 @@ std::string lower_nodes(const trace::Trace& t, const trace::FusionGroup& g, size
       if (b.expr(in[i]).prim == Prim::kPair)
         return absl::StrCat(node.op->name, " reads int64 %", node.inputs[i], " into ",
                             std::string(dtype_name(t.value(node.outputs[0]).dtype)), ": not lowered");
+    if (registered) {
+      why = lower_registered(b, node, int32_t(k), in, *registered, out);
+      if (!why.empty()) return why;
+      expr_of[node.outputs[0]] = out;
+      continue;
+    }
     expr_of[node.outputs[0]] = it->second(b, node, int32_t(k), in);
   }
   return {};

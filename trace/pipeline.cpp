@@ -1,5 +1,6 @@
 #include "nnvm/trace/pipeline.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "nnvm/core/profiling.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/kernel_cache.h"
+#include "nnvm/trace/pass_points.h"
 #include "nnvm/trace/passes/constant_fold.h"
 #include "nnvm/trace/passes/cse.h"
 #include "nnvm/trace/passes/dce.h"
@@ -209,18 +211,64 @@ void set_pipeline_log(std::function<void(const std::string&)> sink) {
   s.write = std::move(sink);
 }
 
-PassManager& global_passes() {
-  static PassManager* pm = [] {
-    auto* p = new PassManager();
-    p->add("dce", [](Trace& t) { return dce(t); })
+namespace {
+
+// The passes stage: the passes added at "before_passes", then the built-in
+// ones and those added after them, and what guards them: compiles run them
+// (a pass manager keeps statistics) while add_passes changes them, on any thread.
+struct Passes {
+  std::mutex mutex;
+  PassManager before;
+  PassManager main;
+  std::set<std::string, std::less<>> names;
+};
+
+Passes& passes() {
+  static Passes* p = [] {
+    auto* s = new Passes;  // never destroyed: compiles may run during exit
+    s->main.add("dce", [](Trace& t) { return dce(t); })
         .add("cse", [](Trace& t) { return cse(t); })
         .add("constant_fold", [](Trace& t) { return constant_fold(t); })
         .add("simplify", [](Trace& t) { return simplify(t); })
         .add("recognise", [](Trace& t) { return recognise(t); })
         .add("dce_after", [](Trace& t) { return dce(t); });
-    return p;
+    s->names = {"dce", "cse", "constant_fold", "simplify", "recognise", "dce_after"};
+    return s;
   }();
-  return *pm;
+  return *p;
+}
+
+}  // namespace
+
+PassManager& global_passes() { return passes().main; }
+
+const std::vector<std::string>& pass_points() {
+  static const std::vector<std::string> points = {"before_passes", "after_passes", "before_fuse"};
+  return points;
+}
+
+void add_passes(std::vector<PointPass> added) {
+  Passes& p = passes();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  std::set<std::string, std::less<>> names;
+  const std::vector<std::string>& points = pass_points();
+  for (const PointPass& a : added) {
+    NNVM_CHECK(std::find(points.begin(), points.end(), a.point) != points.end(), "add_pass", "pass '", a.name,
+               "': the pipeline has no point '", a.point, "' (before_passes, after_passes, before_fuse)");
+    NNVM_CHECK(!a.name.empty() && a.pass != nullptr, "add_pass", "a pass needs a name and a function");
+    NNVM_CHECK(!p.names.contains(a.name) && names.insert(a.name).second, "add_pass", "a pass named '", a.name,
+               "' is already registered");
+  }
+  for (PointPass& a : added) {
+    p.names.insert(a.name);
+    (a.point == "before_passes" ? p.before : p.main).add(std::move(a.name), std::move(a.pass));
+  }
+}
+
+bool has_pass(std::string_view name) {
+  Passes& p = passes();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.names.contains(name);
 }
 
 PlanParts plan_stages(Trace optimised, uint64_t name) {
@@ -267,17 +315,19 @@ namespace {
 
 // The passes stage on a copy of t, logged as `log`'s compile.
 Trace run_passes(const Trace& t, StageLog& log) {
-  static std::mutex mu;  // the pass manager keeps statistics
   Trace optimised = t;
   log.start();
-  std::vector<PassStats> passes;
+  std::vector<PassStats> ran;
   {
-    std::lock_guard<std::mutex> lock(mu);
-    passes = global_passes().run(optimised);
+    Passes& p = passes();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    ran = p.before.run(optimised);
+    std::vector<PassStats> main = p.main.run(optimised);
+    ran.insert(ran.end(), main.begin(), main.end());
   }
   if (log.on()) {
     std::string what = absl::StrCat(t.nodes().size(), " -> ", optimised.nodes().size(), " nodes");
-    for (const PassStats& s : passes)
+    for (const PassStats& s : ran)
       if (s.changes) absl::StrAppend(&what, ", ", s.name, " ", s.changes);
     log.done("passes", what);
   }

@@ -27,6 +27,7 @@
 #include "nnvm/model.h"
 #include "nnvm/optim/adam.h"
 #include "nnvm/optim/sgd.h"
+#include "nnvm/plugin.h"
 #include "nnvm/profiler.h"
 
 struct nnvm_tensor_s {
@@ -541,6 +542,12 @@ nnvm_status nnvm_get_cache_stats(nnvm_cache_stats* stats) {
 
 nnvm_status nnvm_memory_summary(char* text, size_t capacity, size_t* needed) {
   return guarded(__func__, [&] { write_text(nnvm::memory_summary(), text, capacity, needed); });
+}
+
+// ---- plugins ----
+
+nnvm_status nnvm_load_plugin(const char* path) {
+  return guarded(__func__, [&] { nnvm::load_plugin(not_null(path, "path")); });
 }
 
 // ---- profiling ----

@@ -2,7 +2,7 @@
  * optimizer training a small network, modes, cache statistics and a model
  * file. Exits non-zero naming the first check that failed.
  *
- *   c_api_test MODEL.pb OUT_DIR */
+ *   c_api_test MODEL.pb OUT_DIR [PLUGIN.so] */
 #include "nnvm/nnvm_c.h"
 
 #include <math.h>
@@ -349,8 +349,8 @@ static void test_profiler(nnvm_profiler profiler, const char* out_dir) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: c_api_test MODEL.pb OUT_DIR\n");
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: c_api_test MODEL.pb OUT_DIR [PLUGIN.so]\n");
     return 2;
   }
   CHECK(nnvm_c_api_version() == NNVM_C_API_VERSION);
@@ -386,6 +386,12 @@ int main(int argc, char** argv) {
   free(summary);
 
   test_model(argv[1], argv[2]);
+  if (argc == 4) {
+    OK(nnvm_load_plugin(argv[3]));
+    OK(nnvm_load_plugin(argv[3])); /* a second time: nothing more */
+  }
+  FAILS(nnvm_load_plugin("/nonexistent/libplugin.so"), NNVM_ERROR, "/nonexistent/libplugin.so");
+  FAILS(nnvm_load_plugin(NULL), NNVM_INVALID_ARGUMENT, "path is NULL");
   if (failures) fprintf(stderr, "%d checks failed\n", failures);
   else printf("all checks passed\n");
   return failures ? 1 : 0;

@@ -264,6 +264,12 @@ nnvm_status nnvm_get_cache_stats(nnvm_cache_stats* stats);
  * nnvm_tensor_str. */
 nnvm_status nnvm_memory_summary(char* text, size_t capacity, size_t* needed);
 
+/* ---- plugins (docs/PLUGINS.md) ---- */
+
+/* Loads a plugin library (nnvm::load_plugin): its ops, passes and backends,
+ * all or none. Loading one path again does nothing. */
+nnvm_status nnvm_load_plugin(const char* path);
+
 /* ---- profiling (docs/PROFILING.md) ---- */
 
 typedef struct nnvm_profiler_s* nnvm_profiler;
