@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/profiling.h"
 
 // Under AddressSanitizer a cached block is poisoned while it sits in a free
@@ -89,10 +90,12 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
     p = allocate_guarded_locked(nbytes);
     count_reserve(size);
     count_allocate(size);
+    if (memory::monitoring()) [[unlikely]] memory::detail::on_allocate(p, size, false, stats_.bytes_in_use);
     return p;
   }
   std::vector<void*>& list = free_list(size);
-  if (!list.empty()) {
+  const bool from_cache = !list.empty();
+  if (from_cache) {
     p = list.back();
     list.pop_back();
     ++stats_.cache_hits;
@@ -111,6 +114,7 @@ void* CpuCachingAllocator::allocate(size_t nbytes) {
   NNVM_UNPOISON(p, nbytes);
   NNVM_POISON(static_cast<char*>(p) + nbytes, size - nbytes);
   count_allocate(size);
+  if (memory::monitoring()) [[unlikely]] memory::detail::on_allocate(p, size, from_cache, stats_.bytes_in_use);
   return p;
 }
 
@@ -141,6 +145,7 @@ void CpuCachingAllocator::count_release(size_t size, size_t blocks) {
   stats_.bytes_released += int64_t(size * blocks);
   stats_.blocks_released += int64_t(blocks);
   if (profiling::on()) [[unlikely]] profile_memory(stats_);
+  if (memory::monitoring()) [[unlikely]] memory::detail::on_release(size * blocks, stats_.bytes_in_use);
 }
 
 void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
@@ -148,6 +153,7 @@ void CpuCachingAllocator::free(void* ptr, size_t nbytes) {
   const size_t size = round_size(nbytes);
   std::lock_guard<SpinLock> lock(mu_);
   count_free(size);
+  if (memory::monitoring()) [[unlikely]] memory::detail::on_free(ptr, size, stats_.bytes_in_use);
   if (auto it = guarded_.empty() ? guarded_.end() : guarded_.find(ptr); it != guarded_.end()) {
     munmap(it->second.first, it->second.second);
     guarded_.erase(it);

@@ -8,6 +8,7 @@
 
 #include "nnvm/core/functions.h"
 #include "nnvm/core/hot_tls.h"
+#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/op.h"
 
 namespace nnvm::autograd {
@@ -267,6 +268,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
                                  bool retain_graph, bool create_graph, const std::vector<Edge>* capture,
                                  bool allow_unused, std::string_view api) {
   GradModeGuard mode(create_graph);
+  memory::PhaseGuard phase(memory::Phase::kBackward);
   NNVM_CHECK(root_grads.empty() || root_grads.size() == roots.size(), api, "got ", roots.size(), " outputs but ",
              root_grads.size(), " gradients");
   std::vector<Edge> root_edges;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
+#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 #include "nnvm/core/op_batch.h"
@@ -193,8 +194,10 @@ void run_op(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& out
 }
 
 // With a profiler session on: the op as an "op" event, recorded into the
-// trace or run by its kernel (then with the bytes it read and wrote).
+// trace or run by its kernel (then with the bytes it read and wrote); with
+// the memory monitor on, the blocks it allocates name it.
 [[gnu::noinline]] void run_profiled(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
+  memory::OpScope memory_scope(op.name.c_str(), 0);  // the blocks it allocates name it
   profiling::Scope scope("op", op.name);
   const bool recorded = detail::recording();
   scope.arg("mode", recorded ? "recorded" : "ran");
@@ -207,7 +210,7 @@ void run_op(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& out
 }
 
 void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
-  if (profiling::on()) [[unlikely]] {
+  if (profiling::on() || memory::monitoring()) [[unlikely]] {
     run_profiled(op, inputs, attrs, outs);
     return;
   }

@@ -13,6 +13,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 #include "nnvm/core/profiling.h"
@@ -251,6 +252,11 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
     capture_scope.emplace(&capture);
   for (size_t k = 0; k < order_.size(); ++k) {
     const int32_t g = order_[k];
+    std::optional<memory::OpScope> memory_scope;  // the group's blocks name its first op and this plan
+    if (memory::monitoring()) [[unlikely]] {
+      const auto& steps = groups_[size_t(g)].program->steps();
+      memory_scope.emplace(steps.empty() ? "" : steps[0].op->name.c_str(), hash_);
+    }
     for (const OwnValue& own : own_values_[k]) {  // allocated when computed, not for the whole run
       const Value& val = t.value(own.value);
       Tensor& slot = env[size_t(own.value)];

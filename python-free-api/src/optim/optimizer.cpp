@@ -5,6 +5,7 @@
 
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/functions.h"
+#include "nnvm/core/memory_monitor.h"
 
 namespace nnvm::optim {
 
@@ -54,6 +55,7 @@ Tensor Optimizer::step(const LossClosure& closure) {
     EnableGradGuard enable_grad;
     loss = closure();
   }
+  memory::PhaseGuard phase(memory::Phase::kOptimizer);
   NoGradGuard no_grad;
   for (OptimizerParamGroup& group : param_groups_) update(group);
   // In traced mode the step ends the trace: forward, backward and update run
