@@ -8,26 +8,15 @@
 // NNVM_THREADS=1 measures the single-threaded process instead.
 #include <benchmark/benchmark.h>
 
-#include <fstream>
-#include <string>
-
 #include "nnvm/core/thread_pool.h"
-
-namespace {
-// The CPU's model name (/proc/cpuinfo), for the JSON output's context: the
-// report (tools/bench_report) names the host its figures come from.
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);)
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
-      return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-}  // namespace
+#include "nnvm/kernels/cpu/cpu_features.h"
 
 int main(int argc, char** argv) {
   nnvm::set_num_threads(nnvm::get_num_threads());  // starts the workers now
-  benchmark::AddCustomContext("cpu_model", cpu_model());
+  // The CPU's model (CPUID's brand string) in the JSON output's context: the
+  // report (tools/bench_report) names the host its figures come from.
+  const std::string& model = nnvm::cpu::cpu_features().model;
+  benchmark::AddCustomContext("cpu_model", model.empty() ? "unknown CPU" : model);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -3,7 +3,7 @@
 //
 //   nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR   (or .npy in, .npy out)
 //   nnvm info MODEL
-//   nnvm bench MODEL [--batch N] [--threads T] [--iters I]
+//   nnvm bench MODEL [--batch N] [--threads T] [--iters I] [--json FILE]
 //
 // Exit status 0 on success; otherwise one line on stderr naming the problem
 // (status 1), or the usage (status 2).
@@ -16,11 +16,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "nlohmann/json.hpp"
+#include "nnvm/kernels/cpu/cpu_features.h"
 #include "nnvm/nnvm.h"
 
 namespace fs = std::filesystem;
@@ -30,7 +33,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR\n"
     "       nnvm info MODEL\n"
-    "       nnvm bench MODEL [--batch N] [--threads T] [--iters I]\n";
+    "       nnvm bench MODEL [--batch N] [--threads T] [--iters I] [--json FILE]\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -43,6 +46,7 @@ struct Args {
   int64_t batch = 1;
   int threads = 0;
   int iters = 0;
+  std::string json;  // bench: also write the figures as Google Benchmark JSON (tools/bench_report)
 };
 
 int64_t parse_int(const std::string& flag, const std::string& value) {
@@ -76,6 +80,8 @@ Args parse(int argc, char** argv) {
       a.threads = int(parse_int(flag, value()));
     } else if (flag == "--iters" && a.command == "bench") {
       a.iters = int(parse_int(flag, value()));
+    } else if (flag == "--json" && a.command == "bench") {
+      a.json = value();
     } else {
       throw UsageError("unknown option '" + flag + "' for '" + a.command + "'");
     }
@@ -187,6 +193,26 @@ double median_ms(const nnvm::Model& model, const std::vector<nnvm::Tensor>& inpu
   return ms[ms.size() / 2];
 }
 
+// The two medians in Google Benchmark's JSON layout, so tools/bench_report
+// draws them beside nnvm_bench's: cases "nnvm_bench_model/{fused,eager}/MODEL/batch:N".
+void write_bench_json(const Args& a, double fused_ms, double eager_ms) {
+  const std::string model = std::filesystem::path(a.model).filename().string();
+  const std::string& cpu = nnvm::cpu::cpu_features().model;
+  nlohmann::json doc;
+  doc["context"] = {{"cpu_model", cpu.empty() ? "unknown CPU" : cpu},
+                    {"num_cpus", nnvm::get_num_threads()},
+                    {"executable", "nnvm bench"}};
+  for (const auto& [variant, ms] : {std::pair<const char*, double>{"fused", fused_ms}, {"eager", eager_ms}}) {
+    const std::string name = std::string("nnvm_bench_model/") + variant + "/" + model + "/batch:" + std::to_string(a.batch);
+    doc["benchmarks"].push_back({{"name", name}, {"run_name", name}, {"run_type", "iteration"},
+                                 {"iterations", a.iters > 0 ? a.iters : 20}, {"real_time", ms}, {"time_unit", "ms"}});
+  }
+  std::ofstream file(a.json, std::ios::binary | std::ios::trunc);
+  if (!file) throw nnvm::Error("bench: cannot open '" + a.json + "' for writing");
+  file << doc.dump(2) << "\n";
+  if (!file.flush()) throw nnvm::Error("bench: cannot write '" + a.json + "'");
+}
+
 int bench(const Args& a) {
   if (a.threads > 0) nnvm::set_num_threads(a.threads);
   nnvm::Model model = nnvm::load_model(a.model);
@@ -204,6 +230,7 @@ int bench(const Args& a) {
               nnvm::get_num_threads(), iters);
   std::printf("  fused (traced):   %9.3f ms\n  unfused (eager):  %9.3f ms\n  speedup:          %9.2fx\n", fused,
               unfused, unfused / fused);
+  if (!a.json.empty()) write_bench_json(a, fused, unfused);
   return 0;
 }
 
