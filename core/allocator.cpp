@@ -14,6 +14,7 @@
 #include "nnvm/core/knobs.h"
 #include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/profiling.h"
+#include "nnvm/core/text_file.h"
 
 // Under AddressSanitizer a cached block is poisoned while it sits in a free
 // list, and the slack between the requested and the rounded size is poisoned
@@ -209,20 +210,6 @@ void empty_cache() { CpuCachingAllocator::instance().empty_cache(); }
 void set_alloc_guard(bool on) { CpuCachingAllocator::instance().set_guard(on); }
 
 namespace {
-
-// A byte count in the largest unit that keeps it at 768 units or more, as
-// memory_summary's cells show it: "   512 KiB".
-std::string format_bytes(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  size_t unit = 0;
-  int64_t shown = bytes, scale = bytes < 0 ? -bytes : bytes;
-  while (unit + 1 < std::size(kUnits) && scale >= 768 * 1024) {
-    shown /= 1024;
-    scale /= 1024;
-    ++unit;
-  }
-  return absl::StrFormat("%6d %s", shown, kUnits[unit]);
-}
 
 // "| name                  | cur        | peak       | total      | freed      |"
 std::string summary_row(std::string_view name, const std::string& cur, const std::string& peak,

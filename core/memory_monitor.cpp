@@ -3,7 +3,6 @@
 #include "nnvm/core/memory_monitor.h"
 
 #include <algorithm>
-#include <fstream>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -13,6 +12,7 @@
 #include "nnvm/core/error.h"
 #include "nnvm/core/profiling.h"
 #include "nnvm/core/spin_lock.h"
+#include "nnvm/core/text_file.h"
 
 namespace nnvm::memory {
 
@@ -210,16 +210,6 @@ namespace {
 
 const char* const kColours[] = {"#9e9e9e", "#4c78a8", "#f58518", "#54a24b"};  // earlier, then per phase
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return absl::StrFormat("%.1f %s", b, units[u]);
-}
-
 }  // namespace
 
 std::string memory_timeline_html() {
@@ -287,7 +277,7 @@ std::string memory_timeline_html() {
   for (int tick = 0; tick <= 4; ++tick) {
     const double b = max_bytes * tick / 4;
     absl::StrAppendFormat(&svg, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
-                          left - 6, y(b) + 4, human_bytes(b));
+                          left - 6, y(b) + 4, format_bytes(int64_t(b)));
   }
   absl::StrAppendFormat(&svg,
                         "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">time (%.2f ms in "
@@ -295,7 +285,7 @@ std::string memory_timeline_html() {
                         (left + width) / 2, height - 8, (t1 - t0) / 1e6);
   std::string legend;
   for (size_t c = 0; c < 1 + kNumPhases; ++c) {
-    const std::string peak = c == 0 ? "" : absl::StrCat(" — peak ", human_bytes(double(peaks[c - 1])));
+    const std::string peak = c == 0 ? "" : absl::StrCat(" — peak ", format_bytes(peaks[c - 1]));
     absl::StrAppendFormat(&legend, "<li><span style=\"background:%s\"></span>%s%s</li>\n", kColours[c], names[c],
                           peak);
   }
@@ -305,16 +295,9 @@ std::string memory_timeline_html() {
       "li span{display:inline-block;width:12px;height:12px;margin-right:6px}</style></head>\n<body>\n"
       "<h1>CPU memory in use, by the phase that allocated it</h1>\n<p>",
       all.size(), " allocator events (", events_dropped(), " older ones overwritten); peak ",
-      human_bytes(max_bytes), ".</p>\n", svg, "<ul>\n", legend, "</ul>\n</body></html>\n");
+      format_bytes(int64_t(max_bytes)), ".</p>\n", svg, "<ul>\n", legend, "</ul>\n</body></html>\n");
 }
 
-void memory_timeline(const std::string& path) {
-  const std::string html = memory_timeline_html();
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  NNVM_CHECK(file.good(), "memory_timeline", "cannot open '", path, "' for writing");
-  file << html;
-  file.close();
-  NNVM_CHECK(!file.fail(), "memory_timeline", "cannot write '", path, "'");
-}
+void memory_timeline(const std::string& path) { write_text_file(path, memory_timeline_html(), "memory_timeline"); }
 
 }  // namespace nnvm::memory

@@ -1,9 +1,9 @@
 #include "nnvm/trace/dump.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "absl/strings/str_format.h"
+#include "nnvm/core/text_file.h"
 #include "nnvm/trace/executor.h"
 
 namespace nnvm::trace {
@@ -26,10 +26,7 @@ std::string placement(const FusedPlan& plan, ValueId v) {
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  NNVM_CHECK(out.good(), "NNVM_DUMP", "cannot write ", path.string());
+  write_text_file(path.string(), text, "NNVM_DUMP");
 }
 
 }  // namespace

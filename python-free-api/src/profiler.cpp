@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
 #include <utility>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/core/text_file.h"
 
 namespace nnvm::profiler {
 
@@ -82,11 +82,7 @@ std::string Session::chrome_trace_json() const {
 }
 
 void Session::export_chrome_trace(const std::string& path) const {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  NNVM_CHECK(file.good(), "export_chrome_trace", "cannot open '", path, "' for writing");
-  file << chrome_trace_json();
-  file.close();
-  NNVM_CHECK(!file.fail(), "export_chrome_trace", "cannot write '", path, "'");
+  write_text_file(path, chrome_trace_json(), "export_chrome_trace");
 }
 
 KeyAverages Session::key_averages() const {
