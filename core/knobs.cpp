@@ -38,6 +38,9 @@ const Knobs& knobs() {
     k.profile = profile ? profile : "";
     const char* plugins = std::getenv("NNVM_PLUGINS");
     k.plugins = plugins ? plugins : "";
+    k.check = env_int("NNVM_CHECK", 0) == 1;
+    const char* repro = std::getenv("NNVM_REPRO");
+    k.repro_dir = repro ? repro : "";
     return k;
   }();
   return k;

@@ -30,6 +30,10 @@
 //                             there and its summary table to stderr
 //   NNVM_PLUGINS=a.so:b.so    plugins loaded when the library starts, in    load_plugin()
 //                             order (docs/PLUGINS.md; default none)
+//   NNVM_CHECK=1              each fused group also runs unfused and the    trace::set_check()
+//                             results are compared (trace/check.h)
+//   NNVM_REPRO=DIR            repro bundles of wrong or crashing fused      trace::set_repro_dir()
+//                             groups and failed compiles (trace/repro.h)
 #pragma once
 
 #include <cstdint>
@@ -51,6 +55,8 @@ struct Knobs {
   std::string cache_dir;
   std::string profile;
   std::string plugins;
+  bool check;
+  std::string repro_dir;
 };
 
 const Knobs& knobs();

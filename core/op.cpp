@@ -17,6 +17,10 @@
 
 namespace nnvm {
 
+void Attrs::missing(size_t k) const {
+  throw Error(detail::concat("attribute ", k, " is read but the op has ", values_.size(), " attributes"));
+}
+
 namespace {
 
 using Outputs = detail::OpOutputs;

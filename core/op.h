@@ -41,7 +41,14 @@ class Attrs {
   }
 
   size_t size() const { return values_.size(); }
-  const AttrValue& operator[](size_t k) const { return values_[k]; }
+  // Checked: a kernel that reads an attribute its node lacks gets an
+  // nnvm::Error, never memory past the list (traces read from files,
+  // trace/repro.h, name any op with any attributes).
+  const AttrValue& operator[](size_t k) const {
+    if (k >= values_.size()) [[unlikely]]
+      missing(k);
+    return values_[k];
+  }
   void push_back(AttrValue v) { values_.push_back(std::move(v)); }
   void set(size_t k, AttrValue v) { values_[k] = std::move(v); }
   // The attributes from position `from` on.
@@ -51,15 +58,18 @@ class Attrs {
     return t;
   }
 
-  int64_t i(size_t k) const { return std::get<int64_t>(values_[k]); }
-  bool b(size_t k) const { return std::get<bool>(values_[k]); }
-  const Scalar& s(size_t k) const { return std::get<Scalar>(values_[k]); }
+  // An attribute of another kind throws std::bad_variant_access.
+  int64_t i(size_t k) const { return std::get<int64_t>((*this)[k]); }
+  bool b(size_t k) const { return std::get<bool>((*this)[k]); }
+  const Scalar& s(size_t k) const { return std::get<Scalar>((*this)[k]); }
   double d(size_t k) const { return s(k).to_double(); }
-  IntArrayRef ints(size_t k) const { return std::get<DimVector>(values_[k]); }
-  DType dtype(size_t k) const { return std::get<DType>(values_[k]); }
-  const std::string& str(size_t k) const { return std::get<std::string>(values_[k]); }
+  IntArrayRef ints(size_t k) const { return std::get<DimVector>((*this)[k]); }
+  DType dtype(size_t k) const { return std::get<DType>((*this)[k]); }
+  const std::string& str(size_t k) const { return std::get<std::string>((*this)[k]); }
 
  private:
+  [[noreturn, gnu::cold]] void missing(size_t k) const;
+
   absl::InlinedVector<AttrValue, 4> values_;
 };
 

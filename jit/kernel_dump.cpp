@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,22 @@ uint64_t kernel_hash(std::string_view key) {
 
 std::string kernel_file_stem(std::string_view key, Isa isa) {
   return absl::StrFormat("kernel-%016x-%s", kernel_hash(key), isa_name(isa));
+}
+
+std::string hex_dump(const void* code, size_t bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const auto* p = static_cast<const uint8_t*>(code);
+  std::string out;
+  for (size_t at = 0; at < bytes; at += 32) {
+    absl::StrAppend(&out, absl::Hex(at, absl::kZeroPad4), ":");
+    for (size_t k = at; k < std::min(bytes, at + 32); ++k) {
+      out += ' ';
+      out += kDigits[p[k] >> 4];
+      out += kDigits[p[k] & 15];
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 void publish_kernel(std::string_view kind, std::string_view key, Isa isa, const void* code, size_t bytes,

@@ -102,6 +102,10 @@ CompiledPointwise::~CompiledPointwise() = default;
 
 size_t CompiledPointwise::code_bytes() const { return kernel_ ? kernel_->code_bytes() : 0; }
 
+std::string CompiledPointwise::machine_code() const {
+  return kernel_ ? hex_dump(kernel_->entry(), kernel_->code_bytes()) : std::string();
+}
+
 std::string CompiledPointwise::describe() const {
   if (!kernel_) return absl::StrCat("x86 ", isa_name(isa_), " pointwise[", accesses_, "] declined: ", declined_);
   return absl::StrCat("x86 ", isa_name(isa_), " pointwise[", accesses_, "] ", code_bytes(), " bytes");
@@ -137,6 +141,11 @@ std::vector<std::string> PointwiseJit::variant_names() const {
   std::vector<std::string> names;
   for (const auto& [name, v] : variants_) names.push_back(name);
   return names;
+}
+
+std::string PointwiseJit::code() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return jit_code(lowering_.ir.to_string(), variants_);
 }
 
 std::vector<std::string> PointwiseJit::declined_variants() const {

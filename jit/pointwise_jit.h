@@ -46,6 +46,8 @@ class CompiledPointwise final : public trace::CompiledKernel {
 
   const std::string& declined() const { return declined_; }
   size_t code_bytes() const;
+  // Its machine code (jit/kernel_dump.h hex_dump); empty when declined.
+  std::string machine_code() const;
   std::string describe() const override;
   const x86::PointwiseKernel& kernel() const { return *kernel_; }
 
@@ -83,6 +85,9 @@ class PointwiseJit {
   std::vector<std::string> variant_names() const;
   // "<name>: <why>" for each variant whose code could not be generated.
   std::vector<std::string> declined_variants() const;
+  // The LoopIR, then each variant compiled so far with its machine code
+  // (a repro bundle's code, trace/repro.h).
+  std::string code() const;
 
   // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
   // active ISA and the operands' layouts allow; false: nothing ran.

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nnvm/core/thread_pool.h"
+#include "nnvm/jit/kernel_dump.h"
 #include "nnvm/kernels/cpu/loops.h"
 #include "nnvm/kernels/cpu/reduce.h"
 
@@ -112,6 +113,16 @@ std::string CompiledReduce::describe() const {
   if (!kernel_ && !arg_kernel_) return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " declined: ", declined_);
   const size_t bytes = kernel_ ? kernel_->code_bytes() : arg_kernel_->code_bytes();
   return absl::StrCat("x86 ", isa_name(isa_), " reduce ", variant_, " ", bytes, " bytes");
+}
+
+std::string CompiledReduce::machine_code() const {
+  if (kernel_) return hex_dump(kernel_->entry(), kernel_->code_bytes());
+  return arg_kernel_ ? hex_dump(arg_kernel_->entry(), arg_kernel_->code_bytes()) : std::string();
+}
+
+std::string ReduceJit::code() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return jit_code(lowering_.ir.to_string(), variants_);
 }
 
 std::string ReduceSpace::to_string() const {

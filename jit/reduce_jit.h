@@ -50,6 +50,8 @@ class CompiledReduce final : public trace::CompiledKernel {
   ~CompiledReduce() override;
   const std::string& declined() const { return declined_; }
   std::string describe() const override;
+  // Its machine code (jit/kernel_dump.h hex_dump); empty when declined.
+  std::string machine_code() const;
   void operator()(x86::ReduceCall* call) const {
     if (kernel_) (*kernel_)(call);
     else (*arg_kernel_)(call);
@@ -89,6 +91,8 @@ class ReduceJit {
   const std::string& declined() const { return lowering_.declined; }
   const LoopIR& ir() const { return lowering_.ir; }
   std::string last_fallback() const;
+  // The LoopIR, then each variant compiled so far with its machine code.
+  std::string code() const;
 
   // Runs the group over env[ids[i]] (inputs set, the output allocated) with
   // `loop` the reduction's input shape; false: nothing was written.

@@ -90,6 +90,15 @@ std::string X86GroupKernel::describe() const {
   return "x86 reduction kernel";
 }
 
+std::string X86GroupKernel::code() const {
+  std::string out;
+  if (pointwise_) absl::StrAppend(&out, "pointwise kernel\n", pointwise_->code());
+  if (epilogue_) absl::StrAppend(&out, "the matmul through the JIT GEMM, then its epilogue kernel\n", epilogue_->code());
+  if (reduce_) absl::StrAppend(&out, "reduction kernel\n", reduce_->code());
+  if (rowwise_) absl::StrAppend(&out, "row-wise kernel ", rowwise_->spec().name(), "\n");
+  return out;
+}
+
 // The nodes after the matmul as a pointwise group of their own: its inputs
 // are what they read from outside them (the matmul's output among them), its
 // outputs the group's outputs they compute. Kept only when it lowers.

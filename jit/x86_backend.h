@@ -38,6 +38,8 @@ class X86GroupKernel final : public trace::GroupKernel {
   bool empty() const { return !pointwise_ && !rowwise_ && !reduce_ && !epilogue_; }
   bool run(const trace::GroupProgram& program, const trace::GroupRun& run) const override;
   std::string describe() const override;
+  // Each JIT path's LoopIR and the machine code of its variants compiled so far.
+  std::string code() const override;
 
   const PointwiseJit* pointwise() const { return pointwise_.get(); }
   const RowwiseJit* rowwise() const { return rowwise_.get(); }

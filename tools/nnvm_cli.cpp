@@ -4,6 +4,7 @@
 //   nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR   (or .npy in, .npy out)
 //   nnvm info MODEL
 //   nnvm bench MODEL [--batch N] [--threads T] [--iters I] [--json FILE]
+//   nnvm replay BUNDLE [--code]      a repro bundle (docs/PROFILING.md) run again
 //
 // Exit status 0 on success; otherwise one line on stderr naming the problem
 // (status 1), or the usage (status 2).
@@ -12,8 +13,13 @@
 // subcommand's (`--batch` would be accepted by `run`), it has no option of
 // several values (`--inputs A B`), and a flag it rejects ends the process
 // with status 1 and its own message, not the usage with status 2.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +31,7 @@
 #include "nlohmann/json.hpp"
 #include "nnvm/kernels/cpu/cpu_features.h"
 #include "nnvm/nnvm.h"
+#include "nnvm/trace/repro.h"
 
 namespace fs = std::filesystem;
 
@@ -33,7 +40,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: nnvm run MODEL --inputs IN_0.pb [IN_1.pb ...] --out-dir DIR\n"
     "       nnvm info MODEL\n"
-    "       nnvm bench MODEL [--batch N] [--threads T] [--iters I] [--json FILE]\n";
+    "       nnvm bench MODEL [--batch N] [--threads T] [--iters I] [--json FILE]\n"
+    "       nnvm replay BUNDLE [--code]\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -47,6 +55,7 @@ struct Args {
   int threads = 0;
   int iters = 0;
   std::string json;  // bench: also write the figures as Google Benchmark JSON (tools/bench_report)
+  bool code = false;  // replay: print the bundle's code
 };
 
 int64_t parse_int(const std::string& flag, const std::string& value) {
@@ -82,6 +91,8 @@ Args parse(int argc, char** argv) {
       a.iters = int(parse_int(flag, value()));
     } else if (flag == "--json" && a.command == "bench") {
       a.json = value();
+    } else if (flag == "--code" && a.command == "replay") {
+      a.code = true;
     } else {
       throw UsageError("unknown option '" + flag + "' for '" + a.command + "'");
     }
@@ -234,6 +245,51 @@ int bench(const Args& a) {
   return 0;
 }
 
+// A repro bundle: what it holds, then its trace fused and unfused and the
+// outputs compared. The work runs in a child process, so a kernel that
+// crashed the program that wrote the bundle is reported, not shared.
+// Status 0: fused and unfused agree; 1: they differ, a run failed or crashed.
+int replay(const Args& a) {
+  std::fflush(stdout);
+  const pid_t child = ::fork();
+  if (child < 0) throw nnvm::Error("replay: fork failed");
+  if (child == 0) {
+    int status = 1;
+    try {
+      const nnvm::trace::ReproBundle b = nnvm::trace::read_repro_bundle(a.model);
+      std::printf("bundle:   %s\nkind:     %s\nengine:   %s (this one: %s)\nmessage:  %s\n", a.model.c_str(),
+                  b.kind.c_str(), b.engine.c_str(), nnvm::trace::engine_version().c_str(), b.message.c_str());
+      if (!b.unit.empty()) std::printf("unit:     %s\n", b.unit.c_str());
+      std::printf("trace:\n%s", b.trace.to_string().c_str());
+      if (b.inputs.empty()) std::printf("inputs:   drawn from a fixed seed (the bundle keeps their layouts only)\n");
+      for (size_t i = 0; i < b.inputs.size(); ++i)
+        std::printf("input %zu:  %s%s strides %s\n", i, std::string(nnvm::dtype_name(b.inputs[i].dtype())).c_str(),
+                    nnvm::shape_str(b.inputs[i].sizes()).c_str(), nnvm::shape_str(b.inputs[i].strides()).c_str());
+      if (a.code) std::printf("code:\n%s\n", b.code.empty() ? "(none)" : b.code.c_str());
+      else if (!b.code.empty()) std::printf("code:     %zu bytes of text (--code prints it)\n", b.code.size());
+      const nnvm::trace::ReplayReport report = nnvm::trace::replay_bundle(b);
+      std::printf("replay:\n%s", report.to_string().c_str());
+      status = report.agrees() ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      std::replace(msg.begin(), msg.end(), '\n', ' ');
+      std::fprintf(stderr, "nnvm: %s\n", msg.c_str());
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(status);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    std::printf("the replay died of signal %d (%s): the fused run crashes again\n", WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+    return 1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,6 +298,7 @@ int main(int argc, char** argv) {
     if (a.command == "run") return run(a);
     if (a.command == "info") return info(a);
     if (a.command == "bench") return bench(a);
+    if (a.command == "replay") return replay(a);
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     if (*e.what()) std::cerr << "nnvm: " << e.what() << "\n";

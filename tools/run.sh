@@ -14,7 +14,7 @@ shift || true
 
 packages=(cmake ninja-build g++ ccache libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
           libxbyak-dev zlib1g-dev dataset-fashion-mnist libonnx-dev libprotobuf-dev protobuf-compiler
-          libonnx-testdata nlohmann-json3-dev)
+          libonnx-testdata nlohmann-json3-dev chromium-headless-shell)
 # A job's own packages: the bench job's outside references (oneDNN, OpenBLAS;
 # bench/CMakeLists.txt finds them), which no other job needs.
 case "$job" in

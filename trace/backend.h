@@ -53,6 +53,9 @@ class GroupKernel {
   virtual bool run(const GroupProgram& program, const GroupRun& run) const = 0;
   // How the group runs, for plans and logs ("x86 pointwise kernel").
   virtual std::string describe() const = 0;
+  // What the kernel runs, as text for a repro bundle (trace/repro.h): the
+  // IR it was compiled from and its machine code; empty when not known.
+  virtual std::string code() const { return {}; }
 };
 
 // What a backend compiles: the group in its trace, its values, and the

@@ -17,6 +17,7 @@
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 #include "nnvm/core/profiling.h"
+#include "nnvm/trace/check.h"
 
 namespace nnvm::trace {
 
@@ -244,7 +245,7 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   // once (or found not to be capturable, for good).
   const bool capturing = recorded_layouts && recorded_strides && scalars.empty() &&
                          std::find(written.begin(), written.end(), 1) == written.end() &&
-                         !replay_declined_.is_set() &&
+                         !replay_declined_.is_set() && !checking() &&
                          !replay_.load(std::memory_order_relaxed);
   ReplayCapture capture;
   std::optional<CaptureScope> capture_scope;
@@ -281,8 +282,12 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
       if (!group_attrs.empty()) attrs = group_attrs;
     }
     const int64_t profile_start = profiling::on() ? profiling::now_ns() : -1;
-    group.program->run(group.values.ids, env, attrs, group.tiling,
-                       recorded_strides ? id_ << 20 | uint64_t(g + 1) : 0);
+    const uint64_t layouts = recorded_strides ? id_ << 20 | uint64_t(g + 1) : 0;
+    if (checking()) [[unlikely]]  // NNVM_CHECK, NNVM_REPRO (trace/check.h)
+      run_group_checked(t, fusion_.groups[size_t(g)], *group.program, group.values, env, attrs, group.tiling, layouts,
+                        hash_);
+    else
+      group.program->run(group.values.ids, env, attrs, group.tiling, layouts);
     if (profile_start >= 0) [[unlikely]]
       profile_group(*group.program, group.values.ids, env, profile_start);
     group_attrs.clear();

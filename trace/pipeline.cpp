@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/knobs.h"
+#include "nnvm/trace/check.h"
 #include "nnvm/core/profiling.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/kernel_cache.h"
@@ -342,12 +343,17 @@ Trace optimise(const Trace& t) {
 }
 
 std::shared_ptr<const Plan> compile_plan(const Trace& t) {
-  StageLog log(t, 0);
-  PlanParts parts = plan_stages(run_passes(t, log), log.name());
-  log.start();
-  auto plan = std::make_shared<const FusedPlan>(std::move(parts));
-  log.done("plan", absl::StrCat(plan->fusion().groups.size(), " groups ready"));
-  return plan;
+  try {
+    StageLog log(t, 0);
+    PlanParts parts = plan_stages(run_passes(t, log), log.name());
+    log.start();
+    auto plan = std::make_shared<const FusedPlan>(std::move(parts));
+    log.done("plan", absl::StrCat(plan->fusion().groups.size(), " groups ready"));
+    return plan;
+  } catch (const std::exception& e) {
+    compile_failed(t, e.what());  // its repro bundle, under NNVM_REPRO (trace/check.h)
+    throw;
+  }
 }
 
 }  // namespace nnvm::trace

@@ -14,6 +14,7 @@
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 #include "nnvm/core/profiling.h"
+#include "nnvm/trace/check.h"
 #include "nnvm/trace/cursor.h"
 #include "nnvm/trace/executor.h"
 #include "nnvm/trace/interpreter.h"
@@ -267,12 +268,14 @@ class Recorder {
     // entry's Scalars (the cursor took them bit for bit), never built; with
     // the plan's own Scalars and every output lazy, it replays the plan's
     // captured kernel calls, which need none of what follows (unless a
-    // profiler session records: then each group's kernel is timed).
+    // profiler session records: then each group's kernel is timed; or the
+    // checking mode is on: each group is checked, trace/check.h).
     std::optional<TraceCursor::Compiled> compiled;
     if (unbuilt_ && repeated && !observer_ && !log_trace()) {
       try {
         compiled = cursor_.look_up_compiled(global_trace_cache());
-        if (compiled && compiled->scalars.empty() && !profiling::on() && replay(*compiled->plan, inputs, binds)) {
+        if (compiled && compiled->scalars.empty() && !profiling::on() && !checking() &&
+            replay(*compiled->plan, inputs, binds)) {
           ++stats_.flushes_unbuilt;
           ++stats_.flushes_replayed;
           profile.arg("ran", "replay");

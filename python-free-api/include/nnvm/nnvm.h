@@ -11,6 +11,7 @@
 #include "nnvm/core/functions.h"
 #include "nnvm/core/generator.h"
 #include "nnvm/core/indexing.h"
+#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/op.h"
 #include "nnvm/core/quantize.h"

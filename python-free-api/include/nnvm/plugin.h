@@ -33,7 +33,7 @@
 // Bumped whenever a type a plugin sees (OpDef, Trace, Backend, Registry,
 // Pointwise) changes layout or meaning: a plugin built against another
 // version is refused at load.
-#define NNVM_PLUGIN_ABI_VERSION 1
+#define NNVM_PLUGIN_ABI_VERSION 2
 
 namespace nnvm::plugin {
 
