@@ -170,6 +170,15 @@ FusedPlan::ArenaTensors FusedPlan::take_arena() const {
   return a;
 }
 
+FusedPlan::ArenaTensors FusedPlan::take_for_run() const {
+  if (!memory::monitoring() || order_.empty()) [[likely]]
+    return take_arena();
+  // the memory monitor names a new arena "arena", this plan, and the phase of the first group to run
+  memory::OpScope scope("arena", hash_);
+  memory::PhaseGuard phase(memory::Phase(groups_[size_t(order_[0])].phase));
+  return take_arena();
+}
+
 std::vector<Tensor> FusedPlan::run(absl::Span<const Tensor> inputs, absl::Span<const Scalar> scalars) const {
   std::vector<Tensor> own(inputs.begin(), inputs.end());
   WrittenFlags written;
@@ -206,7 +215,7 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   // The run's tensors by value with the arena's bound (a nested run finds
   // the thread's kept arena taken and makes its own). The run holds the
   // arena and its values' tensors until it returns.
-  ArenaTensors arena = take_arena();
+  ArenaTensors arena = take_for_run();
   std::vector<Tensor>& env = arena.env;
   written.assign(targets.size(), 0);
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -253,10 +262,13 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
     capture_scope.emplace(&capture);
   for (size_t k = 0; k < order_.size(); ++k) {
     const int32_t g = order_[k];
-    std::optional<memory::OpScope> memory_scope;  // the group's blocks name its first op and this plan
+    // The group's blocks name its first op, this plan, and the phase its nodes were recorded in.
+    std::optional<memory::OpScope> memory_scope;
+    std::optional<memory::PhaseGuard> memory_phase;
     if (memory::monitoring()) [[unlikely]] {
       const auto& steps = groups_[size_t(g)].program->steps();
       memory_scope.emplace(steps.empty() ? "" : steps[0].op->name.c_str(), hash_);
+      memory_phase.emplace(memory::Phase(groups_[size_t(g)].phase));
     }
     for (const OwnValue& own : own_values_[k]) {  // allocated when computed, not for the whole run
       const Value& val = t.value(own.value);

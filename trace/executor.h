@@ -86,6 +86,7 @@ class FusedPlan final : public Plan {
     Tiling tiling;
     std::vector<const Attrs*> attrs;  // its nodes' recorded attributes, in order
     std::vector<int32_t> slotted;     // its steps whose nodes have Scalar slots
+    uint8_t phase = 0;                // the latest memory::Phase of its nodes: its blocks' phase
   };
 
   // How trace output i may be computed straight into a caller's tensor.
@@ -128,6 +129,8 @@ class FusedPlan final : public Plan {
   // The thread's kept arena of this plan, when it has one (left empty: a
   // nested run would make its own), else a new one; keep_arena gives it back.
   ArenaTensors take_arena() const;
+  // take_arena, its blocks named for the memory monitor when it watches.
+  ArenaTensors take_for_run() const;
   bool can_write_into(size_t output, absl::Span<const Tensor> inputs, absl::Span<const Tensor> targets) const;
 
   // The kernel calls of a run, captured for replay(); see executor.cpp.

@@ -1,6 +1,9 @@
 #include "nnvm/trace/interpreter.h"
 
+#include <optional>
+
 #include "nnvm/core/autograd.h"
+#include "nnvm/core/memory_monitor.h"
 
 namespace nnvm::trace {
 
@@ -63,6 +66,13 @@ std::vector<Tensor> interpret(const Trace& t, absl::Span<const Tensor> inputs, a
     const Node& n = t.nodes()[i];
     args.clear();
     for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
+    // the memory monitor names the node's blocks by its op and the phase it was recorded in
+    std::optional<memory::OpScope> memory_scope;
+    std::optional<memory::PhaseGuard> memory_phase;
+    if (memory::monitoring()) [[unlikely]] {
+      memory_scope.emplace(n.op->name.c_str(), 0);
+      memory_phase.emplace(memory::Phase(n.phase));
+    }
     if (scalars.empty() || n.slots.empty()) run_node(t, n, args, n.attrs, env);
     else run_node(t, n, args, bind_scalars(n, scalars), env);
     args.clear();

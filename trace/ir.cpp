@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nnvm/core/memory_monitor.h"
 
 namespace nnvm::trace {
 
@@ -58,8 +59,10 @@ std::vector<ValueId> Trace::add_node(const OpDef& op, absl::Span<const ValueId> 
 
 std::vector<ValueId> Trace::copy_node(const Node& like, absl::Span<const ValueId> inputs) {
   ScalarSlots slots = like.slots;  // `like` may be a node of this trace, which the append may move
+  const uint8_t phase = like.phase;
   std::vector<ValueId> outs = add_node_impl(*like.op, inputs, like.attrs);
   nodes_.back().slots = std::move(slots);
+  nodes_.back().phase = phase;
   return outs;
 }
 
@@ -70,6 +73,7 @@ Node& Trace::append_recorded(const OpDef& op, absl::Span<const ValueId> inputs, 
 #endif
   Node& n = nodes_.emplace_back();
   n.op = &op;
+  n.phase = uint8_t(memory::current_phase());
   n.attrs = attrs;
   n.inputs.assign(inputs.begin(), inputs.end());
   for (size_t k = 0; k < attrs.size(); ++k) {
@@ -203,6 +207,8 @@ std::vector<ValueId> Trace::add_node_impl(const OpDef& op, absl::Span<const Valu
   Node node;
   node.op = &op;
   node.inputs.assign(inputs.begin(), inputs.end());
+  for (ValueId v : inputs)  // a pass's node: the latest phase it reads from
+    if (values_[size_t(v)].node >= 0) node.phase = std::max(node.phase, nodes_[size_t(values_[size_t(v)].node)].phase);
   const int32_t id = int32_t(nodes_.size());
   auto add_output = [&](DimVector shape, DimVector strides, DType dtype) {
     Value v;

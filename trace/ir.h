@@ -46,6 +46,11 @@ struct Node {
   // The Scalar attributes that are run-time arguments. A Scalar attribute not
   // listed here is a compile-time value (one a pass made, like 1/c).
   ScalarSlots slots;
+  // The memory monitor's phase (core/memory_monitor.h memory::Phase) the
+  // node was recorded in; a node a pass makes takes the latest phase of the
+  // nodes it reads. Not part of a signature: a plan's groups name their
+  // blocks by it when they run.
+  uint8_t phase = 0;
 };
 
 // How add_node treats the Scalar attributes of a new node.

@@ -59,6 +59,7 @@ FusedPlan::FusedPlan(PlanParts parts)
       const Node& node = trace_.nodes()[size_t(nodes[k])];
       groups_[g].attrs.push_back(&node.attrs);
       if (!node.slots.empty()) groups_[g].slotted.push_back(int32_t(k));
+      groups_[g].phase = std::max(groups_[g].phase, node.phase);
     }
   }
   for (ValueId in : trace_.inputs()) input_last_step_.push_back(memory_.live[size_t(in)].last);

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
+#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 #include "nnvm/core/profiling.h"
@@ -269,12 +270,13 @@ class Recorder {
     // the plan's own Scalars and every output lazy, it replays the plan's
     // captured kernel calls, which need none of what follows (unless a
     // profiler session records: then each group's kernel is timed; or the
-    // checking mode is on: each group is checked, trace/check.h).
+    // checking mode is on: each group is checked, trace/check.h; or the memory
+    // monitor watches: each group's blocks are named).
     std::optional<TraceCursor::Compiled> compiled;
     if (unbuilt_ && repeated && !observer_ && !log_trace()) {
       try {
         compiled = cursor_.look_up_compiled(global_trace_cache());
-        if (compiled && compiled->scalars.empty() && !profiling::on() && !checking() &&
+        if (compiled && compiled->scalars.empty() && !profiling::on() && !checking() && !memory::monitoring() &&
             replay(*compiled->plan, inputs, binds)) {
           ++stats_.flushes_unbuilt;
           ++stats_.flushes_replayed;

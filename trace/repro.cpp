@@ -225,13 +225,17 @@ Tensor read_tensor(const json& spec, DType dtype, IntArrayRef shape, IntArrayRef
   if (bytes != want) bad(absl::StrCat(where, " holds ", bytes, " bytes; its layout needs ", want));
   if (offset < 0 || uint64_t(offset) > data.size() || uint64_t(bytes) > data.size() - uint64_t(offset))
     bad(where + "'s bytes run past the end of the file");
-  return strided_tensor(dtype, shape, strides, data.substr(size_t(offset), size_t(bytes)));
+  const std::string_view values = data.substr(size_t(offset), size_t(bytes));
+  if (dtype == DType::Bool)  // any other byte is no bool: kernels would read an invalid value
+    for (char c : values)
+      if (c != 0 && c != 1) bad(where + " holds a bool that is neither 0 nor 1");
+  return strided_tensor(dtype, shape, strides, values);
 }
 
 // How a double reads one element.
 double element(const char* p, DType dtype) {
   switch (dtype) {
-    case DType::Bool: return *reinterpret_cast<const bool*>(p);
+    case DType::Bool: return *reinterpret_cast<const uint8_t*>(p);  // the reader lets only 0 and 1 in
     case DType::UInt8: return *reinterpret_cast<const uint8_t*>(p);
     case DType::Int8: return *reinterpret_cast<const int8_t*>(p);
     case DType::Int32: return *reinterpret_cast<const int32_t*>(p);

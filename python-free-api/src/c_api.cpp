@@ -159,8 +159,14 @@ class OpModels {
  public:
   nnvm::Model get(const std::string& op_type, const std::vector<const Tensor*>& inputs,
                   const std::map<std::string, nnvm::Attribute>& attrs, size_t num_outputs) {
-    std::string key = absl::StrCat(op_type, "|", num_outputs, "|");
-    for (const Tensor* t : inputs) absl::StrAppend(&key, t ? std::string(nnvm::dtype_name(t->dtype())) : "-", ",");
+    // The key is built in the thread's buffer: a loop's call allocates no key (the map copies a new one).
+    thread_local std::string key;
+    key.clear();
+    absl::StrAppend(&key, op_type, "|", num_outputs, "|");
+    for (const Tensor* t : inputs) {
+      key.append(t ? nnvm::dtype_name(t->dtype()) : std::string_view("-"));
+      key += ',';
+    }
     bool keyed = true;
     for (const auto& [name, value] : attrs) {
       absl::StrAppend(&key, "|", name, "=", value.index(), ":");
@@ -203,7 +209,7 @@ class OpModels {
     if (keyed) {
       std::lock_guard lock(mutex_);
       if (models_.size() >= kMaxModels) models_.clear();  // a program of that many kinds of node rebuilds them
-      models_.emplace(std::move(key), model);
+      models_.emplace(key, model);
     }
     return model;
   }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -112,6 +113,40 @@ TEST(MemoryMonitor, APlanNamesItsGroupsBlocks) {
   for (const memory::Event& e : memory::events())
     from_plan |= e.kind == memory::EventKind::kAllocate && e.trace != 0 && std::string(e.op).size() > 0;
   EXPECT_TRUE(from_plan);
+  set_mode(previous);
+}
+
+// In traced mode a step's ops run when the optimizer's step flushes them,
+// compiled once hot; each node keeps the phase it was recorded in, and a
+// plan's groups (and the interpreter's nodes before it is hot) name their
+// blocks by it: the arena (the first group's phase: forward) and the
+// gradients (backward) come from the plan, and each phase has its peak.
+TEST(MemoryMonitor, ACompiledTrainingStepKeepsItsPhases) {
+  const Mode previous = mode();
+  set_mode(Mode::Traced);
+  // an arena over the 64 KiB a thread keeps between runs: each run takes a new one
+  Tensor w = randn({96, 128}).requires_grad_(), v = randn({128, 8}).requires_grad_();
+  optim::SGD opt({w, v}, optim::SGDOptions(0.01).momentum(0.9));
+  auto step = [&] {
+    opt.zero_grad();
+    matmul(matmul(randn({256, 96}), w).tanh(), v).square().mean().backward();
+    opt.step();
+  };
+  for (int i = 0; i < 3; ++i) step();  // hot and compiled
+  Monitoring on;
+  for (int i = 0; i < 3; ++i) step();
+  std::array<bool, memory::kNumPhases> from_plan{};
+  bool arena = false;
+  for (const memory::Event& e : memory::events()) {
+    if (e.kind != memory::EventKind::kAllocate || e.trace == 0) continue;
+    from_plan[size_t(e.phase)] = true;
+    arena |= std::string(e.op) == "arena" && e.phase == Phase::kForward;
+  }
+  EXPECT_TRUE(arena);
+  EXPECT_TRUE(from_plan[size_t(Phase::kForward)]);
+  EXPECT_TRUE(from_plan[size_t(Phase::kBackward)]);
+  const std::array<int64_t, memory::kNumPhases> peaks = memory::phase_peaks();
+  for (int p = 0; p < memory::kNumPhases; ++p) EXPECT_GT(peaks[size_t(p)], 0) << memory::phase_name(Phase(p));
   set_mode(previous);
 }
 
