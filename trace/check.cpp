@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nnvm/core/knobs.h"
-#include "nnvm/core/mode_state.h"
+#include "nnvm/core/functions.h"
 #include "nnvm/trace/repro.h"
 
 namespace nnvm::trace {
@@ -128,12 +128,6 @@ struct PreparedScope {
 
 // ---- the reference run ----
 
-// Writes `from`'s values into `to` (the same dtype and shape; any layouts).
-void copy_values(const Tensor& from, const Tensor& to) {
-  detail::RunEagerly eager;
-  to.copy_(from);
-}
-
 std::string group_ops(const GroupProgram& program) {
   std::string ops;
   for (const GroupProgram::Step& s : program.steps()) absl::StrAppend(&ops, ops.empty() ? "" : "+", s.op->name);
@@ -240,18 +234,10 @@ void run_group_checked(const Trace& t, const FusionGroup& g, const GroupProgram&
     if (step.op->view) continue;  // the program makes views
     for (int32_t o : step.outputs) {
       const Value& v = t.value(values.ids[size_t(o)]);
-      auto impl = std::make_shared<TensorImpl>();
-      impl->storage = std::make_shared<Storage>(numel_of(v.shape) * itemsize(v.dtype), Device());
-      impl->shape = v.shape;
-      impl->strides = contiguous_strides(v.shape);
-      impl->dtype = v.dtype;
-      ref[size_t(values.ids[size_t(o)])] = Tensor(std::move(impl));
+      ref[size_t(values.ids[size_t(o)])] = empty(v.shape, TensorOptions(v.dtype));
     }
   }
-  {
-    detail::RunEagerly eager;
-    program.run_steps(values.ids, ref, attrs);
-  }
+  program.run_steps(values.ids, ref, attrs);
   std::string differences;
   for (int32_t j = 0; j < values.outputs; ++j) {
     const ValueId id = values.ids[size_t(values.inputs + j)];
@@ -260,7 +246,7 @@ void run_group_checked(const Trace& t, const FusionGroup& g, const GroupProgram&
     absl::StrAppend(&differences, differences.empty() ? "" : "; ", "output ", j, " (%", id, "): ", d.what);
     if (env[size_t(id)].defined() && ref[size_t(id)].defined() && env[size_t(id)].dtype() == ref[size_t(id)].dtype() &&
         same_dims(env[size_t(id)].sizes(), ref[size_t(id)].sizes()))
-      copy_values(ref[size_t(id)], env[size_t(id)]);  // the run goes on with the reference's values
+      env[size_t(id)].copy_(ref[size_t(id)]);  // the run goes on with the reference's values
   }
   bool first = false;
   {

@@ -46,7 +46,8 @@ CheckStats check_stats();
 void reset_check_stats();
 
 // A fused group's run under the checking mode: what FusedPlan's run does
-// for group `g` of `t` when checking() (trace/executor.cpp).
+// for group `g` of `t` when checking() (trace/executor.cpp), inside the
+// run's eager scope (the ops it calls run at once).
 void run_group_checked(const Trace& t, const FusionGroup& g, const GroupProgram& program, const GroupValues& values,
                        std::vector<Tensor>& env, absl::Span<const Attrs* const> attrs, const Tiling& tiling,
                        uint64_t layouts, uint64_t plan_hash);
