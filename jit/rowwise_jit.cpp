@@ -9,6 +9,7 @@
 #include "nnvm/core/functions.h"
 #include "nnvm/core/thread_pool.h"
 #include "nnvm/kernels/cpu/loops.h"
+#include "nnvm/kernels/cpu/row_sums.h"
 
 namespace nnvm::jit {
 
@@ -279,8 +280,9 @@ bool RowwiseJit::run_norm_backward(const Operands& in, const Operands& out, cons
   return true;
 }
 
-// libtorch's formula, as the reference: with lse the row's log-sum-exp,
-//   loss = (1 - ls) * -w[t] (x[t] - lse) + ls / C * -sum_c (x[c] - lse).
+// libtorch's formula, as the reference (kernels/cpu/row_sums.h): with lse the
+// row's log-sum-exp, loss = (1 - ls) * -w[t] (x[t] - lse) + ls / C * -sum_c (x[c] - lse);
+// the kernel leaves each row's max, exp-sum and sum of logits.
 bool RowwiseJit::run_cross_entropy(const Operands& in, const Tensor& out, const Attrs& a) const {
   trace::decline_replay("cross_entropy reads its targets");
   const Tensor& x = *in[0];
@@ -315,11 +317,9 @@ bool RowwiseJit::run_cross_entropy(const Operands& in, const Tensor& out, const 
   const float* px = x.data_ptr<float>();
   auto loss = [&](int64_t r) -> float {
     if (t[r] == ignore) return 0;
-    const float lse = stats[size_t(3 * r)] + std::log(stats[size_t(3 * r + 1)]);
-    const float nll = -(w ? w[t[r]] : 1.0f) * (px[r * rl->stride + t[r]] - lse);
-    if (ls == 0) return nll;
-    const float smooth = -(stats[size_t(3 * r + 2)] - float(classes) * lse);
-    return (1 - ls) * nll + ls / float(classes) * smooth;
+    const float lse = stats[size_t(3 * r)] + cpu::log_vec(stats[size_t(3 * r + 1)]);
+    const float smooth = ls == 0 ? 0.0f : cpu::smooth_of_sum(stats[size_t(3 * r + 2)], lse, classes);
+    return cpu::cross_entropy_row_loss(px[r * rl->stride + t[r]], lse, w ? w[t[r]] : 1.0f, ls, classes, smooth);
   };
   float* po = out.data_ptr<float>();
   const Reduction reduction = Reduction(a.i(0));
@@ -338,7 +338,8 @@ bool RowwiseJit::run_cross_entropy(const Operands& in, const Tensor& out, const 
 
 // With p = softmax(x), W = sum_c w[c] and smoothing ls, a counted row's gradient is
 //   dx[c] = k ((1 - ls) w[t] (p[c] - [c == t]) + ls / C (W p[c] - w[c]))
-// = a p[c] - b w[c], then dx[t] -= k (1 - ls) w[t]; ignored rows are zeros.
+// = a p[c] - b w[c], then dx[t] -= k (1 - ls) w[t] (cpu::CrossEntropyRowGrad,
+// the reference's arithmetic); ignored rows are zeros.
 bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& out, const Attrs& a) const {
   trace::decline_replay("cross_entropy reads its targets");
   const Tensor& x = *in[1];
@@ -361,7 +362,11 @@ bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& ou
   float scale = reduction == Reduction::None ? 0.0f : pg[0];
   if (reduction == Reduction::Mean)
     scale /= cpu::ordered_sum<float>(n, [&](int64_t r) { return t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f); });
-  const float ls = float(a.d(3)), smooth = ls / float(classes);
+  const float ls = float(a.d(3));
+  auto row_grad = [&](int64_t r) {
+    return cpu::CrossEntropyRowGrad<float>(reduction == Reduction::None ? pg[r] : scale,
+                                           t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f), ls, classes, total_weight);
+  };
   std::vector<float> coeff_a(static_cast<size_t>(n)), coeff_b(static_cast<size_t>(n));
   const x86::RowwiseKernel& run = kernel(active_isa());
   x86::RowwiseCall base;
@@ -376,10 +381,9 @@ bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& ou
   float* dx = out.data_ptr<float>();
   parallel_for(0, n, row_grain(classes), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float k = reduction == Reduction::None ? pg[r] : scale;
-      const float wt = t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f);
-      coeff_a[size_t(r)] = k * ((1 - ls) * wt + smooth * total_weight);
-      coeff_b[size_t(r)] = k * smooth;
+      const cpu::CrossEntropyRowGrad<float> grad = row_grad(r);
+      coeff_a[size_t(r)] = grad.a;
+      coeff_b[size_t(r)] = grad.b;
     }
     x86::RowwiseCall call = base;
     call.x += r0 * base.x_stride;
@@ -393,8 +397,8 @@ bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& ou
         std::fill_n(dx + r * classes, classes, 0.0f);
         continue;
       }
-      const float k = reduction == Reduction::None ? pg[r] : scale;
-      dx[r * classes + t[r]] -= k * (1 - ls) * (w ? w[t[r]] : 1.0f);
+      float& dx_t = dx[r * classes + t[r]];
+      dx_t = row_grad(r).at_target(dx_t);
     }
   });
   return true;

@@ -1,5 +1,6 @@
 #include "nnvm/jit/x86/rowwise_kernel.h"
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 
@@ -77,24 +78,6 @@ void RowwiseKernel::store(const Reg64& base, int u, bool tail, const Xmm& v) {
   else vmaskmovps(at, Ymm(kMaskReg), v);
 }
 
-void RowwiseKernel::accumulate(const Xmm& acc, const Xmm& v, bool tail) {
-  if (!tail) vaddps(acc, acc, v);
-  else if (avx512()) vaddps(acc | kTail, acc, v);
-  else {
-    vandps(v, v, Ymm(kMaskReg));
-    vaddps(acc, acc, v);
-  }
-}
-
-void RowwiseKernel::accumulate_product(const Xmm& acc, const Xmm& a, const Xmm& b, bool tail) {
-  if (!tail) vfmadd231ps(acc, a, b);
-  else if (avx512()) vfmadd231ps(acc | kTail, a, b);
-  else {
-    vandps(a, a, Ymm(kMaskReg));
-    vfmadd231ps(acc, a, b);
-  }
-}
-
 template <class Body> void RowwiseKernel::pass(Body body) {
   mov(kN, qword[kCall + AT(cols)]);
   float_loop(kJ, kN, kUnroll, [&](int vectors, bool tail) {
@@ -103,28 +86,16 @@ template <class Body> void RowwiseKernel::pass(Body body) {
 }
 
 void RowwiseKernel::init_accumulators(int first, float value) {
-  for (int u = 0; u < kUnroll; ++u) {
-    if (value == 0) vxor(vreg(first + u), vreg(first + u), vreg(first + u));
-    else vmovups(vreg(first + u), vconst(value));
-  }
+  for (int u = 0; u < kUnroll; ++u) vmovups(vreg(first + u), vconst(value));
 }
 
-void RowwiseKernel::combine(int first, bool max) {
+void RowwiseKernel::combine_max(int first) {
   const Xmm a0 = vreg(first), a1 = vreg(first + 1), a2 = vreg(first + 2), a3 = vreg(first + 3);
-  if (max) {
-    vmaxps(a0, a0, a1);
-    vmaxps(a2, a2, a3);
-    vmaxps(a0, a0, a2);
-  } else {
-    vaddps(a0, a0, a1);
-    vaddps(a2, a2, a3);
-    vaddps(a0, a0, a2);
-  }
+  vmaxps(a0, a0, a1);
+  vmaxps(a2, a2, a3);
+  vmaxps(a0, a0, a2);
   const Xmm t = vreg(kT0);
-  butterfly(a0, t, [&] {
-    if (max) vmaxps(a0, a0, t);
-    else vaddps(a0, a0, t);
-  });
+  butterfly(a0, t, [&] { vmaxps(a0, a0, t); });
 }
 
 void RowwiseKernel::emit_max(int dst) {
@@ -133,36 +104,133 @@ void RowwiseKernel::emit_max(int dst) {
     load_filled(vreg(kT0), kX, u, tail, -INFINITY, vreg(kT1));
     vmaxps(vreg(u), vreg(u), vreg(kT0));
   });
-  combine(0, true);
+  combine_max(0);
   vmovaps(vreg(dst), vreg(0));
 }
 
-void RowwiseKernel::emit_exp_sum(int shift, int dst, bool store_exp) {
-  init_accumulators(0, 0);
-  pass([&](int u, bool tail) {
-    const Xmm t = vreg(kT0);
+template <class Value>
+void RowwiseKernel::double_sums(std::initializer_list<Sum> sums, const Xmm& temp, Value value) {
+  const int per_sum = avx512() ? 2 : 4;  // registers of sixteen double lanes
+  for (size_t s = 0; s < sums.size(); ++s)
+    for (int a = 0; a < per_sum; ++a) vxor(vreg(4 * int(s) + a), vreg(4 * int(s) + a), vreg(4 * int(s) + a));
+  // vector u of a 16-element step into its lanes' accumulators, 2u and 2u + 1 of each sum
+  auto step = [&](int u, bool tail) {
+    const std::array<Xmm, 2> v = value(u, tail);
+    for (size_t s = 0; s < sums.size(); ++s) {
+      const Xmm& x = v[s];
+      if (tail && (s == 0 || x.getIdx() != v[0].getIdx())) {  // lanes past the row add +0
+        if (avx512()) vmovaps(x | kTail | T_z, x);
+        else vandps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kMaskReg));
+      }
+      const int lo = 4 * int(s) + 2 * u, t = temp.getIdx();
+      auto add = [&](int acc) {
+        if (sums.begin()[s] == Sum::kSquares) {  // a float's square is exact in double
+          if (avx512()) vfmadd231pd(Zmm(acc), Zmm(t), Zmm(t));
+          else vfmadd231pd(Ymm(acc), Ymm(t), Ymm(t));
+        } else {
+          if (avx512()) vaddpd(Zmm(acc), Zmm(acc), Zmm(t));
+          else vaddpd(Ymm(acc), Ymm(acc), Ymm(t));
+        }
+      };
+      if (avx512()) {
+        vcvtps2pd(Zmm(t), Ymm(x.getIdx()));
+        add(lo);
+        vextractf64x4(Ymm(t), Zmm(x.getIdx()), 1);
+        vcvtps2pd(Zmm(t), Ymm(t));
+      } else {
+        vcvtps2pd(Ymm(t), Xmm(x.getIdx()));
+        add(lo);
+        vextractf128(Xmm(t), Ymm(x.getIdx()), 1);
+        vcvtps2pd(Ymm(t), Xmm(t));
+      }
+      add(lo + 1);
+    }
+  };
+  Label step16, tail, done;
+  xor_(kJ, kJ);
+  mov(kN, qword[kCall + AT(cols)]);
+  L(step16);
+  cmp(kN, 16);
+  jb(tail, T_NEAR);
+  for (int u = 0; u < 16 / lanes(); ++u) step(u, false);
+  add(kJ, 64);
+  sub(kN, 16);
+  jmp(step16, T_NEAR);
+  L(tail);  // kN < 16 left; the tail mask holds cols % lanes() lanes
+  test(kN, kN);
+  jz(done, T_NEAR);
+  if (avx512()) {
+    step(0, true);
+  } else {
+    Label short_tail;
+    cmp(kN, 8);
+    jb(short_tail, T_NEAR);
+    step(0, false);
+    cmp(kN, 8);
+    je(done, T_NEAR);
+    step(1, true);
+    jmp(done, T_NEAR);
+    L(short_tail);
+    step(0, true);
+  }
+  L(done);
+  // each sum's tree: lane i + 8 into i, then i + 4, i + 2, i + 1
+  for (size_t s = 0; s < sums.size(); ++s) {
+    const int a = 4 * int(s);
+    if (avx512()) {
+      vaddpd(Zmm(a), Zmm(a), Zmm(a + 1));
+      vextractf64x4(Ymm(a + 1), Zmm(a), 1);
+    } else {
+      vaddpd(Ymm(a), Ymm(a), Ymm(a + 2));
+      vaddpd(Ymm(a + 1), Ymm(a + 1), Ymm(a + 3));
+    }
+    vaddpd(Ymm(a), Ymm(a), Ymm(a + 1));
+    vextractf128(Xmm(a + 1), Ymm(a), 1);
+    vaddpd(Xmm(a), Xmm(a), Xmm(a + 1));
+    vpermilpd(Xmm(a + 1), Xmm(a), 1);
+    vaddsd(Xmm(a), Xmm(a), Xmm(a + 1));
+  }
+}
+
+void RowwiseKernel::double_to_lanes(const Xmm& dst, const Xmm& x) {
+  vcvtsd2ss(Xmm(x.getIdx()), Xmm(x.getIdx()), Xmm(x.getIdx()));
+  vbroadcastss(dst, Xmm(x.getIdx()));
+}
+
+void RowwiseKernel::mean_of_double_sum(const Xmm& dst, const Xmm& sum, const Xmm& temp) {
+  vcvtsi2sd(Xmm(temp.getIdx()), Xmm(temp.getIdx()), qword[kCall + AT(cols)]);
+  vdivsd(Xmm(sum.getIdx()), Xmm(sum.getIdx()), Xmm(temp.getIdx()));
+  double_to_lanes(dst, sum);
+}
+
+void RowwiseKernel::emit_exp_sum(int shift, bool store_exp) {
+  double_sums({Sum::kValues}, vreg(kT1), [&](int u, bool tail) {
+    const Xmm v = vreg(kT0);
     const Xmm scratch[] = {vreg(kT1), vreg(kT2)};
-    load(t, kX, u, tail);
-    vsubps(t, t, vreg(shift));
+    load(v, kX, u, tail);
+    vsubps(v, v, vreg(shift));
     // x - max <= 0: the cheaper exp (0 instead of a denormal below FLT_MIN)
-    emit_exp_nonpositive(*this, t, scratch);
-    if (store_exp) store(kY, u, tail, t);
-    accumulate(vreg(u), t, tail);
+    emit_exp_nonpositive(*this, v, scratch);
+    if (store_exp) store(kY, u, tail, v);
+    return std::array<Xmm, 2>{v, v};
   });
-  combine(0, false);
-  vmovaps(vreg(dst), vreg(0));
 }
 
-// One pass over the row for the mean and the variance: the sums of d and
-// d² for d = x - x[0] (shifted by the row's first element, so the variance
-// stays accurate when the mean is large against the spread, where the plain
-// sum of squares would cancel), then mean = x[0] + Σd/n and variance =
-// Σd²/n - (Σd/n)², at least 0. Against the reference's two passes (mean,
-// then Σ(x - mean)²: kernels/cpu/norm.cpp) it saves a pass over the row,
-// which measured 1.5x the handwritten two-pass loop's time on [4096 × 1024]
-// (docs/BENCHMARKS.md); the results agree to float rounding.
+void RowwiseKernel::emit_log_of_sum(int dst) {
+  double_to_lanes(vreg(dst), Xmm(0));
+  emit_log(dst);
+}
+
+// One pass over the row for the mean and the variance, as
+// cpu::layer_norm_row: the sums of d and d² for d = x - x[0] in double lanes,
+// then in double mean = x[0] + Σd/n and variance = max(Σd²/n - (Σd/n)², 0),
+// v8 = the mean and v9 = 1 / sqrt(variance + eps) rounded to float. Against
+// a two-pass loop (the mean, then Σ(x - mean)²) it saves a pass over the row,
+// which measured 1.5x the one-pass loop's time on [4096 × 1024]
+// (docs/BENCHMARKS.md); the shift keeps the variance accurate when the mean is
+// large against the spread.
 void RowwiseKernel::emit_moments() {
-  const Xmm mean = vreg(8), rstd = vreg(9), count = vreg(10), shift = vreg(11);
+  const Xmm shift = vreg(11);
   Label empty, shifted;
   cmp(qword[kCall + AT(cols)], 0);
   je(empty, T_NEAR);
@@ -171,53 +239,47 @@ void RowwiseKernel::emit_moments() {
   L(empty);  // no element to shift by (and none to read)
   vxor(shift, shift, shift);
   L(shifted);
-  vbroadcastss(count, dword[kCall + AT(cols_f)]);
-  init_accumulators(0, 0);
-  init_accumulators(4, 0);
-  pass([&](int u, bool tail) {
+  double_sums({Sum::kValues, Sum::kSquares}, vreg(kT1), [&](int u, bool tail) {
     const Xmm d = vreg(kT0);
     load(d, kX, u, tail);
-    if (!tail) vsubps(d, d, shift);
-    else if (avx512()) vsubps(d | kTail | T_z, d, shift);
-    else {
-      vsubps(d, d, shift);
-      vandps(d, d, Ymm(kMaskReg));
-    }
-    vaddps(vreg(u), vreg(u), d);
-    vfmadd231ps(vreg(4 + u), d, d);
+    vsubps(d, d, shift);
+    return std::array<Xmm, 2>{d, d};
   });
-  combine(0, false);
-  combine(4, false);
-  vdivps(mean, vreg(0), count);   // the mean of d
-  vdivps(rstd, vreg(4), count);   // the mean of d²
-  vmulps(vreg(kT0), mean, mean);
-  vsubps(rstd, rstd, vreg(kT0));  // the variance
-  vxor(vreg(kT0), vreg(kT0), vreg(kT0));
-  vmaxps(rstd, rstd, vreg(kT0));
-  vaddps(mean, mean, shift);
-  emit_rstd(rstd);
+  const Xmm s1(0), s2(4), t(1);
+  vcvtsi2sd(t, t, qword[kCall + AT(cols)]);
+  vdivsd(s1, s1, t);         // the mean of d
+  vdivsd(s2, s2, t);         // the mean of d²
+  vfnmadd231sd(s2, s1, s1);  // the variance
+  vxorpd(t, t, t);
+  vmaxsd(s2, t, s2);         // at least 0, NaN kept (the second operand)
+  vcvtss2sd(t, t, Xmm(shift.getIdx()));
+  vaddsd(s1, s1, t);
+  double_to_lanes(vreg(8), s1);
+  emit_rstd(s2);
 }
 
-// One pass: the sum of squares (lanes past the row load as zero).
+// One pass: the sum of squares in double lanes; v9 = 1 / sqrt(Σx²/n + eps).
 void RowwiseKernel::emit_rms() {
-  const Xmm rstd = vreg(9);
-  init_accumulators(0, 0);
-  pass([&](int u, bool tail) {
+  double_sums({Sum::kSquares}, vreg(kT1), [&](int u, bool tail) {
     load(vreg(kT0), kX, u, tail);
-    vfmadd231ps(vreg(u), vreg(kT0), vreg(kT0));
+    return std::array<Xmm, 2>{vreg(kT0), vreg(kT0)};
   });
-  combine(0, false);
-  vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
-  vdivps(rstd, vreg(0), vreg(kT0));
-  emit_rstd(rstd);
+  const Xmm s2(0), t(1);
+  vcvtsi2sd(t, t, qword[kCall + AT(cols)]);
+  vdivsd(s2, s2, t);
+  emit_rstd(s2);
 }
 
-void RowwiseKernel::emit_rstd(const Xmm& rstd) {
-  vbroadcastss(vreg(kT0), dword[kCall + AT(eps)]);
-  vaddps(rstd, rstd, vreg(kT0));
-  vsqrtps(rstd, rstd);
-  vmovups(vreg(kT0), vconst(1.0f));
-  vdivps(rstd, vreg(kT0), rstd);
+// v9 = 1 / sqrt(v + eps) in double (v: xmm's low double), rounded to float.
+void RowwiseKernel::emit_rstd(const Xmm& v) {
+  const Xmm t(v.getIdx() + 1);
+  vcvtss2sd(t, t, dword[kCall + AT(eps)]);
+  vaddsd(v, v, t);
+  vsqrtsd(v, v, v);
+  mov(rax, 0x3ff0000000000000);  // 1.0
+  vmovq(t, rax);
+  vdivsd(v, t, v);
+  double_to_lanes(vreg(9), v);
 }
 
 void RowwiseKernel::load_xhat_and_d(int u, bool tail, bool centred, const Xmm& xhat, const Xmm& g, const Xmm& d) {
@@ -258,17 +320,20 @@ void RowwiseKernel::generate() {
     case RowOp::kSoftmax: case RowOp::kLogSoftmax: {
       const bool log = op == RowOp::kLogSoftmax;
       emit_max(8);
-      emit_exp_sum(8, 9, !log);
-      if (!log) {  // y *= 1 / sum
-        vmovups(vreg(kT0), vconst(1.0f));
-        vdivps(vreg(9), vreg(kT0), vreg(9));
+      emit_exp_sum(8, !log);
+      if (!log) {  // y *= 1 / sum, the quotient in double rounded to float
+        mov(rax, 0x3ff0000000000000);  // 1.0
+        vmovq(Xmm(kT0), rax);
+        vdivsd(Xmm(kT0), Xmm(kT0), Xmm(0));
+        vcvtsd2ss(Xmm(kT0), Xmm(kT0), Xmm(kT0));
+        vbroadcastss(vreg(9), Xmm(kT0));
         pass([&](int u, bool tail) {
           load(vreg(kT0), kY, u, tail);
           vmulps(vreg(kT0), vreg(kT0), vreg(9));
           store(kY, u, tail, vreg(kT0));
         });
       } else {  // y = (x - max) - log(sum)
-        emit_log(9);
+        emit_log_of_sum(9);
         pass([&](int u, bool tail) {
           load(vreg(kT0), kX, u, tail);
           vsubps(vreg(kT0), vreg(kT0), vreg(8));
@@ -287,14 +352,14 @@ void RowwiseKernel::generate() {
         const Xmm t = vreg(kT0);
         load(t, kX, u, tail);
         if (centred) vsubps(t, t, vreg(8));
-        vmulps(t, t, vreg(9));
-        if (spec_.weight) {
-          load(vreg(kT1), kW, u, tail);
-          vmulps(t, t, vreg(kT1));
-        }
-        if (spec_.bias) {
-          load(vreg(kT1), kB, u, tail);
-          vaddps(t, t, vreg(kT1));
+        if (spec_.bias) load(vreg(kT2), kB, u, tail);
+        if (spec_.bias && !spec_.weight) {  // one rounding, as cpu::norm_value
+          vfmadd213ps(t, vreg(9), vreg(kT2));
+        } else {
+          vmulps(t, t, vreg(9));
+          if (spec_.weight) load(vreg(kT1), kW, u, tail);
+          if (spec_.weight && spec_.bias) vfmadd213ps(t, vreg(kT1), vreg(kT2));
+          else if (spec_.weight) vmulps(t, t, vreg(kT1));
         }
         store(kY, u, tail, t);
       });
@@ -306,9 +371,10 @@ void RowwiseKernel::generate() {
       const bool centred = op == RowOp::kLayerNormBackward;
       if (centred) emit_moments();
       else emit_rms();
-      init_accumulators(0, 0);
-      if (centred) init_accumulators(4, 0);
-      pass([&](int u, bool tail) {
+      // the sums of d * xhat (rounded to float) and of d in double lanes (cpu::row_sum)
+      const auto sums = centred ? std::initializer_list<Sum>{Sum::kValues, Sum::kValues}
+                                : std::initializer_list<Sum>{Sum::kValues};
+      double_sums(sums, vreg(11), [&](int u, bool tail) {
         const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2), t = vreg(10);
         load_xhat_and_d(u, tail, centred, xhat, g, d);
         if (spec_.weight) {  // dweight += g * xhat
@@ -321,24 +387,16 @@ void RowwiseKernel::generate() {
           vaddps(t, t, g);
           store(kDb, u, tail, t);
         }
-        accumulate_product(vreg(u), d, xhat, tail);
-        if (centred) accumulate(vreg(4 + u), d, tail);
+        vmulps(xhat, xhat, d);
+        return std::array<Xmm, 2>{xhat, d};
       });
-      combine(0, false);
-      vmovaps(vreg(11), vreg(0));
-      if (centred) {
-        combine(4, false);
-        vmovaps(vreg(10), vreg(4));
-      }
-      vbroadcastss(vreg(kT0), dword[kCall + AT(cols_f)]);
-      vdivps(vreg(11), vreg(11), vreg(kT0));  // mean(d * xhat)
-      if (centred) vdivps(vreg(10), vreg(10), vreg(kT0));  // mean(d)
+      mean_of_double_sum(vreg(11), Xmm(0), Xmm(1));             // mean(d * xhat)
+      if (centred) mean_of_double_sum(vreg(10), Xmm(4), Xmm(5));  // mean(d)
       pass([&](int u, bool tail) {
         const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2);
         load_xhat_and_d(u, tail, centred, xhat, g, d);
         if (centred) vsubps(d, d, vreg(10));
-        vmulps(xhat, xhat, vreg(11));
-        vsubps(d, d, xhat);
+        vfnmadd231ps(d, xhat, vreg(11));  // one rounding, as cpu::norm_grad
         vmulps(d, d, vreg(9));
         store(kY, u, tail, d);
       });
@@ -346,13 +404,13 @@ void RowwiseKernel::generate() {
     }
     case RowOp::kRowLogSumExp: {
       emit_max(8);
-      emit_exp_sum(8, 9, false);
-      init_accumulators(0, 0);
-      pass([&](int u, bool tail) {
+      emit_exp_sum(8, false);
+      vcvtsd2ss(Xmm(9), Xmm(0), Xmm(0));
+      double_sums({Sum::kValues}, vreg(kT1), [&](int u, bool tail) {
         load(vreg(kT0), kX, u, tail);
-        vaddps(vreg(u), vreg(u), vreg(kT0));
+        return std::array<Xmm, 2>{vreg(kT0), vreg(kT0)};
       });
-      combine(0, false);
+      vcvtsd2ss(Xmm(0), Xmm(0), Xmm(0));
       imul(rax, kRow, 12);
       add(rax, qword[kCall + AT(row_out)]);
       vmovss(dword[rax], Xbyak::Xmm(8));
@@ -362,25 +420,25 @@ void RowwiseKernel::generate() {
     }
     case RowOp::kCrossEntropyBackward: {
       emit_max(8);
-      emit_exp_sum(8, 9, false);
-      emit_log(9);
+      emit_exp_sum(8, false);
+      emit_log_of_sum(9);
       vaddps(vreg(9), vreg(9), vreg(8));  // lse = max + log(sum)
       mov(rax, qword[kCall + AT(row_a)]);
       vbroadcastss(vreg(10), dword[rax + kRow * 4]);
       mov(rax, qword[kCall + AT(row_b)]);
       vbroadcastss(vreg(11), dword[rax + kRow * 4]);
-      pass([&](int u, bool tail) {  // y = a * exp(x - lse) - b * weight
+      pass([&](int u, bool tail) {  // y = a * exp(x - lse) - b * weight (cpu::CrossEntropyRowGrad)
         const Xmm t = vreg(kT0);
         const Xmm scratch[] = {vreg(kT1), vreg(kT2)};
         load(t, kX, u, tail);
         vsubps(t, t, vreg(9));
         emit_exp(*this, t, scratch);
-        vmulps(t, t, vreg(10));
         if (spec_.weight) {
+          vmulps(t, t, vreg(10));
           load(vreg(kT1), kW, u, tail);
           vfnmadd231ps(t, vreg(kT1), vreg(11));
         } else {
-          vsubps(t, t, vreg(11));
+          vfmsub213ps(t, vreg(10), vreg(11));
         }
         store(kY, u, tail, t);
       });

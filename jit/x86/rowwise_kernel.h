@@ -10,18 +10,23 @@
 // the affine map; or the mean square, then the scaling), so main memory sees the row read once and written once
 // while the row stays in L1/L2. (An online max/sum pass would save a pass
 // over cached data at the price of a second exp per element: slower for the
-// rows these ops see.) Every pass walks the row four vectors at a time into
-// four accumulators, then one vector at a time into the first, then one
-// masked vector (AVX-512 opmask, AVX2 vmaskmovps) that never touches memory
-// past the row; accumulators combine as ((a0 op a1) op (a2 op a3)) and then
-// across lanes in a fixed butterfly. The order depends on `cols` only, so a
-// row's result is the same whichever thread runs it.
+// rows these ops see.) The max walks the row four vectors at a time into four
+// accumulators, then one vector at a time into the first, then one masked
+// vector (AVX-512 opmask, AVX2 vmaskmovps) that never touches memory past the
+// row, and combines them (a max is exact in any order). Every sum (of exps,
+// of logits, of a norm's d and d², of its gradient's terms) is the reference
+// kernels' instead, on every ISA (kernels/cpu/row_sums.h): sixteen double
+// lanes, element j into lane j % 16, folded as a tree, and each row's
+// statistics finished in double and rounded to float once; with the
+// reference's exp, log and fused multiply-adds, a fused and an unfused run
+// give the same bits, and a row's result is the same whichever thread runs it.
 //
 // Sizes, pointers and Scalar values (eps) are run-time arguments (RowwiseCall):
 // one compiled kernel serves every batch size and row length.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "nnvm/jit/x86/generator.h"
@@ -33,7 +38,7 @@ enum class RowOp : uint8_t {
   kLogSoftmax,            // y = (x - max) - log(sum(exp(x - max)))
   kLayerNorm,             // y = (x - mean) / sqrt(var + eps) [* weight] [+ bias]
   kLayerNormBackward,     // y = dx; dweight += g * xhat, dbias += g per column
-  kRowLogSumExp,          // row_out[3r..] = (max, sum(exp(x - max)), sum(x))
+  kRowLogSumExp,          // row_out[3r..] = (max, sum(exp(x - max)), sum(x)), the sums rounded to float
   kCrossEntropyBackward,  // y = row_a[r] * exp(x - lse) - row_b[r] [* weight]
   kRmsNorm,               // y = x / sqrt(mean(x^2) + eps) [* weight]
   kRmsNormBackward,       // y = dx; dweight += g * xhat per column
@@ -85,20 +90,31 @@ class RowwiseKernel final : public Generator {
   void load_filled(const Xbyak::Xmm& v, const Xbyak::Reg64& base, int u, bool tail, float fill,
                    const Xbyak::Xmm& temp);
   void store(const Xbyak::Reg64& base, int u, bool tail, const Xbyak::Xmm& v);
-  // acc += v (or acc += a * b) in the row's lanes only.
-  void accumulate(const Xbyak::Xmm& acc, const Xbyak::Xmm& v, bool tail);
-  void accumulate_product(const Xbyak::Xmm& acc, const Xbyak::Xmm& a, const Xbyak::Xmm& b, bool tail);
   // Sets the four accumulators from `first` to `value`.
   void init_accumulators(int first, float value);
-  // Combines accumulators first..first+3 into every lane of `first`.
-  void combine(int first, bool max);
+  // Combines the maxima in accumulators first..first+3 into every lane of `first`.
+  void combine_max(int first);
 
   // Passes shared by the ops.
   void emit_max(int dst);                        // v[dst] = the row's max
-  void emit_exp_sum(int shift, int dst, bool store_exp);  // v[dst] = sum exp(x - v[shift])
+  // One or two sums over the row, each in sixteen double lanes folded as a
+  // tree (kernels/cpu/row_sums.h): value(u, tail) leaves vector u of a
+  // 16-element step in the registers it returns, one per sum (lanes past the
+  // row are zeroed here); kSquares adds the squares of the widened values. Sum
+  // s ends in xmm(4 s)'s low double. Clobbers vectors 0-7 and `temp`.
+  enum class Sum { kValues, kSquares };
+  template <class Value> void double_sums(std::initializer_list<Sum> sums, const Xbyak::Xmm& temp, Value value);
+  // Rounds xmm x's low double to float into every lane of dst (x's low float clobbered).
+  void double_to_lanes(const Xbyak::Xmm& dst, const Xbyak::Xmm& x);
+  // dst = sum / cols, in double, rounded to float in every lane.
+  void mean_of_double_sum(const Xbyak::Xmm& dst, const Xbyak::Xmm& sum, const Xbyak::Xmm& temp);
+  // xmm0 = sum exp(x - v[shift]) as double_sum; the exps stored as y when store_exp.
+  void emit_exp_sum(int shift, bool store_exp);
+  // v[dst] = log of xmm0's double rounded to float, in every lane.
+  void emit_log_of_sum(int dst);
   void emit_moments();                           // v8 = mean, v9 = 1 / sqrt(var + eps)
   void emit_rms();                               // v9 = 1 / sqrt(mean(x^2) + eps)
-  void emit_rstd(const Xbyak::Xmm& rstd);        // rstd = 1 / sqrt(rstd + eps)
+  void emit_rstd(const Xbyak::Xmm& v);           // v9 = 1 / sqrt(v + eps), v a double
   // The norms' backward: xhat = (x [- v8]) * v9 and d = g [* weight] for vector u.
   void load_xhat_and_d(int u, bool tail, bool centred, const Xbyak::Xmm& xhat, const Xbyak::Xmm& g,
                        const Xbyak::Xmm& d);

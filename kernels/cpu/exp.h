@@ -75,6 +75,18 @@ inline float exp_vec(float x) {
   return x != x ? x : y;
 }
 
+// e^x for x <= 0 (softmax's x - max) as the JIT's emit_exp_nonpositive, bit
+// for bit: exp_vec's reduction and polynomial with one factor 2^n; x is
+// clamped to -88 first, where n = -127 makes the factor 0, so results under
+// FLT_MIN are 0 instead of denormals. -inf gives 0, NaN stays NaN.
+inline float exp_nonpositive_vec(float x) {
+  const float v = x != x ? 0.0f : (x < -88.0f ? -88.0f : x);
+  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = reduce_ln2(v, n);
+  const float y = exp_poly(r) * r * r + r + 1.0f;
+  return x != x ? x : y * pow2i(int32_t(n));
+}
+
 // tanh as the JIT's emit_tanh, bit for bit: x clamped to [-9, 9], then
 // x P(x^2) / Q(x^2), a rational fit of degrees 6 and 3 in x^2 (4.4 ulp,
 // jit/x86/vector_math.h), so a fused and an unfused run agree. -0 gives -0,
@@ -200,6 +212,9 @@ template <class T, class Vec, class Libm> inline T float_vec_or_libm(T x, Vec ve
   else return libm(x);
 }
 template <class T> inline T exp_of(T x) { return float_vec_or_libm(x, exp_vec, [](T v) { return std::exp(v); }); }
+template <class T> inline T exp_nonpositive_of(T x) {
+  return float_vec_or_libm(x, exp_nonpositive_vec, [](T v) { return std::exp(v); });
+}
 template <class T> inline T tanh_of(T x) { return float_vec_or_libm(x, tanh_vec, [](T v) { return std::tanh(v); }); }
 template <class T> inline T erf_of(T x) { return float_vec_or_libm(x, erf_vec, [](T v) { return std::erf(v); }); }
 template <class T> inline T exp2_of(T x) { return float_vec_or_libm(x, exp2_vec, [](T v) { return std::exp2(v); }); }

@@ -10,6 +10,7 @@
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
 #include "nnvm/kernels/cpu/exp.h"
+#include "nnvm/kernels/cpu/row_sums.h"
 #include "nnvm/kernels/cpu/floating.h"
 #include "nnvm/kernels/cpu/loops.h"
 
@@ -149,25 +150,25 @@ void nll_loss_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, 
 
 // libtorch's formula: with lp = log_softmax(logits) and smoothing ls,
 //   loss = (1 - ls) * -w[t] lp[t] + ls / C * -sum_c w[c] lp[c]
-// (w = 1 without weights); Mean divides both terms by the summed w[t].
+// (w = 1 without weights); Mean divides both terms by the summed w[t]. The
+// row's max, exp-sum and log-sum-exp are the JIT row kernel's
+// (kernels/cpu/row_sums.h), as is the unweighted smoothing term C lse - sum_c x[c].
 void cross_entropy_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, const Attrs& a) {
   const double smoothing = a.d(3);
   class_loss(in, out[0], a, "cross_entropy",
              [smoothing](const auto* p, const ClassRows& rows, int64_t t, const auto* w, auto z) {
                using T = decltype(z);
                const int64_t classes = rows.classes, stride = rows.spatial;
-               T max = -INFINITY;
-               for (int64_t c = 0; c < classes; ++c) max = std::max(max, convert<T>(p[c * stride]));
-               T sum = 0;
-               for (int64_t c = 0; c < classes; ++c) sum += std::exp(convert<T>(p[c * stride]) - max);
-               const T lse = max + std::log(sum);
-               const T nll = -(w ? w[t] : T(1)) * (convert<T>(p[t * stride]) - lse);
-               if (smoothing == 0) return nll;
-               T smooth = 0;
-               for (int64_t c = 0; c < classes; ++c)
-                 smooth -= (w ? w[c] : T(1)) * (convert<T>(p[c * stride]) - lse);
+               auto x = [p, stride](int64_t c) { return convert<T>(p[c * stride]); };
+               const T lse = row_log_sum_exp<T>(classes, x);
                const T ls = T(smoothing);
-               return (T(1) - ls) * nll + ls / T(classes) * smooth;
+               T smooth = 0;
+               if (ls != T(0) && !w) {
+                 smooth = smooth_of_sum(T(row_sum(classes, x)), lse, classes);
+               } else if (ls != T(0)) {
+                 for (int64_t c = 0; c < classes; ++c) smooth -= w[c] * (x(c) - lse);
+               }
+               return cross_entropy_row_loss(x(t), lse, w ? w[t] : T(1), ls, classes, smooth);
              });
 }
 
@@ -195,7 +196,7 @@ void cross_entropy_backward_kernel(absl::Span<const Tensor> in, absl::Span<const
     T scale = reduction == Reduction::None ? T(0) : pg[0];
     if (reduction == Reduction::Mean)
       scale /= ordered_sum<T>(n, [&](int64_t r) { return pt[r] == ignore_index ? T(0) : (pw ? pw[pt[r]] : T(1)); });
-    const T ls = T(a.d(3)), smooth = ls / T(classes);
+    const T ls = T(a.d(3));
     const S* px = x.data_ptr<S>();
     S* pdx = out[0].data_ptr<S>();
     parallel_for(0, n, std::max<int64_t>(1, kGrain / std::max<int64_t>(classes, 1)), [&](int64_t r0, int64_t r1) {
@@ -208,16 +209,12 @@ void cross_entropy_backward_kernel(absl::Span<const Tensor> in, absl::Span<const
           continue;
         }
         const T k = reduction == Reduction::None ? pg[r] : scale;
-        T max = -INFINITY;
-        for (int64_t c = 0; c < classes; ++c) max = std::max(max, convert<T>(xr[c * stride]));
-        T sum = 0;
-        for (int64_t c = 0; c < classes; ++c) sum += std::exp(convert<T>(xr[c * stride]) - max);
-        const T lse = max + std::log(sum), wt = pw ? pw[t] : T(1);
+        auto logit = [xr, stride](int64_t c) { return convert<T>(xr[c * stride]); };
+        const T lse = row_log_sum_exp<T>(classes, logit);
+        const CrossEntropyRowGrad<T> grad(k, pw ? pw[t] : T(1), ls, classes, total_weight);
         for (int64_t c = 0; c < classes; ++c) {
-          const T p = std::exp(convert<T>(xr[c * stride]) - lse);
-          T d = (T(1) - ls) * wt * (p - T(c == t));
-          if (ls != T(0)) d += smooth * (total_weight * p - (pw ? pw[c] : T(1)));
-          dr[c * stride] = convert<S>(k * d);
+          const T d = grad.at(exp_of<T>(logit(c) - lse), pw ? pw + c : nullptr);
+          dr[c * stride] = convert<S>(c == t ? grad.at_target(d) : d);
         }
       }
     });

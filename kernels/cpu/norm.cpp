@@ -14,6 +14,7 @@
 #include "nnvm/kernels/cpu/floating.h"
 #include "nnvm/kernels/cpu/loops.h"
 #include "nnvm/kernels/cpu/norm.h"
+#include "nnvm/kernels/cpu/row_sums.h"
 
 namespace nnvm::cpu {
 
@@ -79,14 +80,10 @@ void layer_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out
     const S* px = x.data_ptr<S>();
     S* py = out[0].data_ptr<S>();
     for_each_row(px, py, rows, cols, [&](const S* xr, S* yr) {
-      const auto [mean, var] = moments<T>(xr, 1, cols, 0);
-      const T rstd = T(1) / std::sqrt(var + eps);
-      for (int64_t j = 0; j < cols; ++j) {
-        T v = (convert<T>(xr[j]) - mean) * rstd;
-        if (affine.w) v *= affine.w[j];
-        if (affine.b) v += affine.b[j];
-        yr[j] = convert<S>(v);
-      }
+      const RowNorm<T> stats = layer_norm_row<T>(cols, [xr](int64_t j) { return convert<T>(xr[j]); }, eps);
+      for (int64_t j = 0; j < cols; ++j)
+        yr[j] = convert<S>(norm_value(convert<T>(xr[j]), stats, affine.w ? affine.w + j : nullptr,
+                                      affine.b ? affine.b + j : nullptr));
     });
   });
 }
@@ -175,7 +172,8 @@ void batch_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out
 // outputs: dx, [dweight], [dbias]
 //
 // One pass over the rows: each row recomputes its mean and rstd as the
-// forward did, writes dx and adds g * xhat and g into per-block partial sums
+// forward did (kernels/cpu/row_sums.h, the JIT's arithmetic), writes dx and
+// adds g * xhat and g into per-block partial sums
 // of dweight and dbias. Blocks are fixed runs of rows (not per-thread), and
 // their partials are added in block order, so the sums do not depend on the
 // thread count.
@@ -201,26 +199,21 @@ void layer_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Te
         T* dw = params ? partial.data() + b * 2 * cols : nullptr;
         for (int64_t r = b * block, e = std::min(rows, r + block); r < e; ++r) {
           const S *xr = px + r * cols, *gr = pg + r * cols;
-          const auto [mean, var] = moments<T>(xr, 1, cols, 0);
-          const T rstd = T(1) / std::sqrt(var + eps);
-          T sum_dxhat = 0, sum_dxhat_xhat = 0;
+          const RowNorm<T> stats = layer_norm_row<T>(cols, [xr](int64_t j) { return convert<T>(xr[j]); }, eps);
+          auto xhat = [&](int64_t j) { return (convert<T>(xr[j]) - stats.mean) * stats.rstd; };
           for (int64_t j = 0; j < cols; ++j) {
-            const T gj = convert<T>(gr[j]), xhat = (convert<T>(xr[j]) - mean) * rstd;
-            const T d = affine.w ? gj * affine.w[j] : gj;
-            dxhat[size_t(j)] = d;
-            sum_dxhat += d;
-            sum_dxhat_xhat += d * xhat;
+            const T gj = convert<T>(gr[j]);
+            dxhat[size_t(j)] = affine.w ? gj * affine.w[j] : gj;
             if (dw) {
-              dw[j] += gj * xhat;
+              dw[j] = std::fma(gj, xhat(j), dw[j]);
               dw[cols + j] += gj;
             }
           }
-          const T mean_dxhat = sum_dxhat / T(cols), mean_dxhat_xhat = sum_dxhat_xhat / T(cols);
+          const T m_dx = mean_of_sum<T>(row_sum(cols, [&](int64_t j) { return dxhat[size_t(j)] * xhat(j); }), cols);
+          const T m_d = mean_of_sum<T>(row_sum(cols, [&](int64_t j) { return dxhat[size_t(j)]; }), cols);
           S* dxr = pdx + r * cols;
-          for (int64_t j = 0; j < cols; ++j) {
-            const T xhat = (convert<T>(xr[j]) - mean) * rstd;
-            dxr[j] = convert<S>(rstd * (dxhat[size_t(j)] - mean_dxhat - xhat * mean_dxhat_xhat));
-          }
+          for (int64_t j = 0; j < cols; ++j)
+            dxr[j] = convert<S>(norm_grad(dxhat[size_t(j)], xhat(j), stats.rstd, m_dx, &m_d));
         }
       }
     });

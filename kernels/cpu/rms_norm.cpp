@@ -12,19 +12,15 @@
 #include "nnvm/kernels/cpu/floating.h"
 #include "nnvm/kernels/cpu/loops.h"
 #include "nnvm/kernels/cpu/norm.h"
+#include "nnvm/kernels/cpu/row_sums.h"
 
 namespace nnvm::cpu {
 
 namespace {
 
-// 1 / sqrt(mean(x^2) + eps) of one row.
+// 1 / sqrt(mean(x^2) + eps) of one row (kernels/cpu/row_sums.h, the JIT's arithmetic).
 template <class T, class S> T row_rstd(const S* x, int64_t cols, T eps) {
-  T squares = 0;
-  for (int64_t j = 0; j < cols; ++j) {
-    const T v = convert<T>(x[j]);
-    squares += v * v;
-  }
-  return T(1) / std::sqrt(squares / T(cols) + eps);
+  return rms_norm_row_rstd<T>(cols, [x](int64_t j) { return convert<T>(x[j]); }, eps);
 }
 
 // attrs: normalized_shape, has_weight, eps
@@ -43,7 +39,8 @@ void rms_norm_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> out, 
     S* py = out[0].data_ptr<S>();
     for_each_row(px, py, rows, cols, [&](const S* xr, S* yr) {
       const T rstd = row_rstd<T>(xr, cols, eps);
-      for (int64_t j = 0; j < cols; ++j) yr[j] = convert<S>(w ? convert<T>(xr[j]) * rstd * w[j] : convert<T>(xr[j]) * rstd);
+      for (int64_t j = 0; j < cols; ++j)
+        yr[j] = convert<S>(norm_value<T>(convert<T>(xr[j]), RowNorm<T>{T(0), rstd}, w ? w + j : nullptr, nullptr));
     });
   });
 }
@@ -71,18 +68,13 @@ void rms_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
         for (int64_t r = b * block, e = std::min(rows, r + block); r < e; ++r) {
           const S *xr = px + r * cols, *gr = pg + r * cols;
           const T rstd = row_rstd<T>(xr, cols, eps);
-          T dot = 0;  // sum of dxhat * xhat
-          for (int64_t j = 0; j < cols; ++j) {
-            const T gj = convert<T>(gr[j]), xhat = convert<T>(xr[j]) * rstd;
-            dot += (w ? gj * w[j] : gj) * xhat;
-            if (dw) dw[j] += gj * xhat;
-          }
-          const T mean_dot = dot / T(cols);
+          auto xhat = [&](int64_t j) { return convert<T>(xr[j]) * rstd; };
+          auto dxhat = [&](int64_t j) { return w ? convert<T>(gr[j]) * w[j] : convert<T>(gr[j]); };
+          if (dw)
+            for (int64_t j = 0; j < cols; ++j) dw[j] = std::fma(convert<T>(gr[j]), xhat(j), dw[j]);
+          const T m_dx = mean_of_sum<T>(row_sum(cols, [&](int64_t j) { return dxhat(j) * xhat(j); }), cols);
           S* dxr = pdx + r * cols;
-          for (int64_t j = 0; j < cols; ++j) {
-            const T gj = convert<T>(gr[j]), xhat = convert<T>(xr[j]) * rstd;
-            dxr[j] = convert<S>(rstd * ((w ? gj * w[j] : gj) - xhat * mean_dot));
-          }
+          for (int64_t j = 0; j < cols; ++j) dxr[j] = convert<S>(norm_grad<T>(dxhat(j), xhat(j), rstd, m_dx, nullptr));
         }
       }
     });

@@ -1,8 +1,10 @@
 // CPU kernels of softmax, log_softmax and logsumexp (core/ops/reduce.cpp):
 // each row is a max, an exp-sum and a normalisation, all in one kernel. The
-// max is subtracted before exp, so no finite input overflows.
+// max is subtracted before exp, so no finite input overflows. Softmax along
+// the last dim computes the JIT's row kernel's bits (kernels/cpu/row_sums.h).
 #include "nnvm/kernels/cpu/exp.h"
 #include "nnvm/kernels/cpu/reduce.h"
+#include "nnvm/kernels/cpu/row_sums.h"
 
 namespace nnvm::cpu {
 
@@ -43,10 +45,10 @@ template <class T, bool kLog> void softmax_into(const ReduceLayout& L, T* y) {
         const T* xr = x + o * R;
         T* yr = y + o * R;
         const T m = reduce_run(max, xr, R, 0);
-        for (int64_t j = 0; j < R; ++j) yr[j] = exp_of<T>(xr[j] - m);
-        const double s = reduce_run(SumReducer<T>{}, yr, R, 0);
+        for (int64_t j = 0; j < R; ++j) yr[j] = exp_nonpositive_of<T>(xr[j] - m);
+        const double s = row_sum(R, [yr](int64_t j) { return yr[j]; });
         if constexpr (kLog) {
-          const T log_s = T(std::log(s));
+          const T log_s = log_of_sum<T>(s);
           for (int64_t j = 0; j < R; ++j) yr[j] = (xr[j] - m) - log_s;
         } else {
           const T inv = T(1.0 / s);
@@ -63,12 +65,12 @@ template <class T, bool kLog> void softmax_into(const ReduceLayout& L, T* y) {
           for (int64_t i = 0; i < n; ++i) m[i] = max.step(m[i], xp[r * I + i], r);
         for (int64_t r = 0; r < R; ++r) {
           for (int64_t i = 0; i < n; ++i) {
-            const T e = exp_of<T>(xp[r * I + i] - m[i]);
+            const T e = exp_nonpositive_of<T>(xp[r * I + i] - m[i]);
             yp[r * I + i] = e;
             s[i] += double(e);
           }
         }
-        for (int64_t i = 0; i < n; ++i) k[i] = kLog ? T(std::log(s[i])) : T(1.0 / s[i]);
+        for (int64_t i = 0; i < n; ++i) k[i] = kLog ? log_of_sum<T>(s[i]) : T(1.0 / s[i]);
         for (int64_t r = 0; r < R; ++r) {
           for (int64_t i = 0; i < n; ++i) {
             if constexpr (kLog) yp[r * I + i] = (xp[r * I + i] - m[i]) - k[i];

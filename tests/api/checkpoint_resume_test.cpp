@@ -7,8 +7,9 @@
 // step to compute what the reference kernels compute. Add with alpha (every
 // optimizer's update) is one fused multiply-add in both (kernels/cpu/binary.cpp,
 // jit/loop_ir.cpp), exp, sigmoid, tanh and erf are one algorithm in both
-// (kernels/cpu/exp.h); the JIT's row-wise softmax trades the reference's bits
-// for speed within stated bounds (docs/NN.md, "Checkpoint files").
+// (kernels/cpu/exp.h), sums are the reductions' order in both, and the row
+// kernels (softmax, log_softmax, cross_entropy, layer_norm, rms_norm and
+// their backwards) are the reference's arithmetic (kernels/cpu/row_sums.h).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,19 +24,28 @@
 
 namespace nnvm {
 
-// The hidden layer's activation, and softmax over the outputs for kSoftmax.
-enum class Act { kRelu, kTanh, kSigmoid, kSoftmax };
+// The hidden layer's activation (or a LayerNorm or RMSNorm before a ReLU);
+// softmax or log_softmax over the outputs, or the outputs as logits of
+// cross_entropy (with label smoothing).
+enum class Act { kRelu, kTanh, kSigmoid, kLayerNorm, kRmsNorm, kSoftmax, kLogSoftmax, kCrossEntropy };
 
 struct ResumeNetImpl : nn::Module {
   explicit ResumeNetImpl(Act act)
-      : act(act), fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 2))) {}
+      : act(act), fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 2))) {
+    if (act == Act::kLayerNorm) norm = register_module("norm", nn::LayerNorm(std::vector<int64_t>{8}));
+    if (act == Act::kRmsNorm) rms = register_module("rms", nn::RMSNorm(std::vector<int64_t>{8}));
+  }
   Tensor forward(const Tensor& x) {
-    const Tensor h = fc1(x);
+    Tensor h = fc1(x);
+    if (norm) h = norm(h);
+    if (rms) h = rms(h);
     const Tensor y = fc2(act == Act::kTanh ? h.tanh() : act == Act::kSigmoid ? h.sigmoid() : h.relu());
-    return act == Act::kSoftmax ? y.softmax(-1) : y;
+    return act == Act::kSoftmax ? y.softmax(-1) : act == Act::kLogSoftmax ? y.log_softmax(-1) : y;
   }
   Act act;
   nn::Linear fc1, fc2;
+  nn::LayerNorm norm{nullptr};
+  nn::RMSNorm rms{nullptr};
 };
 NNVM_MODULE(ResumeNet);
 
@@ -53,7 +63,10 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> all = [] {
     std::vector<Case> c;
     const std::pair<Act, std::string> acts[] = {
-        {Act::kRelu, "relu_"}, {Act::kTanh, "tanh_"}, {Act::kSigmoid, "sigmoid_"}, {Act::kSoftmax, "softmax_"}};
+        {Act::kRelu, "relu_"},           {Act::kTanh, "tanh_"},
+        {Act::kSigmoid, "sigmoid_"},     {Act::kLayerNorm, "layer_norm_"},
+        {Act::kRmsNorm, "rms_norm_"},    {Act::kSoftmax, "softmax_"},
+        {Act::kLogSoftmax, "log_softmax_"}, {Act::kCrossEntropy, "cross_entropy_"}};
     for (const auto& [act, prefix] : acts) {
       c.push_back({prefix + "SGD", act, [](std::vector<Tensor> ps) {
                      return std::make_unique<optim::SGD>(
@@ -90,16 +103,29 @@ bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   return true;
 }
 
+// Steps [first, first + steps): the regression's (tests/api/regression_steps.h)
+// or, for kCrossEntropy, a classification of the same inputs into two classes.
+void train(const Case& c, ResumeNet& net, optim::Optimizer& opt, int first, int steps) {
+  if (c.act != Act::kCrossEntropy) return testing::train_regression(net, opt, first, steps);
+  for (int s = first; s < first + steps; ++s) {
+    const Tensor x = testing::random({8, 4}, kFloat32, uint64_t(100 + s));
+    const Tensor target = (testing::random({8}, kFloat32, uint64_t(300 + s)) > 0).to(kInt64);
+    opt.zero_grad();
+    cross_entropy(net(x), target, {}, Reduction::Mean, -100, 0.1).backward();
+    opt.step();
+  }
+}
+
 // Steps [0, kBefore) then a checkpoint in `base`, then [kBefore, kBefore + kAfter):
 // the parameters it ends with.
 std::vector<Tensor> run_through(const Case& c, const std::string& base) {
   manual_seed(1);
   ResumeNet net(c.act);
   std::unique_ptr<optim::Optimizer> opt = c.make(net->parameters());
-  testing::train_regression(net, *opt, 0, kBefore);
+  train(c, net, *opt, 0, kBefore);
   nnvm::save(net, base + ".model");
   nnvm::save(*opt, base + ".optim");
-  testing::train_regression(net, *opt, kBefore, kAfter);
+  train(c, net, *opt, kBefore, kAfter);
   return net->parameters();
 }
 
@@ -110,7 +136,7 @@ std::vector<Tensor> resume(const Case& c, const std::string& base) {
   std::unique_ptr<optim::Optimizer> opt = c.make(net->parameters());
   nnvm::load(net, base + ".model");
   nnvm::load(*opt, base + ".optim");
-  testing::train_regression(net, *opt, kBefore, kAfter);
+  train(c, net, *opt, kBefore, kAfter);
   return net->parameters();
 }
 
@@ -129,11 +155,11 @@ TEST(ApiCheckpointResume, RunsOneHalfInThisProcess) {
   }
 }
 
-// Runs one half of `c` in a fresh process (with `env` set), checkpoint files under `d`.
-void run_child(const Case& c, const std::string& d, const std::string& half, const std::string& env = "") {
+// Runs one half of `c` in a fresh process, checkpoint files under `d`.
+void run_child(const Case& c, const std::string& d, const std::string& half) {
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
-  const std::string command = env + " NNVM_TEST_RESUME_DIR='" + d + "' NNVM_TEST_RESUME_CASE=" + c.name +
+  const std::string command = "NNVM_TEST_RESUME_DIR='" + d + "' NNVM_TEST_RESUME_CASE=" + c.name +
                               " NNVM_TEST_RESUME=" + half + " '" + self +
                               "' --gtest_filter=ApiCheckpointResume.RunsOneHalfInThisProcess > /dev/null 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
@@ -146,41 +172,17 @@ std::vector<Tensor> saved(const std::string& path) {
 }
 
 // The resumed process runs its first steps cold, the uninterrupted one hot:
-// a step of linear layers, relu, tanh or sigmoid, mse_loss and every
-// optimizer's update computes the same bits either way.
+// a step of linear layers, relu, tanh, sigmoid, layer_norm, rms_norm,
+// softmax or log_softmax, mse_loss or cross_entropy and every optimizer's
+// update computes the same bits either way.
 TEST(ApiCheckpointResume, FreshProcessResumesBitIdentically) {
   const std::string d = dir();
   std::filesystem::create_directories(d);
   for (const Case& c : cases()) {
-    if (c.act == Act::kSoftmax) continue;
     SCOPED_TRACE(c.name);
     const std::vector<Tensor> through = run_through(c, d + "/" + c.name);
     run_child(c, d, "resumed");
     EXPECT_TRUE(same_bits(saved(d + "/" + c.name + ".resumed"), through));
-  }
-  std::filesystem::remove_all(d);
-}
-
-// The JIT's row-wise softmax sums its exps in float vector lanes where the
-// reference kernel sums in double, so a softmax network's cold steps may round
-// differently from its hot ones: resumed in a fresh process it stays within a
-// few ulps of the uninterrupted run, and with NNVM_HOT=1 in both processes
-// (every step compiled, none cold) it is bit-identical.
-TEST(ApiCheckpointResume, RowwiseKernelsNeedEveryStepHot) {
-  const std::string d = dir();
-  std::filesystem::create_directories(d);
-  for (const Case& c : cases()) {
-    if (c.act != Act::kSoftmax) continue;
-    SCOPED_TRACE(c.name);
-    const std::string base = d + "/" + c.name;
-    const std::vector<Tensor> through = run_through(c, base);
-    run_child(c, d, "resumed");
-    const std::vector<Tensor> resumed = saved(base + ".resumed");
-    ASSERT_EQ(resumed.size(), through.size());
-    for (size_t i = 0; i < through.size(); ++i) testing::expect_tensors_close(resumed[i], through[i], 1e-5, 1e-6);
-    run_child(c, d, "through", "NNVM_HOT=1");
-    run_child(c, d, "resumed", "NNVM_HOT=1");
-    EXPECT_TRUE(same_bits(saved(base + ".resumed"), saved(base + ".through")));
   }
   std::filesystem::remove_all(d);
 }

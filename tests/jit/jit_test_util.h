@@ -3,6 +3,8 @@
 // the check that the group's kernel ran (or fell back with a reason).
 #pragma once
 
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,27 @@ inline auto outputs_close(double rtol, double atol) {
     for (size_t i = 0; i < expected.size(); ++i) {
       SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
       testing::expect_tensors_close(actual[i], expected[i], rtol, atol);
+    }
+  };
+}
+
+// A compare for expect_plan_matches: every output the interpreter's bits
+// (float32 or float64; NaN matching any NaN).
+inline auto outputs_identical() {
+  return [](const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
+    for (size_t i = 0; i < expected.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "output " << i << " " << shape_str(expected[i].sizes()));
+      ASSERT_EQ(actual[i].sizes(), expected[i].sizes());
+      ASSERT_EQ(actual[i].dtype(), expected[i].dtype());
+      ASSERT_TRUE(expected[i].dtype() == kFloat32 || expected[i].dtype() == kFloat64);
+      const Tensor a = actual[i].to(kFloat64).contiguous(), e = expected[i].to(kFloat64).contiguous();
+      const double *pa = a.data_ptr<double>(), *pe = e.data_ptr<double>();
+      int64_t differ = 0;
+      for (int64_t k = 0; k < a.numel(); ++k) {
+        if (std::memcmp(pa + k, pe + k, 8) == 0 || (std::isnan(pa[k]) && std::isnan(pe[k]))) continue;
+        if (differ++ < 3) ADD_FAILURE() << "element " << k << ": " << pa[k] << ", the reference's " << pe[k];
+      }
+      EXPECT_EQ(differ, 0) << "of " << a.numel();
     }
   };
 }
