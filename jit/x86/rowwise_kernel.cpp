@@ -1,9 +1,12 @@
 #include "nnvm/jit/x86/rowwise_kernel.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
+#include "nnvm/core/error.h"
 #include "nnvm/jit/x86/vector_math.h"
 
 namespace nnvm::jit::x86 {
@@ -108,54 +111,47 @@ void RowwiseKernel::emit_max(int dst) {
   vmovaps(vreg(dst), vreg(0));
 }
 
-template <class Value>
-void RowwiseKernel::double_sums(std::initializer_list<Sum> sums, const Xmm& temp, Value value) {
-  const int per_sum = avx512() ? 2 : 4;  // registers of sixteen double lanes
+template <class Value> void RowwiseKernel::lane_sums(const std::vector<Sum>& sums, Value value) {
+  // sum s in vectors 4 s (AVX-512: sixteen lanes) or 4 s and 4 s + 1 (AVX2)
   for (size_t s = 0; s < sums.size(); ++s)
-    for (int a = 0; a < per_sum; ++a) vxor(vreg(4 * int(s) + a), vreg(4 * int(s) + a), vreg(4 * int(s) + a));
-  // vector u of a 16-element step into its lanes' accumulators, 2u and 2u + 1 of each sum
+    for (int u = 0; u < 16 / lanes(); ++u) vxor(vreg(4 * int(s) + u), vreg(4 * int(s) + u), vreg(4 * int(s) + u));
+  // vector u from kJ into its lanes' accumulators
   auto step = [&](int u, bool tail) {
-    const std::array<Xmm, 2> v = value(u, tail);
-    for (size_t s = 0; s < sums.size(); ++s) {
-      const Xmm& x = v[s];
-      if (tail && (s == 0 || x.getIdx() != v[0].getIdx())) {  // lanes past the row add +0
-        if (avx512()) vmovaps(x | kTail | T_z, x);
-        else vandps(Ymm(x.getIdx()), Ymm(x.getIdx()), Ymm(kMaskReg));
-      }
-      const int lo = 4 * int(s) + 2 * u, t = temp.getIdx();
-      auto add = [&](int acc) {
-        if (sums.begin()[s] == Sum::kSquares) {  // a float's square is exact in double
-          if (avx512()) vfmadd231pd(Zmm(acc), Zmm(t), Zmm(t));
-          else vfmadd231pd(Ymm(acc), Ymm(t), Ymm(t));
-        } else {
-          if (avx512()) vaddpd(Zmm(acc), Zmm(acc), Zmm(t));
-          else vaddpd(Ymm(acc), Ymm(acc), Ymm(t));
+    const std::array<Xmm, 4> v = value(u, tail);
+    if (tail) {  // lanes past the row add +0
+      std::vector<int> zeroed;
+      for (size_t s = 0; s < sums.size(); ++s)
+        for (size_t k = 0; k < (sums[s] == Sum::kProducts ? 2u : 1u); ++k) {
+          const int r = v[2 * s + k].getIdx();
+          if (std::find(zeroed.begin(), zeroed.end(), r) != zeroed.end()) continue;
+          zeroed.push_back(r);
+          if (avx512()) vmovaps(vreg(r) | kTail | T_z, vreg(r));
+          else vandps(Ymm(r), Ymm(r), Ymm(kMaskReg));
         }
-      };
-      if (avx512()) {
-        vcvtps2pd(Zmm(t), Ymm(x.getIdx()));
-        add(lo);
-        vextractf64x4(Ymm(t), Zmm(x.getIdx()), 1);
-        vcvtps2pd(Zmm(t), Ymm(t));
-      } else {
-        vcvtps2pd(Ymm(t), Xmm(x.getIdx()));
-        add(lo);
-        vextractf128(Xmm(t), Ymm(x.getIdx()), 1);
-        vcvtps2pd(Ymm(t), Xmm(t));
-      }
-      add(lo + 1);
+    }
+    for (size_t s = 0; s < sums.size(); ++s) {
+      const Xmm acc = vreg(4 * int(s) + u % (16 / lanes()));
+      if (sums[s] == Sum::kProducts) vfmadd231ps(acc, v[2 * s], v[2 * s + 1]);
+      else vaddps(acc, acc, v[2 * s]);
     }
   };
-  Label step16, tail, done;
+  // 32 elements a step (more independent work in flight), then 16, then the tail
+  Label step32, step16, tail, done;
   xor_(kJ, kJ);
   mov(kN, qword[kCall + AT(cols)]);
+  L(step32);
+  cmp(kN, 32);
+  jb(step16, T_NEAR);
+  for (int u = 0; u < 32 / lanes(); ++u) step(u, false);
+  add(kJ, 128);
+  sub(kN, 32);
+  jmp(step32, T_NEAR);
   L(step16);
   cmp(kN, 16);
   jb(tail, T_NEAR);
   for (int u = 0; u < 16 / lanes(); ++u) step(u, false);
   add(kJ, 64);
   sub(kN, 16);
-  jmp(step16, T_NEAR);
   L(tail);  // kN < 16 left; the tail mask holds cols % lanes() lanes
   test(kN, kN);
   jz(done, T_NEAR);
@@ -177,18 +173,14 @@ void RowwiseKernel::double_sums(std::initializer_list<Sum> sums, const Xmm& temp
   // each sum's tree: lane i + 8 into i, then i + 4, i + 2, i + 1
   for (size_t s = 0; s < sums.size(); ++s) {
     const int a = 4 * int(s);
-    if (avx512()) {
-      vaddpd(Zmm(a), Zmm(a), Zmm(a + 1));
-      vextractf64x4(Ymm(a + 1), Zmm(a), 1);
-    } else {
-      vaddpd(Ymm(a), Ymm(a), Ymm(a + 2));
-      vaddpd(Ymm(a + 1), Ymm(a + 1), Ymm(a + 3));
-    }
-    vaddpd(Ymm(a), Ymm(a), Ymm(a + 1));
+    if (avx512()) vextractf64x4(Ymm(a + 1), Zmm(a), 1);
+    vaddps(Ymm(a), Ymm(a), Ymm(a + 1));
     vextractf128(Xmm(a + 1), Ymm(a), 1);
-    vaddpd(Xmm(a), Xmm(a), Xmm(a + 1));
-    vpermilpd(Xmm(a + 1), Xmm(a), 1);
-    vaddsd(Xmm(a), Xmm(a), Xmm(a + 1));
+    vaddps(Xmm(a), Xmm(a), Xmm(a + 1));
+    vmovhlps(Xmm(a + 1), Xmm(a + 1), Xmm(a));
+    vaddps(Xmm(a), Xmm(a), Xmm(a + 1));
+    vmovshdup(Xmm(a + 1), Xmm(a));
+    vaddss(Xmm(a), Xmm(a), Xmm(a + 1));
   }
 }
 
@@ -197,14 +189,15 @@ void RowwiseKernel::double_to_lanes(const Xmm& dst, const Xmm& x) {
   vbroadcastss(dst, Xmm(x.getIdx()));
 }
 
-void RowwiseKernel::mean_of_double_sum(const Xmm& dst, const Xmm& sum, const Xmm& temp) {
+void RowwiseKernel::mean_of_sum(const Xmm& dst, const Xmm& sum, const Xmm& temp) {
+  vcvtss2sd(Xmm(sum.getIdx()), Xmm(sum.getIdx()), Xmm(sum.getIdx()));
   vcvtsi2sd(Xmm(temp.getIdx()), Xmm(temp.getIdx()), qword[kCall + AT(cols)]);
   vdivsd(Xmm(sum.getIdx()), Xmm(sum.getIdx()), Xmm(temp.getIdx()));
   double_to_lanes(dst, sum);
 }
 
 void RowwiseKernel::emit_exp_sum(int shift, bool store_exp) {
-  double_sums({Sum::kValues}, vreg(kT1), [&](int u, bool tail) {
+  lane_sums({Sum::kValues}, [&](int u, bool tail) {
     const Xmm v = vreg(kT0);
     const Xmm scratch[] = {vreg(kT1), vreg(kT2)};
     load(v, kX, u, tail);
@@ -212,17 +205,17 @@ void RowwiseKernel::emit_exp_sum(int shift, bool store_exp) {
     // x - max <= 0: the cheaper exp (0 instead of a denormal below FLT_MIN)
     emit_exp_nonpositive(*this, v, scratch);
     if (store_exp) store(kY, u, tail, v);
-    return std::array<Xmm, 2>{v, v};
+    return std::array<Xmm, 4>{v, v, v, v};
   });
 }
 
 void RowwiseKernel::emit_log_of_sum(int dst) {
-  double_to_lanes(vreg(dst), Xmm(0));
+  vbroadcastss(vreg(dst), Xmm(0));
   emit_log(dst);
 }
 
 // One pass over the row for the mean and the variance, as
-// cpu::layer_norm_row: the sums of d and d² for d = x - x[0] in double lanes,
+// cpu::layer_norm_row: the sums of d and d² for d = x - x[0] in float lanes,
 // then in double mean = x[0] + Σd/n and variance = max(Σd²/n - (Σd/n)², 0),
 // v8 = the mean and v9 = 1 / sqrt(variance + eps) rounded to float. Against
 // a two-pass loop (the mean, then Σ(x - mean)²) it saves a pass over the row,
@@ -239,13 +232,15 @@ void RowwiseKernel::emit_moments() {
   L(empty);  // no element to shift by (and none to read)
   vxor(shift, shift, shift);
   L(shifted);
-  double_sums({Sum::kValues, Sum::kSquares}, vreg(kT1), [&](int u, bool tail) {
+  lane_sums({Sum::kValues, Sum::kProducts}, [&](int u, bool tail) {
     const Xmm d = vreg(kT0);
     load(d, kX, u, tail);
     vsubps(d, d, shift);
-    return std::array<Xmm, 2>{d, d};
+    return std::array<Xmm, 4>{d, d, d, d};
   });
   const Xmm s1(0), s2(4), t(1);
+  vcvtss2sd(s1, s1, s1);
+  vcvtss2sd(s2, s2, s2);
   vcvtsi2sd(t, t, qword[kCall + AT(cols)]);
   vdivsd(s1, s1, t);         // the mean of d
   vdivsd(s2, s2, t);         // the mean of d²
@@ -258,13 +253,14 @@ void RowwiseKernel::emit_moments() {
   emit_rstd(s2);
 }
 
-// One pass: the sum of squares in double lanes; v9 = 1 / sqrt(Σx²/n + eps).
+// One pass: the sum of squares in float lanes; v9 = 1 / sqrt(Σx²/n + eps) in double.
 void RowwiseKernel::emit_rms() {
-  double_sums({Sum::kSquares}, vreg(kT1), [&](int u, bool tail) {
+  lane_sums({Sum::kProducts}, [&](int u, bool tail) {
     load(vreg(kT0), kX, u, tail);
-    return std::array<Xmm, 2>{vreg(kT0), vreg(kT0)};
+    return std::array<Xmm, 4>{vreg(kT0), vreg(kT0), vreg(kT0), vreg(kT0)};
   });
   const Xmm s2(0), t(1);
+  vcvtss2sd(s2, s2, s2);
   vcvtsi2sd(t, t, qword[kCall + AT(cols)]);
   vdivsd(s2, s2, t);
   emit_rstd(s2);
@@ -321,11 +317,9 @@ void RowwiseKernel::generate() {
       const bool log = op == RowOp::kLogSoftmax;
       emit_max(8);
       emit_exp_sum(8, !log);
-      if (!log) {  // y *= 1 / sum, the quotient in double rounded to float
-        mov(rax, 0x3ff0000000000000);  // 1.0
-        vmovq(Xmm(kT0), rax);
-        vdivsd(Xmm(kT0), Xmm(kT0), Xmm(0));
-        vcvtsd2ss(Xmm(kT0), Xmm(kT0), Xmm(kT0));
+      if (!log) {  // y *= 1 / sum
+        vmovups(vreg(kT0), vconst(1.0f));
+        vdivss(Xmm(kT0), Xmm(kT0), Xmm(0));
         vbroadcastss(vreg(9), Xmm(kT0));
         pass([&](int u, bool tail) {
           load(vreg(kT0), kY, u, tail);
@@ -371,10 +365,10 @@ void RowwiseKernel::generate() {
       const bool centred = op == RowOp::kLayerNormBackward;
       if (centred) emit_moments();
       else emit_rms();
-      // the sums of d * xhat (rounded to float) and of d in double lanes (cpu::row_sum)
-      const auto sums = centred ? std::initializer_list<Sum>{Sum::kValues, Sum::kValues}
-                                : std::initializer_list<Sum>{Sum::kValues};
-      double_sums(sums, vreg(11), [&](int u, bool tail) {
+      // the sums of d * xhat and of d (layer_norm) in float lanes (cpu::row_fold)
+      std::vector<Sum> sums = {Sum::kProducts};
+      if (centred) sums.push_back(Sum::kValues);
+      lane_sums(sums, [&](int u, bool tail) {
         const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2), t = vreg(10);
         load_xhat_and_d(u, tail, centred, xhat, g, d);
         if (spec_.weight) {  // dweight += g * xhat
@@ -387,11 +381,10 @@ void RowwiseKernel::generate() {
           vaddps(t, t, g);
           store(kDb, u, tail, t);
         }
-        vmulps(xhat, xhat, d);
-        return std::array<Xmm, 2>{xhat, d};
+        return std::array<Xmm, 4>{d, xhat, d, d};
       });
-      mean_of_double_sum(vreg(11), Xmm(0), Xmm(1));             // mean(d * xhat)
-      if (centred) mean_of_double_sum(vreg(10), Xmm(4), Xmm(5));  // mean(d)
+      mean_of_sum(vreg(11), Xmm(0), Xmm(1));             // mean(d * xhat)
+      if (centred) mean_of_sum(vreg(10), Xmm(4), Xmm(5));  // mean(d)
       pass([&](int u, bool tail) {
         const Xmm xhat = vreg(kT0), g = vreg(kT1), d = vreg(kT2);
         load_xhat_and_d(u, tail, centred, xhat, g, d);
@@ -405,12 +398,11 @@ void RowwiseKernel::generate() {
     case RowOp::kRowLogSumExp: {
       emit_max(8);
       emit_exp_sum(8, false);
-      vcvtsd2ss(Xmm(9), Xmm(0), Xmm(0));
-      double_sums({Sum::kValues}, vreg(kT1), [&](int u, bool tail) {
+      vmovaps(Xmm(9), Xmm(0));
+      lane_sums({Sum::kValues}, [&](int u, bool tail) {
         load(vreg(kT0), kX, u, tail);
-        return std::array<Xmm, 2>{vreg(kT0), vreg(kT0)};
+        return std::array<Xmm, 4>{vreg(kT0), vreg(kT0), vreg(kT0), vreg(kT0)};
       });
-      vcvtsd2ss(Xmm(0), Xmm(0), Xmm(0));
       imul(rax, kRow, 12);
       add(rax, qword[kCall + AT(row_out)]);
       vmovss(dword[rax], Xbyak::Xmm(8));

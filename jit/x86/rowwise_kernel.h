@@ -15,8 +15,8 @@
 // vector (AVX-512 opmask, AVX2 vmaskmovps) that never touches memory past the
 // row, and combines them (a max is exact in any order). Every sum (of exps,
 // of logits, of a norm's d and d², of its gradient's terms) is the reference
-// kernels' instead, on every ISA (kernels/cpu/row_sums.h): sixteen double
-// lanes, element j into lane j % 16, folded as a tree, and each row's
+// kernels' instead, on every ISA (kernels/cpu/row_sums.h): sixteen float
+// lanes, element j into lane j % 16, folded as a tree, and a norm's
 // statistics finished in double and rounded to float once; with the
 // reference's exp, log and fused multiply-adds, a fused and an unfused run
 // give the same bits, and a row's result is the same whichever thread runs it.
@@ -26,8 +26,8 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "nnvm/jit/x86/generator.h"
 
@@ -97,20 +97,20 @@ class RowwiseKernel final : public Generator {
 
   // Passes shared by the ops.
   void emit_max(int dst);                        // v[dst] = the row's max
-  // One or two sums over the row, each in sixteen double lanes folded as a
-  // tree (kernels/cpu/row_sums.h): value(u, tail) leaves vector u of a
-  // 16-element step in the registers it returns, one per sum (lanes past the
-  // row are zeroed here); kSquares adds the squares of the widened values. Sum
-  // s ends in xmm(4 s)'s low double. Clobbers vectors 0-7 and `temp`.
-  enum class Sum { kValues, kSquares };
-  template <class Value> void double_sums(std::initializer_list<Sum> sums, const Xbyak::Xmm& temp, Value value);
+  // One or two sums over the row, each in sixteen float lanes folded as a
+  // tree (cpu::row_fold, kernels/cpu/row_sums.h): value(u, tail) leaves
+  // vector u from kJ (u < 32 / lanes) in the registers it returns, {a, b} per sum
+  // (lanes past the row are zeroed here); a sum adds a, or a * b with one
+  // rounding. Sum s ends in xmm(4 s)'s low float. Clobbers vectors 0-7.
+  enum class Sum { kValues, kProducts };
+  template <class Value> void lane_sums(const std::vector<Sum>& sums, Value value);
   // Rounds xmm x's low double to float into every lane of dst (x's low float clobbered).
   void double_to_lanes(const Xbyak::Xmm& dst, const Xbyak::Xmm& x);
-  // dst = sum / cols, in double, rounded to float in every lane.
-  void mean_of_double_sum(const Xbyak::Xmm& dst, const Xbyak::Xmm& sum, const Xbyak::Xmm& temp);
-  // xmm0 = sum exp(x - v[shift]) as double_sum; the exps stored as y when store_exp.
+  // dst = sum / cols (sum: xmm's low float) in double, rounded to float in every lane.
+  void mean_of_sum(const Xbyak::Xmm& dst, const Xbyak::Xmm& sum, const Xbyak::Xmm& temp);
+  // xmm0 = sum exp(x - v[shift]) as lane_sums; the exps stored as y when store_exp.
   void emit_exp_sum(int shift, bool store_exp);
-  // v[dst] = log of xmm0's double rounded to float, in every lane.
+  // v[dst] = log of xmm0's low float, in every lane.
   void emit_log_of_sum(int dst);
   void emit_moments();                           // v8 = mean, v9 = 1 / sqrt(var + eps)
   void emit_rms();                               // v9 = 1 / sqrt(mean(x^2) + eps)

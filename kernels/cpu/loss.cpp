@@ -164,7 +164,7 @@ void cross_entropy_kernel(absl::Span<const Tensor> in, absl::Span<const Tensor> 
                const T ls = T(smoothing);
                T smooth = 0;
                if (ls != T(0) && !w) {
-                 smooth = smooth_of_sum(T(row_sum(classes, x)), lse, classes);
+                 smooth = smooth_of_sum(row_fold<T>(classes, [&](T acc, int64_t c) { return acc + x(c); }), lse, classes);
                } else if (ls != T(0)) {
                  for (int64_t c = 0; c < classes; ++c) smooth -= w[c] * (x(c) - lse);
                }

@@ -209,8 +209,8 @@ void layer_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Te
               dw[cols + j] += gj;
             }
           }
-          const T m_dx = mean_of_sum<T>(row_sum(cols, [&](int64_t j) { return dxhat[size_t(j)] * xhat(j); }), cols);
-          const T m_d = mean_of_sum<T>(row_sum(cols, [&](int64_t j) { return dxhat[size_t(j)]; }), cols);
+          auto d = [&](int64_t j) { return dxhat[size_t(j)]; };
+          const T m_dx = mean_of_products<T>(cols, d, xhat), m_d = mean_of_values<T>(cols, d);
           S* dxr = pdx + r * cols;
           for (int64_t j = 0; j < cols; ++j)
             dxr[j] = convert<S>(norm_grad(dxhat[size_t(j)], xhat(j), stats.rstd, m_dx, &m_d));

@@ -72,7 +72,7 @@ void rms_norm_backward_kernel(absl::Span<const Tensor> in, absl::Span<const Tens
           auto dxhat = [&](int64_t j) { return w ? convert<T>(gr[j]) * w[j] : convert<T>(gr[j]); };
           if (dw)
             for (int64_t j = 0; j < cols; ++j) dw[j] = std::fma(convert<T>(gr[j]), xhat(j), dw[j]);
-          const T m_dx = mean_of_sum<T>(row_sum(cols, [&](int64_t j) { return dxhat(j) * xhat(j); }), cols);
+          const T m_dx = mean_of_products<T>(cols, dxhat, xhat);
           S* dxr = pdx + r * cols;
           for (int64_t j = 0; j < cols; ++j) dxr[j] = convert<S>(norm_grad<T>(dxhat(j), xhat(j), rstd, m_dx, nullptr));
         }

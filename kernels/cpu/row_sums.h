@@ -6,15 +6,16 @@
 // in one process and hot in another, a checkpoint resumed in a fresh process
 // (docs/NN.md, "Checkpoint files"), give the same results.
 //
-// A row's sum: element j is added in double to lane j % 16 of sixteen lanes,
-// each lane in the row's order; then the lanes fold as a tree, halves first
-// (lane i + 8 into lane i, then i + 4, i + 2, i + 1): the order an AVX-512
-// register pair or four AVX2 registers of doubles reach with whole-vector
-// adds. Softmax's exps are exp_nonpositive_of (0 under FLT_MIN), the log of
-// a float32 sum is log_of of the sum rounded to float (the JIT's log), a
-// row's statistics are finished in double and rounded to T once, and the
-// products that round once with an addition (fused multiply-adds in the JIT)
-// are std::fma here, so the compiler's contraction flags do not change a bit.
+// A row's sum (row_fold): element j goes to lane j % 16 of sixteen lanes of
+// the compute type, each lane in the row's order (a sum of products fuses
+// each product into its lane), then the lanes fold as a tree, halves first
+// (lane i + 8 into lane i, then i + 4, i + 2, i + 1): the order one AVX-512
+// register or two AVX2 registers reach with whole-vector adds. Softmax's
+// exps are exp_nonpositive_of (0 under FLT_MIN), its log of a sum is log_of
+// (the JIT's log), a norm's statistics are finished in double and rounded to
+// T once, and the products that round once with an addition (fused
+// multiply-adds in the JIT) are std::fma here, so the compiler's contraction
+// flags do not change a bit.
 #pragma once
 
 #include <cmath>
@@ -26,23 +27,16 @@ namespace nnvm::cpu {
 
 inline constexpr int64_t kRowSumLanes = 16;
 
-// sum_j value(j) for j in [0, n), as above.
-template <class Value> double row_sum(int64_t n, Value value) {
-  double lane[kRowSumLanes] = {};
+// The lanes and tree above: lane = step(lane, j) for each element j.
+template <class T, class Step> T row_fold(int64_t n, Step step) {
+  T lane[kRowSumLanes] = {};
   int64_t j = 0;
   for (; j + kRowSumLanes <= n; j += kRowSumLanes)
-    for (int64_t k = 0; k < kRowSumLanes; ++k) lane[k] += double(value(j + k));
-  for (int64_t k = 0; j < n; ++j, ++k) lane[k] += double(value(j));
+    for (int64_t k = 0; k < kRowSumLanes; ++k) lane[k] = step(lane[k], j + k);
+  for (int64_t k = 0; j < n; ++j, ++k) lane[k] = step(lane[k], j);
   for (int64_t half = kRowSumLanes / 2; half > 0; half /= 2)
     for (int64_t k = 0; k < half; ++k) lane[k] += lane[k + half];
   return lane[0];
-}
-
-// The log of a row's exp-sum in the compute type T: float32 rows round the
-// double sum to float and take the JIT's log; double rows libm's.
-template <class T> T log_of_sum(double s) {
-  if constexpr (sizeof(T) == 4) return log_vec(float(s));
-  else return T(std::log(s));
 }
 
 // A row's max m (NaN skipped, as the reference's max reducers do) and
@@ -50,7 +44,7 @@ template <class T> T log_of_sum(double s) {
 template <class T, class Value> T row_log_sum_exp(int64_t n, Value x) {
   T m = -INFINITY;
   for (int64_t j = 0; j < n; ++j) m = x(j) > m ? x(j) : m;
-  return m + log_of_sum<T>(row_sum(n, [&](int64_t j) { return exp_nonpositive_of<T>(x(j) - m); }));
+  return m + log_of<T>(row_fold<T>(n, [&](T acc, int64_t j) { return acc + exp_nonpositive_of<T>(x(j) - m); }));
 }
 
 // cross_entropy's loss of one counted row, libtorch's formula: with lse the
@@ -89,29 +83,26 @@ template <class T> struct RowNorm {
   T mean, rstd;
 };
 
-// layer_norm's: with d_j = x_j - x_0 (in T), S1 = sum d_j and S2 = sum d_j^2
-// as row_sum (a float's square is exact in double), in double
+// layer_norm's: with d_j = x_j - x_0, S1 = sum d_j and S2 = sum d_j^2 as
+// row_fold in T (the square fused into the sum), then in double
 // mean = x_0 + S1 / n and var = max(S2 / n - (S1 / n)^2, 0) (shifting by x_0
 // keeps the variance accurate when the mean is large against the spread),
-// then mean and 1 / sqrt(var + eps) rounded to T. One pass over the row.
+// and mean and 1 / sqrt(var + eps) rounded to T. One pass over the row.
 template <class T, class X> RowNorm<T> layer_norm_row(int64_t n, X x, T eps) {
   const T x0 = x(0);
-  const double s1 = row_sum(n, [&](int64_t j) { return x(j) - x0; });
-  const double s2 = row_sum(n, [&](int64_t j) {
-    const double d = double(x(j) - x0);
-    return d * d;
+  const double s1 = row_fold<T>(n, [&](T acc, int64_t j) { return acc + (x(j) - x0); });
+  const double s2 = row_fold<T>(n, [&](T acc, int64_t j) {
+    const T d = x(j) - x0;
+    return std::fma(d, d, acc);
   });
   const double mean = s1 / double(n), spread = std::fma(-mean, mean, s2 / double(n));
   const double var = spread < 0 ? 0 : spread;  // NaN kept
   return {T(double(x0) + mean), T(1.0 / std::sqrt(var + double(eps)))};
 }
 
-// rms_norm's: 1 / sqrt(S2 / n + eps) with S2 = sum x_j^2 as row_sum, rounded to T.
+// rms_norm's: 1 / sqrt(S2 / n + eps) with S2 = sum x_j^2 as row_fold, in double, rounded to T.
 template <class T, class X> T rms_norm_row_rstd(int64_t n, X x, T eps) {
-  const double s2 = row_sum(n, [&](int64_t j) {
-    const double v = double(x(j));
-    return v * v;
-  });
+  const double s2 = row_fold<T>(n, [&](T acc, int64_t j) { return std::fma(x(j), x(j), acc); });
   return T(1.0 / std::sqrt(s2 / double(n) + double(eps)));
 }
 
@@ -125,10 +116,15 @@ template <class T> T norm_value(T x, RowNorm<T> s, const T* w, const T* b) {
 }
 
 // A norm's backward of one row, given d_j = g_j [* w_j] and xhat_j =
-// (x_j - mean) rstd: m_dx = mean(d xhat) and m_d = mean(d) (layer_norm only)
-// from row sums of the rounded products, rounded to T, and
-//   dx_j = rstd ((d_j [- m_d]) - xhat_j m_dx).
-template <class T> T mean_of_sum(double s, int64_t n) { return T(s / double(n)); }
+// (x_j - mean) rstd: m_dx = mean(d xhat) (the products fused into the sum)
+// and m_d = mean(d) (layer_norm only) from row_fold sums, divided in double
+// and rounded to T, and dx_j = rstd ((d_j [- m_d]) - xhat_j m_dx).
+template <class T, class D, class Xhat> T mean_of_products(int64_t n, D d, Xhat xhat) {
+  return T(double(row_fold<T>(n, [&](T acc, int64_t j) { return std::fma(d(j), xhat(j), acc); })) / double(n));
+}
+template <class T, class D> T mean_of_values(int64_t n, D d) {
+  return T(double(row_fold<T>(n, [&](T acc, int64_t j) { return acc + d(j); })) / double(n));
+}
 template <class T> T norm_grad(T d, T xhat, T rstd, T m_dx, const T* m_d) {
   return rstd * std::fma(-xhat, m_dx, m_d ? d - *m_d : d);
 }

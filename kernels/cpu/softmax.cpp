@@ -46,31 +46,30 @@ template <class T, bool kLog> void softmax_into(const ReduceLayout& L, T* y) {
         T* yr = y + o * R;
         const T m = reduce_run(max, xr, R, 0);
         for (int64_t j = 0; j < R; ++j) yr[j] = exp_nonpositive_of<T>(xr[j] - m);
-        const double s = row_sum(R, [yr](int64_t j) { return yr[j]; });
+        const T s = row_fold<T>(R, [yr](T acc, int64_t j) { return acc + yr[j]; });
         if constexpr (kLog) {
-          const T log_s = log_of_sum<T>(s);
+          const T log_s = log_of<T>(s);
           for (int64_t j = 0; j < R; ++j) yr[j] = (xr[j] - m) - log_s;
         } else {
-          const T inv = T(1.0 / s);
+          const T inv = T(1) / s;
           for (int64_t j = 0; j < R; ++j) yr[j] *= inv;
         }
       },
       [&](int64_t o, int64_t i0, int64_t n) {
-        T m[kMaxTile], k[kMaxTile];
-        double s[kMaxTile];
+        T m[kMaxTile], k[kMaxTile], s[kMaxTile];
         const T* xp = x + o * R * I + i0;
         T* yp = y + o * R * I + i0;
-        for (int64_t i = 0; i < n; ++i) m[i] = max.init(), s[i] = 0.0;
+        for (int64_t i = 0; i < n; ++i) m[i] = max.init(), s[i] = 0;
         for (int64_t r = 0; r < R; ++r)
           for (int64_t i = 0; i < n; ++i) m[i] = max.step(m[i], xp[r * I + i], r);
         for (int64_t r = 0; r < R; ++r) {
           for (int64_t i = 0; i < n; ++i) {
             const T e = exp_nonpositive_of<T>(xp[r * I + i] - m[i]);
             yp[r * I + i] = e;
-            s[i] += double(e);
+            s[i] += e;
           }
         }
-        for (int64_t i = 0; i < n; ++i) k[i] = kLog ? log_of_sum<T>(s[i]) : T(1.0 / s[i]);
+        for (int64_t i = 0; i < n; ++i) k[i] = kLog ? log_of<T>(s[i]) : T(1) / s[i];
         for (int64_t r = 0; r < R; ++r) {
           for (int64_t i = 0; i < n; ++i) {
             if constexpr (kLog) yp[r * I + i] = (xp[r * I + i] - m[i]) - k[i];

@@ -24,19 +24,23 @@
 
 namespace nnvm {
 
-// The hidden layer's activation (or a LayerNorm or RMSNorm before a ReLU);
-// softmax or log_softmax over the outputs, or the outputs as logits of
-// cross_entropy (with label smoothing).
-enum class Act { kRelu, kTanh, kSigmoid, kLayerNorm, kRmsNorm, kSoftmax, kLogSoftmax, kCrossEntropy };
+// The hidden layer's activation (or a LayerNorm or RMSNorm before a ReLU; in
+// place of fc1, a padded convolution averaged over its positions or two steps
+// of an LSTM cell); softmax or log_softmax over the outputs, or the outputs as
+// logits of cross_entropy (with label smoothing).
+enum class Act { kRelu, kTanh, kSigmoid, kLayerNorm, kRmsNorm, kConv, kLstm, kSoftmax, kLogSoftmax, kCrossEntropy };
 
 struct ResumeNetImpl : nn::Module {
   explicit ResumeNetImpl(Act act)
       : act(act), fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 2))) {
     if (act == Act::kLayerNorm) norm = register_module("norm", nn::LayerNorm(std::vector<int64_t>{8}));
     if (act == Act::kRmsNorm) rms = register_module("rms", nn::RMSNorm(std::vector<int64_t>{8}));
+    if (act == Act::kConv) conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(1, 8, 2).padding(1)));
+    if (act == Act::kLstm) lstm = register_module("lstm", nn::LSTMCell(4, 8));
   }
   Tensor forward(const Tensor& x) {
-    Tensor h = fc1(x);
+    Tensor h = conv ? conv(x.reshape({-1, 1, 2, 2})).mean({2, 3}) : fc1(x);
+    if (lstm) h = std::get<0>(lstm(x * 0.5, lstm(x)));
     if (norm) h = norm(h);
     if (rms) h = rms(h);
     const Tensor y = fc2(act == Act::kTanh ? h.tanh() : act == Act::kSigmoid ? h.sigmoid() : h.relu());
@@ -46,6 +50,8 @@ struct ResumeNetImpl : nn::Module {
   nn::Linear fc1, fc2;
   nn::LayerNorm norm{nullptr};
   nn::RMSNorm rms{nullptr};
+  nn::Conv2d conv{nullptr};
+  nn::LSTMCell lstm{nullptr};
 };
 NNVM_MODULE(ResumeNet);
 
@@ -65,7 +71,8 @@ const std::vector<Case>& cases() {
     const std::pair<Act, std::string> acts[] = {
         {Act::kRelu, "relu_"},           {Act::kTanh, "tanh_"},
         {Act::kSigmoid, "sigmoid_"},     {Act::kLayerNorm, "layer_norm_"},
-        {Act::kRmsNorm, "rms_norm_"},    {Act::kSoftmax, "softmax_"},
+        {Act::kRmsNorm, "rms_norm_"},    {Act::kConv, "conv_"},
+        {Act::kLstm, "lstm_"},           {Act::kSoftmax, "softmax_"},
         {Act::kLogSoftmax, "log_softmax_"}, {Act::kCrossEntropy, "cross_entropy_"}};
     for (const auto& [act, prefix] : acts) {
       c.push_back({prefix + "SGD", act, [](std::vector<Tensor> ps) {
@@ -172,9 +179,9 @@ std::vector<Tensor> saved(const std::string& path) {
 }
 
 // The resumed process runs its first steps cold, the uninterrupted one hot:
-// a step of linear layers, relu, tanh, sigmoid, layer_norm, rms_norm,
-// softmax or log_softmax, mse_loss or cross_entropy and every optimizer's
-// update computes the same bits either way.
+// a step of linear layers, relu, tanh, sigmoid, layer_norm, rms_norm, a
+// convolution, an LSTM cell, softmax or log_softmax, mse_loss or
+// cross_entropy and every optimizer's update computes the same bits either way.
 TEST(ApiCheckpointResume, FreshProcessResumesBitIdentically) {
   const std::string d = dir();
   std::filesystem::create_directories(d);
