@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/functions.h"
 #include "nnvm/core/hot_tls.h"
 #include "nnvm/core/memory_monitor.h"
@@ -269,6 +270,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
                                  bool allow_unused, std::string_view api) {
   GradModeGuard mode(create_graph);
   memory::PhaseGuard phase(memory::Phase::kBackward);
+  detail::AutocastSuspend no_autocast;  // each gradient op in its forward op's types (core/autocast.h)
   NNVM_CHECK(root_grads.empty() || root_grads.size() == roots.size(), api, "got ", roots.size(), " outputs but ",
              root_grads.size(), " gradients");
   std::vector<Edge> root_edges;

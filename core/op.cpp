@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/memory_monitor.h"
@@ -214,6 +215,13 @@ void run_op(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& out
 }
 
 void run(const OpDef& op, TensorRefs inputs, const Attrs& attrs, Outputs& outs) {
+  if (detail::t_autocast_on) [[unlikely]] {  // core/autocast.h: the op's inputs cast first
+    std::vector<Tensor> cast;
+    Attrs cast_attrs;
+    const bool changed = detail::autocast_inputs(op, inputs, attrs, cast, cast_attrs);
+    detail::AutocastSuspend as_called;  // a kernel that calls ops runs them as it calls them
+    return changed ? run(op, TensorRefs(cast), cast_attrs, outs) : run(op, inputs, attrs, outs);
+  }
   if (profiling::on() || memory::monitoring()) [[unlikely]] {
     run_profiled(op, inputs, attrs, outs);
     return;

@@ -7,6 +7,8 @@
 //   nnvm_demo --eval PATH [--data DIR]                evaluate a checkpoint
 //   ... --quantize int8                               also run the model in INT8 (docs/QUANTIZATION.md):
 //                                                     its test accuracy and inference speed beside float32's
+//   ... --precision bf16|f16                          train with autocast in bfloat16 or float16 (f16 with
+//                                                     a GradScaler; docs/NN.md, "Mixed precision")
 //
 // The data comes from the Debian package dataset-fashion-mnist unless --data
 // names a directory with the four IDX files; --steps stops training early
@@ -144,23 +146,37 @@ void compare_int8(FashionCnn& model, const std::string& root) {
   }
 }
 
+// One step: the loss (under autocast in `precision` when given) and its
+// gradients, the optimizer's update through the scaler; returns the loss.
+Tensor training_step(FashionCnn& model, optim::Optimizer& optimizer, GradScaler& scaler, const Tensor& x,
+                     const Tensor& y, std::optional<DType> precision) {
+  Tensor loss;
+  {
+    AutocastGuard autocast(precision.value_or(kBFloat16), precision.has_value());
+    loss = cross_entropy(model(x), y);
+  }
+  optimizer.zero_grad();
+  scaler.scale(loss).backward();
+  scaler.step(optimizer);
+  scaler.update();
+  return loss;
+}
+
 // Runs `steps` training steps of a fresh model in the current mode after a
 // warm-up (the traced mode's plans compile there); returns images per second.
-double training_rate(const data::FashionMNIST& train_set, int64_t steps) {
+double training_rate(const data::FashionMNIST& train_set, int64_t steps, std::optional<DType> precision) {
   constexpr int64_t kWarmup = 3;
   manual_seed(kSeed);
   FashionCnn model;
   optim::Adam optimizer(model->parameters(), optim::AdamOptions(1e-3));
+  GradScaler scaler(GradScalerOptions().enabled(precision == kFloat16));
   data::DataLoader loader(train_set, data::DataLoaderOptions(kBatch));
   int64_t step = 0;
   auto start = std::chrono::steady_clock::now();
   for (const auto& [x, y] : loader) {
     if (step == kWarmup) start = std::chrono::steady_clock::now();
     if (step == kWarmup + steps) break;
-    const Tensor loss = cross_entropy(model(x), y);
-    optimizer.zero_grad();
-    loss.backward();
-    optimizer.step();
+    const Tensor loss = training_step(model, optimizer, scaler, x, y, precision);
     (void)loss.item<double>();
     ++step;
   }
@@ -170,37 +186,39 @@ double training_rate(const data::FashionMNIST& train_set, int64_t steps) {
 
 // The product's benchmark in one line: the same training step traced
 // (recorded, fused, replayed) and eager (op by op, unfused).
-void compare_modes(const data::FashionMNIST& train_set, int64_t steps) {
+void compare_modes(const data::FashionMNIST& train_set, int64_t steps, std::optional<DType> precision) {
   const Mode was = mode();
   set_mode(Mode::Traced);
-  const double fused = training_rate(train_set, steps);
+  const double fused = training_rate(train_set, steps, precision);
   set_mode(Mode::Eager);
-  const double eager = training_rate(train_set, steps);
+  const double eager = training_rate(train_set, steps, precision);
   set_mode(was);
   std::printf("training step, %lld steps: fused (traced) %.0f img/s, unfused (eager) %.0f img/s: %.2fx\n",
               static_cast<long long>(steps), fused, eager, fused / eager);
 }
 
-int train(const std::string& root, const std::string& out, std::optional<int64_t> max_steps, bool int8) {
+int train(const std::string& root, const std::string& out, std::optional<int64_t> max_steps, bool int8,
+          std::optional<DType> precision) {
   manual_seed(kSeed);
   data::FashionMNIST train_set(root);
   train_set.normalize();
   data::DataLoader loader(train_set, data::DataLoaderOptions(kBatch).shuffle(true).seed(kSeed));
   FashionCnn model;
   optim::Adam optimizer(model->parameters(), optim::AdamOptions(1e-3));
+  GradScaler scaler(GradScalerOptions().enabled(precision == kFloat16));
 
   const int64_t total = max_steps ? std::min(*max_steps, loader.num_batches()) : loader.num_batches();
-  std::printf("Fashion-MNIST: %lld training images, batch %lld, %lld steps, Adam lr 1e-3, %d threads, %s mode\n",
+  std::printf("Fashion-MNIST: %lld training images, batch %lld, %lld steps, Adam lr 1e-3, %d threads, %s mode, %s\n",
               static_cast<long long>(train_set.size()), static_cast<long long>(kBatch),
-              static_cast<long long>(total), get_num_threads(), mode() == Mode::Traced ? "traced" : "eager");
+              static_cast<long long>(total), get_num_threads(), mode() == Mode::Traced ? "traced" : "eager",
+              precision == kBFloat16  ? "autocast bfloat16"
+              : precision == kFloat16 ? "autocast float16 with loss scaling"
+                                      : "float32");
   Progress progress(total);
   int64_t step = 0;
   for (const auto& [x, y] : loader) {
     if (step == total) break;
-    const Tensor loss = cross_entropy(model(x), y);
-    optimizer.zero_grad();
-    loss.backward();
-    optimizer.step();
+    const Tensor loss = training_step(model, optimizer, scaler, x, y, precision);
     progress.update(++step, loss.item<double>());
   }
   std::printf("trained in %.1f s\n", progress.elapsed());
@@ -209,7 +227,7 @@ int train(const std::string& root, const std::string& out, std::optional<int64_t
   nn::save(model, out);
   std::printf("saved weights to %s\n", out.c_str());
   if (int8) compare_int8(model, root);
-  compare_modes(train_set, std::min<int64_t>(total, 40));
+  compare_modes(train_set, std::min<int64_t>(total, 40), precision);
   return 0;
 }
 
@@ -222,7 +240,7 @@ int evaluate(const std::string& root, const std::string& path, bool int8) {
 }
 
 int usage() {
-  std::cerr << "usage: nnvm_demo [--out PATH] [--data DIR] [--steps N] [--quantize int8]\n"
+  std::cerr << "usage: nnvm_demo [--out PATH] [--data DIR] [--steps N] [--quantize int8] [--precision bf16|f16]\n"
                "       nnvm_demo --eval PATH [--data DIR] [--quantize int8]\n";
   return 2;
 }
@@ -234,6 +252,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> eval_path;
   std::optional<int64_t> max_steps;
   bool int8 = false;
+  std::optional<DType> precision;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) return usage();
@@ -247,6 +266,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--quantize") {
       if (value != "int8") return usage();
       int8 = true;
+    } else if (arg == "--precision") {
+      if (value == "bf16") precision = kBFloat16;
+      else if (value == "f16") precision = kFloat16;
+      else if (value != "float32") return usage();
     } else if (arg == "--steps") {
       char* end = nullptr;
       max_steps = std::strtoll(value.c_str(), &end, 10);
@@ -256,7 +279,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    return eval_path ? evaluate(root, *eval_path, int8) : train(root, out, max_steps, int8);
+    return eval_path ? evaluate(root, *eval_path, int8) : train(root, out, max_steps, int8, precision);
   } catch (const Error& e) {
     std::cerr << "nnvm_demo: " << e.what() << "\n";
     return 1;

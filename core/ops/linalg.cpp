@@ -8,6 +8,8 @@
 // Kernel: kernels/cpu/linalg.cpp on the GEMM of kernels/cpu/gemm.h.
 #include <algorithm>
 
+#include "nnvm/core/autocast.h"
+#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/functions.h"
 #include "nnvm/core/op.h"
 
@@ -15,9 +17,18 @@ namespace nnvm {
 
 namespace {
 
+// The dtype a product's operand has when the product runs: under autocast
+// (core/autocast.h) float32, float16 and bfloat16 operands are all cast to
+// the autocast dtype first.
+DType running_dtype(DType t) {
+  const bool cast = detail::t_autocast_on && (t == kFloat32 || t == kFloat16 || t == kBFloat16);
+  return cast ? get_autocast_dtype() : t;
+}
+
 void check_operands(const Tensor& a, const Tensor& b, std::string_view op) {
-  NNVM_CHECK(a.dtype() == b.dtype(), op, "expected both operands to have the same dtype, got ", a.dtype(), " and ",
-             b.dtype(), " (shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
+  NNVM_CHECK(running_dtype(a.dtype()) == running_dtype(b.dtype()), op,
+             "expected both operands to have the same dtype, got ", a.dtype(), " and ", b.dtype(), " (shapes ",
+             shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
   NNVM_CHECK(a.dtype() != kBool, op, "bool operands are not supported (shapes ", shape_str(a.sizes()), " and ",
              shape_str(b.sizes()), ")");
 }

@@ -2,7 +2,9 @@
 #pragma once
 
 #include "nnvm/cache.h"
+#include "nnvm/amp.h"
 #include "nnvm/core/allocator.h"
+#include "nnvm/core/autocast.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/custom_function.h"
 #include "nnvm/core/device.h"
