@@ -20,11 +20,11 @@ thread_local DType t_dtype = kBFloat16;
 // libtorch's CPU lists, for the ops nnvm has: the products in the lower
 // precision; reductions, normalisations, softmax and losses in float32.
 const char* const kLowerPrecisionOps[] = {"matmul", "conv2d", "conv_transpose2d"};
-const char* const kFloat32Ops[] = {"softmax",   "log_softmax", "logsumexp", "cross_entropy", "nll_loss",
-                                "mse_loss",  "l1_loss",     "binary_cross_entropy_with_logits",
-                                "layer_norm", "group_norm", "batch_norm", "rms_norm",  "sum",
-                                "mean",      "prod",        "norm",      "std",       "var",
-                                "var_mean",  "cumsum"};
+const char* const kFloat32Ops[] = {"softmax",    "log_softmax", "logsumexp",  "cross_entropy",
+                                   "nll_loss",   "mse_loss",    "l1_loss",    "binary_cross_entropy_with_logits",
+                                   "layer_norm", "group_norm",  "batch_norm", "rms_norm",
+                                   "sum",        "mean",        "prod",       "norm",
+                                   "std",        "var",         "var_mean",   "cumsum"};
 
 const absl::flat_hash_map<const OpDef*, autocast::Policy>& table() {
   static const auto* t = [] {
