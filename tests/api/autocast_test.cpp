@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "nnvm/nnvm.h"
 #include "reference.h"
@@ -102,6 +103,26 @@ TEST(Autocast, AFlushInsideTheGuardRunsWhatWasRecordedBeforeAsRecorded) {
   EXPECT_EQ(before.dtype(), kFloat32);
   EXPECT_TRUE(same_bits(before, want));
   EXPECT_EQ(inside.dtype(), kBFloat16);
+}
+
+// A loaded model's ops go through the same dispatcher: under autocast its
+// products run in bfloat16, its first and later (cached) calls alike.
+TEST(Autocast, ALoadedModelRunsUnderAutocast) {
+  Model m = load_model((std::filesystem::path(NNVM_TEST_DATA_DIR) / "tensorflow/mlp/model.pb").string());
+  const Tensor x = testing::random({5, 8}, kFloat32, 51);
+  const Tensor want = m({x})[0];
+  for (int call = 0; call < 2; ++call) {
+    Tensor got;
+    {
+      AutocastGuard guard(kBFloat16);
+      got = m({x})[0];
+    }
+    SCOPED_TRACE(call);
+    EXPECT_EQ(got.sizes(), want.sizes());
+    testing::expect_tensors_close(got.to(kFloat32), want, 5e-2, 5e-2);
+    EXPECT_FALSE(same_bits(got.to(kFloat32), want)) << "the products ran in float32";
+  }
+  testing::expect_tensors_close(m({x})[0], want, 0, 0);  // off again: float32
 }
 
 struct Mlp : nn::Module {
