@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/hot_tls.h"
 #include "nnvm/core/mode.h"
 
@@ -26,13 +27,17 @@ inline bool recording() {
 // Ops run eagerly for a scope, as under EagerGuard, without flushing first:
 // for the library's own runs of a trace (a flush, a plan), which have
 // nothing recorded before them to wait for. A lazy input is still computed
-// when its data is read.
+// when its data is read. Autocast is off meanwhile: recorded nodes run in the
+// types they were recorded in (core/autocast.h).
 class RunEagerly {
  public:
   RunEagerly() { ++t_eager_depth; }
   ~RunEagerly() { --t_eager_depth; }
   RunEagerly(const RunEagerly&) = delete;
   RunEagerly& operator=(const RunEagerly&) = delete;
+
+ private:
+  AutocastSuspend as_recorded_;
 };
 
 // trace_hooks(), inline.

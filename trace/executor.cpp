@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/knobs.h"
@@ -246,7 +245,6 @@ void FusedPlan::run_into(absl::Span<Tensor> inputs, absl::Span<const Scalar> sca
   Borrowed borrowed{inputs, t.inputs(), &env};
   for (ValueId c : t.constants()) env[size_t(c)] = t.constant_value(c);
   detail::RunEagerly eager;  // a kernel that calls an op runs it now
-  detail::AutocastSuspend as_recorded;  // nodes run in the types they were recorded in
   NoGradGuard no_grad;
 
   absl::InlinedVector<const Attrs*, 8> group_attrs;

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
 #include "nnvm/core/memory_monitor.h"
@@ -289,7 +288,6 @@ class Recorder {
       }
     }
     detail::RunEagerly eager;
-    detail::AutocastSuspend as_recorded;  // nodes run in the types they were recorded in
     NoGradGuard no_grad;
     std::vector<Tensor>& results = results_;
     std::vector<Tensor>& targets = targets_;

@@ -12,7 +12,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "nnvm/core/autocast_state.h"
 #include "nnvm/core/functions.h"
 #include "nnvm/core/generator.h"
 #include "nnvm/core/mode_state.h"
@@ -532,7 +531,6 @@ std::string ReplayReport::to_string() const {
 
 ReplayReport replay_bundle(const ReproBundle& b) {
   detail::RunEagerly eager;  // the draws and the reference are the library's own runs
-  detail::AutocastSuspend as_recorded;  // nodes run in the types they were recorded in
   ReplayReport r;
   std::vector<Tensor> inputs = b.inputs;
   if (inputs.empty()) {  // a compile failure: inputs drawn from a fixed seed

@@ -48,12 +48,20 @@ inline float exp_poly(float r) {
                     5.0000001201e-1f});
 }
 
-// e^r 2^n for |r| <= ln2 / 2: exp_poly, then 2^n as two factors 2^(n>>1) and
+// n = round(v log2e) as a float, v log2e + 1.5 2^23 in one rounding (one
+// fused multiply-add where the target has one, as the JIT's reduce_ln2).
+inline float round_log2e(float v) { return (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f; }
+
+// e^r = P(r) r^2 + r + 1 for |r| <= ln2 / 2, the product by r fused with the
+// addition of r (as the JIT's exp polynomial).
+inline float exp_reduced(float r) { return exp_poly(r) * r * r + r + 1.0f; }
+
+// e^r 2^n for |r| <= ln2 / 2: exp_reduced, then 2^n as two factors 2^(n>>1) and
 // 2^(n - (n>>1)), each a normal float for n in [-150, 128], so results
 // overflow to +inf and underflow through the denormals to 0 with one
 // rounding (the JIT's exp_tail).
 inline float exp_tail(float r, float n) {
-  const float y = exp_poly(r) * r * r + r + 1.0f;
+  const float y = exp_reduced(r);
   const int32_t ni = int32_t(n), a = ni >> 1;
   return y * pow2i(a) * pow2i(ni - a);
 }
@@ -70,7 +78,7 @@ inline float exp_tail(float r, float n) {
 // vectorise.
 inline float exp_vec(float x) {
   const float v = clamp_or_zero(x, -104.0f, 89.0f);
-  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float n = round_log2e(v);
   const float y = exp_tail(reduce_ln2(v, n), n);
   return x != x ? x : y;
 }
@@ -81,10 +89,8 @@ inline float exp_vec(float x) {
 // FLT_MIN are 0 instead of denormals. -inf gives 0, NaN stays NaN.
 inline float exp_nonpositive_vec(float x) {
   const float v = x != x ? 0.0f : (x < -88.0f ? -88.0f : x);
-  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = reduce_ln2(v, n);
-  const float y = exp_poly(r) * r * r + r + 1.0f;
-  return x != x ? x : y * pow2i(int32_t(n));
+  const float n = round_log2e(v);
+  return x != x ? x : exp_reduced(reduce_ln2(v, n)) * pow2i(int32_t(n));
 }
 
 // tanh as the JIT's emit_tanh, bit for bit: x clamped to [-9, 9], then

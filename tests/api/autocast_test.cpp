@@ -8,17 +8,14 @@
 #include <cmath>
 #include <filesystem>
 
+#include "bits.h"
 #include "nnvm/nnvm.h"
 #include "reference.h"
 
 namespace nnvm {
 namespace {
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
-}
+using testing::same_bits;
 
 TEST(Autocast, EveryListedOpExists) {
   const std::vector<std::string> names = op_names();

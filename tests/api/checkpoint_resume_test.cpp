@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
 
+#include "bits.h"
 #include "nnvm/nnvm.h"
 #include "reference.h"
 #include "regression_steps.h"
@@ -100,15 +100,7 @@ std::string dir() {
   return (std::filesystem::temp_directory_path() / ("nnvm_resume_" + std::to_string(::getpid()))).string();
 }
 
-bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const Tensor x = a[i].contiguous(), y = b[i].contiguous();
-    if (x.sizes() != y.sizes() || x.dtype() != y.dtype() || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0)
-      return false;
-  }
-  return true;
-}
+using testing::same_bits;
 
 // Steps [first, first + steps): the regression's (tests/api/regression_steps.h)
 // or, for kCrossEntropy, a classification of the same inputs into two classes.
