@@ -31,13 +31,12 @@ std::string perf_map_path();
 uint64_t kernel_hash(std::string_view key);
 // Machine code as text: 32 bytes a line in hex, each line led by its offset.
 std::string hex_dump(const void* code, size_t bytes);
-// A JIT path's code as text (a repro bundle's, trace/repro.h): "LoopIR" and
-// `ir`, then each compiled variant's "variant <name>: <describe()>" and its
-// machine_code(). `variants`: (name, compiled variant) pairs.
-template <class Variants> std::string jit_code(const std::string& ir, const Variants& variants) {
-  std::string out = "LoopIR\n" + ir;
-  for (const auto& [name, v] : variants) out += "variant " + name + ": " + v->describe() + "\n" + v->machine_code();
-  return out;
+// A JIT path's code as text (a repro bundle's, trace/repro.h): `head` (what
+// the path compiles from), then each compiled variant's "variant <name>:
+// <describe()>" and its machine_code(). `variants`: (name, variant) pairs.
+template <class Variants> std::string jit_code(std::string head, const Variants& variants) {
+  for (const auto& [name, v] : variants) head += "variant " + name + ": " + v->describe() + "\n" + v->machine_code();
+  return head;
 }
 // "kernel-<hash>-<isa>": the dump files' stem.
 std::string kernel_file_stem(std::string_view key, Isa isa);

@@ -121,42 +121,15 @@ PointwiseJit::PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, c
 
 std::shared_ptr<const CompiledPointwise> PointwiseJit::variant(Isa isa, const std::string& accesses, bool stream) const {
   const std::string name = absl::StrCat(isa_name(isa), "-", accesses, stream ? "-nt" : "");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [n, v] : variants_)
-      if (n == name) return v;
-  }
-  const LoopIR& ir = lowering_.ir;
   const std::string key = absl::StrCat("x86-", name, ":", key_);
-  auto kernel = std::dynamic_pointer_cast<const CompiledPointwise>(
-      trace::global_kernel_cache().get(key, [&] { return std::make_shared<const CompiledPointwise>(ir, accesses, isa, key, stream); }));
-  NNVM_CHECK(kernel != nullptr, "PointwiseJit", "the kernel cache holds another kind of kernel under an x86 key");
-  std::lock_guard<std::mutex> lock(mutex_);
-  variants_.emplace_back(name, kernel);
-  return kernel;
+  return find_variant(name, key, [&] {
+    return std::make_shared<const CompiledPointwise>(lowering_.ir, accesses, isa, key, stream);
+  });
 }
 
-std::vector<std::string> PointwiseJit::variant_names() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<std::string> names;
-  for (const auto& [name, v] : variants_) names.push_back(name);
-  return names;
-}
+std::string PointwiseJit::code() const { return variants_code("LoopIR\n" + lowering_.ir.to_string()); }
 
-std::string PointwiseJit::code() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return jit_code(lowering_.ir.to_string(), variants_);
-}
-
-std::vector<std::string> PointwiseJit::declined_variants() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<std::string> declined;
-  for (const auto& [name, v] : variants_)
-    if (!v->declined().empty()) declined.push_back(absl::StrCat(name, ": ", v->declined()));
-  return declined;
-}
-
-struct PointwiseJit::Launch {
+struct PointwiseLaunch {
   LaunchKey key;
   LoopSpace space;
   std::shared_ptr<const CompiledPointwise> compiled;
@@ -171,7 +144,7 @@ struct PointwiseJit::Launch {
   int32_t lane_stride[x86::kMaxOperands] = {};
 };
 
-std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey key, Isa isa,
+std::shared_ptr<const PointwiseLaunch> PointwiseJit::plan_launch(LaunchKey key, Isa isa,
                                                                       absl::Span<const trace::ValueId> ids,
                                                                       const std::vector<Tensor>& env,
                                                                       IntArrayRef loop) const {
@@ -183,8 +156,12 @@ std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey 
   launch->space = loop_space(loop, layouts.shapes, layouts.strides);
   const LoopSpace& space = launch->space;
   const int64_t numel = space.numel();
-  for (size_t k = 0; k < operands; ++k)  // gather offsets are int32 bytes
-    if (std::abs(space.strides[k].back()) * int64_t(itemsize(ir.dtype(k))) * 16 > INT32_MAX) return nullptr;
+  for (size_t k = 0; k < operands; ++k) {  // gather offsets are int32 bytes
+    if (std::abs(space.strides[k].back()) * int64_t(itemsize(ir.dtype(k))) * 16 > INT32_MAX) {
+      fall_back(absl::StrCat("operand ", k, "'s stride ", space.strides[k].back(), " is past the kernel's int32 offsets"));
+      return nullptr;
+    }
+  }
   const size_t rank = space.sizes.size();
   launch->inner = space.sizes.back();
   launch->rows = rank >= 2 ? space.sizes[rank - 2] : 1;
@@ -200,7 +177,10 @@ std::shared_ptr<const PointwiseJit::Launch> PointwiseJit::plan_launch(LaunchKey 
     for (size_t d = 0; d + 1 < rank; ++d) stream = stream && space.strides[k][d] % 16 == 0;
   }
   launch->compiled = variant(isa, space.accesses(), stream);
-  if (!launch->compiled->declined().empty()) return nullptr;
+  if (!launch->compiled->declined().empty()) {
+    fall_back(launch->compiled->declined());
+    return nullptr;
+  }
   launch->row_block = std::max<int64_t>(1, kBlockElements / launch->col_block);
   launch->col_blocks = (launch->inner + launch->col_block - 1) / launch->col_block;
   launch->row_blocks = (launch->rows + launch->row_block - 1) / launch->row_block;
@@ -229,10 +209,11 @@ bool PointwiseJit::wants_stream(int64_t numel) const {
 bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
                        absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts) const {
   const Isa isa = active_isa();
-  if (!lowering_.ok() || isa == Isa::kPortable) return false;
+  if (!lowering_.ok()) return false;
+  if (isa == Isa::kPortable) return fall_back("the ISA is portable");
   const LoopIR& ir = lowering_.ir;
   const size_t operands = size_t(ir.inputs) + ir.stores.size();
-  if (numel_of(loop) == 0) return true;
+  if (numel_of(loop) == 0) return ran();
   // sized by the group: a kernel declines more operands than it has registers for
   absl::InlinedVector<const char*, x86::kMaxOperands> base(operands);
   for (size_t k = 0; k < operands; ++k) base[k] = static_cast<const char*>(env[size_t(ids[k])].data_ptr());
@@ -251,26 +232,15 @@ bool PointwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<T
   trace::ReplayCapture* capture = trace::replay_capture();
   std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
-      id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, stamp,
-      capture ? &kept : nullptr);
-  if (!launch) return false;
+      describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, stamp, capture ? &kept : nullptr);
+  if (!launch) return false;  // plan_launch said why
   const ScalarLanes lanes = scalar_lanes(ir, attrs);
   if (capture) [[unlikely]] {
-    if (may_stream) {
-      capture->decline("a pointwise kernel's streaming stores depend on the outputs' alignment");
-    } else {
-      trace::ReplayCall call{&PointwiseJit::replay_launch, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
-      for (size_t k = 0; k < operands; ++k) call.operands.push_back({ids[k], 0});
-      capture->add(std::move(call));
-    }
+    if (may_stream) capture->decline("a pointwise kernel's streaming stores depend on the outputs' alignment");
+    else capture_launch(*capture, kept, lanes, ids.first(operands));
   }
   run_launch(*launch, base.data(), lanes);
-  return true;
-}
-
-void PointwiseJit::replay_launch(const void* state, const char* const* ptrs) {
-  const Replayed& r = *static_cast<const Replayed*>(state);
-  r.jit->run_launch(*r.launch, ptrs, r.lanes);
+  return ran();
 }
 
 struct PointwiseJit::TileLaunch {
@@ -297,8 +267,8 @@ std::shared_ptr<const PointwiseJit::TileLaunch> PointwiseJit::tile_launch(absl::
   };
   std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
-      id_, last_, describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); },
-      LaunchStamp{layouts, int64_t(isa)}, &kept);
+      describe, [&] { return plan_launch(key_of(describe), isa, ids, env, loop); }, LaunchStamp{layouts, int64_t(isa)},
+      &kept);
   if (!launch || launch->space.sizes.size() > 2) return nullptr;
   // a 2-D space is the loop itself (no dim merged away); a 1-D one is rows of `cols`
   if (launch->space.sizes.size() == 2 && (launch->space.sizes[0] != loop[0] || launch->space.sizes[1] != loop[1]))

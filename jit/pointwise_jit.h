@@ -20,15 +20,13 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "nnvm/trace/kernel_cache.h"
-#include "nnvm/jit/launch_key.h"
+#include "nnvm/jit/jit_path.h"
 #include "nnvm/jit/loop_ir.h"
-#include "nnvm/trace/replay.h"
 #include "nnvm/jit/x86/isa.h"
+#include "nnvm/trace/kernel_cache.h"
 
 namespace nnvm::jit {
 
@@ -58,7 +56,11 @@ class CompiledPointwise final : public trace::CompiledKernel {
   std::unique_ptr<x86::PointwiseKernel> kernel_;
 };
 
-class PointwiseJit {
+// A run's loop space, variant and block geometry, reused by every later run
+// with the same key (operand layouts, ISA, stream decision).
+struct PointwiseLaunch;
+
+class PointwiseJit final : public JitPath<PointwiseJit, CompiledPointwise, PointwiseLaunch> {
  public:
   // Lowers the group; `key` is its group_key.
   PointwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const trace::GroupValues& values, std::string key);
@@ -81,34 +83,25 @@ class PointwiseJit {
   // The operands a tile launch reads and writes: the group's inputs, then its outputs.
   size_t operands() const { return size_t(lowering_.ir.inputs) + lowering_.ir.stores.size(); }
 
-  // The variants this group has run: "<isa>-<accesses>[-nt]" (-nt: streaming stores).
-  std::vector<std::string> variant_names() const;
-  // "<name>: <why>" for each variant whose code could not be generated.
-  std::vector<std::string> declined_variants() const;
+  // variant_names(): "<isa>-<accesses>[-nt]" (-nt: streaming stores).
   // The LoopIR, then each variant compiled so far with its machine code
   // (a repro bundle's code, trace/repro.h).
   std::string code() const;
 
   // Runs the group over env[ids[i]] (inputs set, outputs allocated) when the
-  // active ISA and the operands' layouts allow; false: nothing ran.
+  // active ISA and the operands' layouts allow; false: nothing ran (and
+  // last_fallback() says why, unless declined() does).
   // `layouts`: a LaunchStamp::layouts promise, or 0.
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env,
            absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts = 0) const;
 
  private:
-  // A run's loop space, variant and block geometry, reused by every later
-  // run with the same key (operand layouts, ISA, stream decision).
-  struct Launch;
-  // A captured launch (trace/replay.h): the launch and its Scalars' lanes.
-  struct Replayed {
-    const PointwiseJit* jit;
-    std::shared_ptr<const Launch> launch;
-    ScalarLanes lanes;
-  };
+  friend class JitPath<PointwiseJit, CompiledPointwise, PointwiseLaunch>;
+  using Launch = PointwiseLaunch;
 
-  // Every block of launch l with operand k's first element at base[k].
+  // Every block of launch l with operand k's first element at base[k]
+  // (a replay's too).
   void run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const;
-  static void replay_launch(const void* state, const char* const* ptrs);
 
   std::shared_ptr<const CompiledPointwise> variant(Isa isa, const std::string& accesses, bool stream) const;
   // The launch for `key`; null when the variant declines or an operand's stride is too large.
@@ -121,11 +114,6 @@ class PointwiseJit {
   Lowering lowering_;
   std::string key_;
   bool memory_bound_;
-  mutable std::mutex mutex_;
-  mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledPointwise>>> variants_;
-  // The last launch: plans replay on several threads at once.
-  mutable LastLaunch<Launch> last_;
-  const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 
 // x86 kernels compiled by this process (a test counts re-JITs with it).

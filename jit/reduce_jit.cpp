@@ -19,10 +19,6 @@ namespace nnvm::jit {
 namespace {
 
 std::atomic<int64_t> compiles{0};
-// Runs on this thread: a count shared by every thread would be an atomic
-// read-modify-write per run (a small reduction's run takes a few hundred
-// instructions).
-thread_local int64_t runs = 0;
 
 // Elements one call covers at most: rows (or inner columns) of a few cache-resident vectors.
 constexpr int64_t kTaskElements = 32768;
@@ -89,7 +85,7 @@ constexpr int64_t kMaxInt32SumExtent = int64_t(1) << 22;
 }  // namespace
 
 int64_t reduce_compiles() { return compiles.load(); }
-int64_t reduce_runs() { return runs; }
+int64_t reduce_runs() { return ReduceJit::runs(); }
 
 CompiledReduce::CompiledReduce(const LoopIR& ir, const std::string& accesses, x86::ReduceAxis axis, Isa isa)
     : isa_(isa),
@@ -120,10 +116,7 @@ std::string CompiledReduce::machine_code() const {
   return arg_kernel_ ? hex_dump(arg_kernel_->entry(), arg_kernel_->code_bytes()) : std::string();
 }
 
-std::string ReduceJit::code() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return jit_code(lowering_.ir.to_string(), variants_);
-}
+std::string ReduceJit::code() const { return variants_code("LoopIR\n" + lowering_.ir.to_string()); }
 
 std::string ReduceSpace::to_string() const {
   std::string s = "[";
@@ -169,33 +162,15 @@ ReduceJit::ReduceJit(const trace::Trace& t, const trace::FusionGroup& g, const t
                      std::string key)
     : lowering_(lower_reduction(t, g, values)), key_(std::move(key)) {}
 
-std::string ReduceJit::last_fallback() const { return last_fallback_.get(); }
-
-bool ReduceJit::fall_back(std::string why) const {
-  last_fallback_.set(std::move(why));
-  return false;
-}
-
 std::shared_ptr<const CompiledReduce> ReduceJit::variant(Isa isa, x86::ReduceAxis axis,
                                                          const std::string& accesses) const {
   const std::string name =
       absl::StrCat(isa_name(isa), "-reduce-", axis == x86::ReduceAxis::kRows ? "rows" : "cols", "-", accesses);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [n, v] : variants_)
-      if (n == name) return v;
-  }
-  const LoopIR& ir = lowering_.ir;
-  auto kernel = std::dynamic_pointer_cast<const CompiledReduce>(trace::global_kernel_cache().get(
-      absl::StrCat("x86-", name, ":", key_),
-      [&] { return std::make_shared<const CompiledReduce>(ir, accesses, axis, isa); }));
-  NNVM_CHECK(kernel != nullptr, "ReduceJit", "the kernel cache holds another kind of kernel under an x86 key");
-  std::lock_guard<std::mutex> lock(mutex_);
-  variants_.emplace_back(name, kernel);
-  return kernel;
+  return find_variant(name, absl::StrCat("x86-", name, ":", key_),
+                      [&] { return std::make_shared<const CompiledReduce>(lowering_.ir, accesses, axis, isa); });
 }
 
-struct ReduceJit::Launch {
+struct ReduceLaunch {
   LaunchKey key;
   ReduceSpace space;
   std::shared_ptr<const CompiledReduce> compiled;
@@ -236,7 +211,7 @@ void bind_args(x86::ReduceCall& call, absl::Span<const float> lanes) {
 
 }  // namespace
 
-std::shared_ptr<const ReduceJit::Launch> ReduceJit::plan_launch(LaunchKey key, Isa isa,
+std::shared_ptr<const ReduceLaunch> ReduceJit::plan_launch(LaunchKey key, Isa isa,
                                                                 absl::Span<const trace::ValueId> ids,
                                                                 const std::vector<Tensor>& env, IntArrayRef loop,
                                                                 IntArrayRef dims, bool keepdim) const {
@@ -349,7 +324,7 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   trace::ReplayCapture* capture = trace::replay_capture();
   std::shared_ptr<const Launch> kept;
   const Launch* launch = find_launch(
-      id_, last_, describe,
+      describe,
       [&] {
         const DimVector dims = reduction_dims(red.ints(0), int64_t(loop.size()), "reduce");
         return plan_launch(key_of(describe), isa, ids, env, loop, dims, red.b(1));
@@ -360,13 +335,10 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   const CompiledReduce& kernel = *l.compiled;
   const ScalarLanes lanes = scalar_lanes(ir, attrs);
   if (l.single_call) {  // a small reduction: the launch's call with this run's operands
-    if (capture) [[unlikely]] {
-      trace::ReplayCall call{&ReduceJit::replay_call, std::make_shared<const Replayed>(Replayed{this, kept, lanes}), {}};
-      for (size_t k = 0; k < operands; ++k) call.operands.push_back({ids[k], 0});
-      capture->add(std::move(call));
-    }
-    run_call(l, base.data(), lanes);
-    return ran();
+    if (capture) [[unlikely]]
+      capture_launch(*capture, kept, lanes, ids.first(operands));
+    run_launch(l, base.data(), lanes);  // counts the run
+    return true;
   }
   if (capture) [[unlikely]]
     capture->decline("a reduction of more than one kernel call");
@@ -547,24 +519,13 @@ bool ReduceJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tens
   return ran();
 }
 
-void ReduceJit::run_call(const Launch& l, const char* const* base, const ScalarLanes& lanes) const {
+void ReduceJit::run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const {
   x86::ReduceCall call;
   start_call(call, l.call);
   bind_args(call, lanes);
   std::copy_n(base, size_t(lowering_.ir.inputs) + 1, call.ptr);
   (*l.compiled)(&call);
-}
-
-void ReduceJit::replay_call(const void* state, const char* const* ptrs) {
-  const Replayed& r = *static_cast<const Replayed*>(state);
-  r.jit->run_call(*r.launch, ptrs, r.lanes);
-  r.jit->ran();
-}
-
-bool ReduceJit::ran() const {
-  ++runs;
-  last_fallback_.clear();
-  return true;
+  ran();
 }
 
 }  // namespace nnvm::jit

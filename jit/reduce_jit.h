@@ -28,15 +28,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "nnvm/trace/kernel_cache.h"
-#include "nnvm/jit/launch_key.h"
+#include "nnvm/jit/jit_path.h"
 #include "nnvm/jit/loop_ir.h"
-#include "nnvm/trace/reason.h"
-#include "nnvm/trace/replay.h"
 #include "nnvm/jit/x86/arg_reduce_kernel.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/reduce_kernel.h"
@@ -81,7 +77,11 @@ struct ReduceSpace {
 ReduceSpace reduce_space(IntArrayRef loop, IntArrayRef dims, bool keepdim, absl::Span<const IntArrayRef> shapes,
                          absl::Span<const IntArrayRef> strides);
 
-class ReduceJit {
+// A run's reduce space, variant and task geometry, reused by every later run
+// with the same key (operand layouts, reduced dims, ISA).
+struct ReduceLaunch;
+
+class ReduceJit final : public JitPath<ReduceJit, CompiledReduce, ReduceLaunch> {
  public:
   // Whether a single node of `op` is a reduction this path may run.
   static bool handles(const std::string& op);
@@ -90,7 +90,6 @@ class ReduceJit {
 
   const std::string& declined() const { return lowering_.declined; }
   const LoopIR& ir() const { return lowering_.ir; }
-  std::string last_fallback() const;
   // The LoopIR, then each variant compiled so far with its machine code.
   std::string code() const;
 
@@ -101,23 +100,12 @@ class ReduceJit {
            absl::Span<const Attrs* const> attrs, IntArrayRef loop, uint64_t layouts = 0) const;
 
  private:
-  // A run's reduce space, variant and task geometry, reused by every later
-  // run with the same key (operand layouts, reduced dims, ISA).
-  struct Launch;
-  // A captured single-call launch (trace/replay.h): the launch and its Scalars' lanes.
-  struct Replayed {
-    const ReduceJit* jit;
-    std::shared_ptr<const Launch> launch;
-    ScalarLanes lanes;
-  };
-  // A single-call launch's one call, with operand k's first element at base[k].
-  void run_call(const Launch& l, const char* const* base, const ScalarLanes& lanes) const;
-  static void replay_call(const void* state, const char* const* ptrs);
+  friend class JitPath<ReduceJit, CompiledReduce, ReduceLaunch>;
+  using Launch = ReduceLaunch;
+  // A single-call launch's one call, with operand k's first element at base[k] (a replay's too).
+  void run_launch(const Launch& l, const char* const* base, const ScalarLanes& lanes) const;
 
   std::shared_ptr<const CompiledReduce> variant(Isa isa, x86::ReduceAxis axis, const std::string& accesses) const;
-  bool fall_back(std::string why) const;
-  // Counts a run the kernel did and clears the last fallback's reason; true.
-  bool ran() const;
   // The launch for `key`; null (the reason recorded) when the reference kernel runs instead.
   std::shared_ptr<const Launch> plan_launch(LaunchKey key, Isa isa, absl::Span<const trace::ValueId> ids,
                                             const std::vector<Tensor>& env, IntArrayRef loop, IntArrayRef dims,
@@ -125,12 +113,6 @@ class ReduceJit {
 
   Lowering lowering_;
   std::string key_;
-  mutable std::mutex mutex_;
-  mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledReduce>>> variants_;
-  mutable trace::Reason last_fallback_;  // a run that used the kernel clears it
-  // The last launch: plans replay on several threads at once.
-  mutable LastLaunch<Launch> last_;
-  const uint64_t id_ = next_program_id();  // names its launches in a thread's find_launch slots
 };
 
 // Reduction kernels compiled in this process, and runs that used one on the calling thread.

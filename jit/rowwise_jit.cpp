@@ -16,9 +16,6 @@ namespace nnvm::jit {
 namespace {
 
 std::atomic<int64_t> compiles{0};
-// Runs on this thread, as reduce_jit.cpp counts them: no atomic
-// read-modify-write per run.
-thread_local int64_t runs = 0;
 
 // Elements per parallel task: a few rows of L2-resident work.
 constexpr int64_t kTaskElements = 32768;
@@ -60,7 +57,7 @@ const char* bytes_of(const Tensor& t) { return static_cast<const char*>(t.data_p
 }  // namespace
 
 int64_t rowwise_compiles() { return compiles.load(); }
-int64_t rowwise_runs() { return runs; }
+int64_t rowwise_runs() { return RowwiseJit::runs(); }
 
 CompiledRowwise::CompiledRowwise(const x86::RowwiseSpec& spec, Isa isa) : spec_(spec), isa_(isa), kernel_(spec, isa) {
   compiles.fetch_add(1);
@@ -69,6 +66,19 @@ CompiledRowwise::CompiledRowwise(const x86::RowwiseSpec& spec, Isa isa) : spec_(
 std::string CompiledRowwise::describe() const {
   return absl::StrCat("x86 ", isa_name(isa_), " rowwise ", spec_.name(), " ", kernel_.code_bytes(), " bytes");
 }
+
+const std::string& CompiledRowwise::declined() const {
+  static const std::string none;
+  return none;
+}
+
+std::string CompiledRowwise::machine_code() const { return hex_dump(kernel_.entry(), kernel_.code_bytes()); }
+
+struct RowwiseLaunch {
+  const x86::RowwiseKernel* kernel;
+  x86::RowwiseCall call;  // every field but the pointers
+  int64_t rows;
+};
 
 bool RowwiseJit::handles(const std::string& op) {
   return op == "softmax" || op == "log_softmax" || op == "layer_norm" || op == "layer_norm_backward" ||
@@ -112,25 +122,16 @@ RowwiseJit::RowwiseJit(const trace::Trace& t, const trace::FusionGroup& g, const
   }
 }
 
-std::string RowwiseJit::last_fallback() const { return last_fallback_.get(); }
-
-bool RowwiseJit::fall_back(std::string why) const {
-  last_fallback_.set(std::move(why));
-  return false;
-}
+std::string RowwiseJit::code() const { return variants_code(absl::StrCat("row kernel ", spec_.name(), "\n")); }
 
 const x86::RowwiseKernel& RowwiseJit::kernel(Isa isa) const {
   if (const x86::RowwiseKernel* ready = ready_[size_t(isa)].load(std::memory_order_acquire)) return *ready;
   const x86::RowwiseSpec spec = spec_;
-  auto compiled = std::dynamic_pointer_cast<const CompiledRowwise>(
-      trace::global_kernel_cache().get(absl::StrCat("x86-", isa_name(isa), "-rowwise-", spec.name()),
-                                [&] { return std::make_shared<const CompiledRowwise>(spec, isa); }));
-  NNVM_CHECK(compiled != nullptr, "RowwiseJit", "the kernel cache holds another kind of kernel under a rowwise key");
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::shared_ptr<const CompiledRowwise>& slot = kernels_[size_t(isa)];
-  if (!slot) slot = std::move(compiled);  // set once: ready_ points into it
-  ready_[size_t(isa)].store(&slot->kernel(), std::memory_order_release);
-  return slot->kernel();
+  const std::shared_ptr<const CompiledRowwise> compiled =
+      find_variant(std::string(isa_name(isa)), absl::StrCat("x86-", isa_name(isa), "-rowwise-", spec.name()),
+                   [&] { return std::make_shared<const CompiledRowwise>(spec, isa); });
+  ready_[size_t(isa)].store(&compiled->kernel(), std::memory_order_release);  // the variants keep it
+  return compiled->kernel();
 }
 
 bool RowwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, const Attrs& attrs) const {
@@ -158,13 +159,7 @@ bool RowwiseJit::run(absl::Span<const trace::ValueId> ids, const std::vector<Ten
     case x86::RowOp::kRowLogSumExp: ran = run_cross_entropy(in, *out[0], attrs); break;
     case x86::RowOp::kCrossEntropyBackward: ran = run_cross_entropy_backward(in, *out[0], attrs); break;
   }
-  if (ran) this->ran();
-  return ran;
-}
-
-void RowwiseJit::ran() const {
-  ++runs;
-  last_fallback_.clear();
+  return ran && this->ran();
 }
 
 void RowwiseJit::run_rows(const x86::RowwiseKernel& kernel, const x86::RowwiseCall& base, int64_t rows) {
@@ -177,15 +172,14 @@ void RowwiseJit::run_rows(const x86::RowwiseKernel& kernel, const x86::RowwiseCa
   });
 }
 
-void RowwiseJit::replay_rows(const void* state, const char* const* ptrs) {
-  const Replayed& r = *static_cast<const Replayed*>(state);
-  x86::RowwiseCall base = r.call;
+void RowwiseJit::run_launch(const Launch& l, const char* const* ptrs, const ScalarLanes&) const {
+  x86::RowwiseCall base = l.call;
   base.x = ptrs[0];
   base.y = const_cast<char*>(ptrs[1]);
-  if (r.call.weight) base.weight = reinterpret_cast<const float*>(ptrs[2]);
-  if (r.call.bias) base.bias = reinterpret_cast<const float*>(ptrs[2 + (r.call.weight != nullptr)]);
-  run_rows(*r.kernel, base, r.rows);
-  r.jit->ran();
+  if (l.call.weight) base.weight = reinterpret_cast<const float*>(ptrs[2]);
+  if (l.call.bias) base.bias = reinterpret_cast<const float*>(ptrs[2 + (l.call.weight != nullptr)]);
+  run_rows(*l.kernel, base, l.rows);
+  ran();
 }
 
 bool RowwiseJit::run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x, const Tensor& y, const Attrs& a,
@@ -210,11 +204,9 @@ bool RowwiseJit::run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x,
   base.y_stride = rl->cols * 4;
   if (norm) base.eps = float(a.d(spec_.op == x86::RowOp::kLayerNorm ? 3 : 2));
   if (trace::ReplayCapture* capture = trace::replay_capture()) [[unlikely]] {
-    trace::ReplayCall call{&RowwiseJit::replay_rows, std::make_shared<const Replayed>(Replayed{this, &run, base, rl->rows}), {}};
-    call.operands.push_back({ids[size_t(inputs_[0])], 0});  // x, y, then the weight and bias
-    call.operands.push_back({ids[size_t(outputs_[0])], 0});
-    for (size_t i = 1; i < inputs_.size(); ++i) call.operands.push_back({ids[size_t(inputs_[i])], 0});
-    capture->add(std::move(call));
+    absl::InlinedVector<trace::ValueId, 4> operands{ids[size_t(inputs_[0])], ids[size_t(outputs_[0])]};
+    for (size_t i = 1; i < inputs_.size(); ++i) operands.push_back(ids[size_t(inputs_[i])]);  // the weight and bias
+    capture_launch(*capture, std::make_shared<const Launch>(Launch{&run, base, rl->rows}), {}, operands);
   }
   run_rows(run, base, rl->rows);
   return true;

@@ -18,12 +18,9 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 
-#include "nnvm/trace/kernel_cache.h"
-#include "nnvm/trace/reason.h"
-#include "nnvm/trace/replay.h"
+#include "nnvm/jit/jit_path.h"
 #include "nnvm/jit/x86/isa.h"
 #include "nnvm/jit/x86/rowwise_kernel.h"
 #include "nnvm/trace/group_program.h"
@@ -35,6 +32,10 @@ class CompiledRowwise final : public trace::CompiledKernel {
  public:
   CompiledRowwise(const x86::RowwiseSpec& spec, Isa isa);
   std::string describe() const override;
+  // A row kernel is always generated (JitPath's variants ask).
+  const std::string& declined() const;
+  // Its machine code (jit/kernel_dump.h hex_dump).
+  std::string machine_code() const;
   const x86::RowwiseKernel& kernel() const { return kernel_; }
 
  private:
@@ -43,7 +44,10 @@ class CompiledRowwise final : public trace::CompiledKernel {
   x86::RowwiseKernel kernel_;
 };
 
-class RowwiseJit {
+// A row launch: the kernel, its call (every field but the pointers) and the rows.
+struct RowwiseLaunch;
+
+class RowwiseJit final : public JitPath<RowwiseJit, CompiledRowwise, RowwiseLaunch> {
  public:
   // Whether `op` is one this path knows (others never build a RowwiseJit).
   static bool handles(const std::string& op);
@@ -53,33 +57,26 @@ class RowwiseJit {
   // Why the group never runs JIT code; empty when it may.
   const std::string& declined() const { return declined_; }
   const x86::RowwiseSpec& spec() const { return spec_; }
-  // Why the last run that could have used JIT code did not; empty if it did.
-  std::string last_fallback() const;
+  // Each kernel compiled so far with its machine code (a repro bundle's code).
+  std::string code() const;
 
   // Runs the node over env[ids[i]] (inputs set, outputs allocated) when the
   // ISA, the layouts and the values allow; false: nothing was written.
   bool run(absl::Span<const trace::ValueId> ids, const std::vector<Tensor>& env, const Attrs& attrs) const;
 
  private:
+  friend class JitPath<RowwiseJit, CompiledRowwise, RowwiseLaunch>;
+  using Launch = RowwiseLaunch;
   // The node's operands, in env.
   using Operands = absl::InlinedVector<const Tensor*, 4>;
-  // A captured row launch (trace/replay.h): operands x, y, then the weight and bias it has.
-  struct Replayed {
-    const RowwiseJit* jit;
-    const x86::RowwiseKernel* kernel;
-    x86::RowwiseCall call;  // every field but the pointers
-    int64_t rows;
-  };
 
   const x86::RowwiseKernel& kernel(Isa isa) const;
-  bool fall_back(std::string why) const;
-  // Counts a run the kernel did and clears the last fallback's reason.
-  void ran() const;
   bool run_rows(absl::Span<const trace::ValueId> ids, const Tensor& x, const Tensor& y, const Attrs& attrs,
                 const Tensor* weight, const Tensor* bias) const;
   // `rows` rows from `base`'s, split over the thread pool.
   static void run_rows(const x86::RowwiseKernel& kernel, const x86::RowwiseCall& base, int64_t rows);
-  static void replay_rows(const void* state, const char* const* ptrs);
+  // A captured launch: operands x, y, then the weight and bias it has.
+  void run_launch(const Launch& l, const char* const* ptrs, const ScalarLanes& lanes) const;
   bool run_norm_backward(const Operands& in, const Operands& out, const Attrs& a) const;
   bool run_cross_entropy(const Operands& in, const Tensor& out, const Attrs& a) const;
   bool run_cross_entropy_backward(const Operands& in, const Tensor& out, const Attrs& a) const;
@@ -88,10 +85,8 @@ class RowwiseJit {
   x86::RowwiseSpec spec_;
   std::string declined_;
   std::vector<int32_t> inputs_, outputs_;  // the node's operands as indices into the group's values
-  mutable std::mutex mutex_;
-  mutable std::array<std::shared_ptr<const CompiledRowwise>, 3> kernels_;  // per Isa, set once (under mutex_)
-  mutable std::array<std::atomic<const x86::RowwiseKernel*>, 3> ready_{};  // each kernels_[isa]'s, once set
-  mutable trace::Reason last_fallback_;  // a run that used the kernel clears it
+  // per Isa, its kernel once a run took it from the variants (which keep it): no lock per run
+  mutable std::array<std::atomic<const x86::RowwiseKernel*>, 3> ready_{};
 };
 
 // Row kernels compiled in this process, and runs that used one on the calling thread (tests count both).

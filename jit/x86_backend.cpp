@@ -95,7 +95,7 @@ std::string X86GroupKernel::code() const {
   if (pointwise_) absl::StrAppend(&out, "pointwise kernel\n", pointwise_->code());
   if (epilogue_) absl::StrAppend(&out, "the matmul through the JIT GEMM, then its epilogue kernel\n", epilogue_->code());
   if (reduce_) absl::StrAppend(&out, "reduction kernel\n", reduce_->code());
-  if (rowwise_) absl::StrAppend(&out, "row-wise kernel ", rowwise_->spec().name(), "\n");
+  if (rowwise_) absl::StrAppend(&out, "row-wise kernel\n", rowwise_->code());
   return out;
 }
 

@@ -11,14 +11,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/block_pool.h"
-#include "nnvm/core/memory_monitor.h"
 #include "nnvm/core/mode.h"
 #include "nnvm/core/mode_state.h"
 #include "nnvm/core/profiling.h"
-#include "nnvm/trace/check.h"
 #include "nnvm/trace/cursor.h"
-#include "nnvm/trace/executor.h"
-#include "nnvm/trace/interpreter.h"
+#include "nnvm/trace/flush.h"
 #include "nnvm/trace/signature.h"
 
 namespace nnvm::trace {
@@ -80,11 +77,6 @@ bool same_layout(const Value& v, const TensorImpl& t) {
 }
 
 const OpDef& op_named(const char* name) { return find_op(name); }
-
-bool log_trace() {
-  static const bool on = log_enabled("trace");
-  return on;
-}
 
 // A handle of its own to t's current layout: a program may later point t's
 // TensorImpl elsewhere (Module::to, set_data), and the trace must still read
@@ -218,7 +210,7 @@ class Recorder {
     if (profile.active()) profile.arg("nodes", int64_t(node_count()));
     // Every storage still alive that the trace owes something is an output;
     // lazy storages no tensor refers to any more are not.
-    std::vector<Bind>& binds = binds_;
+    std::vector<FlushOutput>& binds = binds_;
     binds.clear();
     for (Owed& o : owed_) {
       // Held by owed_ alone: no tensor refers to it, and none can again.
@@ -234,7 +226,6 @@ class Recorder {
     }
     const bool repeated = cursor_.repeats(node_count(), value_count(), inputs_.size(), outputs_);
     stats_.flushes_repeated += repeated;
-    Trace& t = trace_;
     // Each input with the layout it was recorded with (a plan of the trace's
     // signature has those layouts), or undefined.
     std::vector<Tensor>& inputs = flushed_inputs_;
@@ -261,121 +252,26 @@ class Recorder {
         r.cursor_.restart();
         r.binds_.clear();
         r.flushed_inputs_.clear();
-        r.targets_.clear();
-        r.results_.clear();
+        r.flush_buffers_.clear();
       }
     } done{*this};
-    // A trace that repeats a compiled entry whole runs its plan with the
-    // entry's Scalars (the cursor took them bit for bit), never built; with
-    // the plan's own Scalars and every output lazy, it replays the plan's
-    // captured kernel calls, which need none of what follows (unless a
-    // profiler session records: then each group's kernel is timed; or the
-    // checking mode is on: each group is checked, trace/check.h; or the memory
-    // monitor watches: each group's blocks are named).
-    std::optional<TraceCursor::Compiled> compiled;
-    if (unbuilt_ && repeated && !observer_ && !log_trace()) {
-      try {
-        compiled = cursor_.look_up_compiled(global_trace_cache());
-        if (compiled && compiled->scalars.empty() && !profiling::on() && !checking() && !memory::monitoring() &&
-            replay(*compiled->plan, inputs, binds)) {
-          ++stats_.flushes_unbuilt;
-          ++stats_.flushes_replayed;
-          profile.arg("ran", "replay");
-          return;
-        }
-      } catch (const std::exception&) {  // nothing ran: the run below looks it up again
-        compiled.reset();
-      }
-    }
-    detail::RunEagerly eager;
-    NoGradGuard no_grad;
-    std::vector<Tensor>& results = results_;
-    std::vector<Tensor>& targets = targets_;
-    for (const Bind& b : binds) targets.push_back(b.storage ? Tensor() : b.target);
-    WrittenFlags& written_into = written_into_;  // results a plan computed straight into their target
-    written_into.assign(binds.size(), 0);
-    std::vector<std::shared_ptr<const std::string>> failure;
-    std::shared_ptr<const std::string> first_failure;
-    try {
-      if (compiled) {
-        ++stats_.flushes_unbuilt;
-        profile.arg("ran", "plan");
-        compiled->plan->run_into(absl::MakeSpan(inputs), compiled->scalars, targets, written_into, results,
-                                 /*recorded_layouts=*/true);
-      } else {
-        build_with_outputs(cursor_.entry());
-        if (observer_) observer_(t);
-        const CacheLookup found = cursor_.look_up(global_trace_cache(), t, repeated);
-        if (log_trace()) std::fprintf(stderr, "trace flush %s %016llx\n%s", found.plan ? "plan" : "interpret",
-                                      static_cast<unsigned long long>(found.hash), t.to_string().c_str());
-        profile.arg("ran", found.plan ? "plan" : "interpreter");
-        if (found.plan)
-          found.plan->run_into(absl::MakeSpan(inputs), t.scalars(), targets, written_into, results,
-                               /*recorded_layouts=*/true);
-        else {
-          ++stats_.flushes_interpreted;
-          results = interpret(t, inputs);
-        }
-      }
-    } catch (const std::exception&) {
-      // Run it again node by node: what does not depend on the failing op
-      // keeps its value, as it would have in eager mode.
-      if (compiled) build_with_outputs(compiled->entry);
-      PartialRun partial = interpret_partial(t, inputs);
-      results = std::move(partial.outputs);
-      failure = std::move(partial.failure);
-      first_failure = std::move(partial.first_failure);
-      written_into.assign(binds.size(), 0);
-    }
-    static const OpDef& copy = op_named("copy");
-    const KernelFn& copy_kernel = copy.kernels[size_t(kCPU)];
-    // A plan may return one of its inputs (simplify turns copy(x) into x), and
-    // that input may share memory with a tensor written below: copy it out
-    // first, or the writes would read what they have just written.
-    std::vector<const Storage*>& written = written_;
-    written.clear();
-    for (const Bind& b : binds)
-      if (!b.storage) written.push_back(b.target.storage().get());
-    for (size_t i = 0; i < results.size(); ++i)
-      if (!written_into[i] && results[i].defined() &&
-          std::find(written.begin(), written.end(), results[i].storage().get()) != written.end())
-        results[i] = results[i].clone();
-    for (size_t i = 0; i < binds.size(); ++i) {
-      if (written_into[i]) continue;
-      if (!failure.empty() && failure[i]) {
-        if (binds[i].storage) fail(*binds[i].storage, *binds[i].record, failure[i]);
-        continue;
-      }
-      bind(binds[i].storage, binds[i].target, results[i], copy_kernel);
-    }
-    if (first_failure) throw Error(*first_failure);
-  }
-
-  // Gives a lazy storage the value r (its memory when nothing else holds
-  // it), or writes r into a materialised target.
-  static void bind(const std::shared_ptr<Storage>& storage, const Tensor& target, Tensor& r,
-                   const KernelFn& copy_kernel) {
-    if (!storage) {
-      copy_kernel({r}, {target}, {});
-      return;
-    }
-    Storage& s = *storage;
-    if (s.nbytes() == 0) return;
-    const bool movable = r.storage_offset() == 0 && r.is_contiguous() && r.impl_ptr().use_count() == 1 &&
-                         r.storage().use_count() == 1 && r.storage()->nbytes() == s.nbytes() &&
-                         r.storage()->device() == s.device();
-    if (movable) {
-      s.take_memory(*r.storage());
-      return;
-    }
-    s.allocate();
-    auto impl = std::make_shared<TensorImpl>();
-    impl->storage = storage;
-    impl->shape = dims(r.sizes());
-    impl->strides = contiguous_strides(r.sizes());
-    impl->dtype = r.dtype();
-    impl->device = s.device();
-    copy_kernel({r}, {Tensor(std::move(impl))}, {});
+    run_flush(Flush{.cursor = cursor_,
+                    .unbuilt = unbuilt_,
+                    .repeated = repeated,
+                    .inputs = absl::MakeSpan(inputs),
+                    .outputs = binds,
+                    .build = [this](const Trace* entry) -> const Trace& {
+                      build_with_outputs(entry);
+                      return trace_;
+                    },
+                    .fail =
+                        [](const FlushOutput& out, std::shared_ptr<const std::string> failure) {
+                          fail(*out.storage, *static_cast<const Record*>(out.record), std::move(failure));
+                        },
+                    .observer = observer_,
+                    .stats = stats_,
+                    .profile = profile},
+              flush_buffers_);
   }
 
   // impl is about to point at other memory: an input of the trace that is
@@ -395,11 +291,6 @@ class Recorder {
   void set_observer(std::function<void(const Trace&)> f) { observer_ = std::move(f); }
 
  private:
-  struct Bind {  // a trace output, at a flush
-    std::shared_ptr<Storage> storage;  // a lazy storage to fill, or
-    Tensor target;                     // a tensor to write
-    Record* record;
-  };
   // A materialised tensor the trace reads: the tensor itself (no copy of its
   // metadata) and what a program may re-point before the flush (its storage
   // and offset; the trace's input value keeps its dtype, shape and strides).
@@ -437,16 +328,6 @@ class Recorder {
     bool known;
   };
   using NewInputs = absl::InlinedVector<NewInput, 4>;
-
-  // Plan::replay of a flush whose every output is a lazy storage.
-  static bool replay(const Plan& plan, absl::Span<const Tensor> inputs, absl::Span<const Bind> binds) {
-    absl::InlinedVector<Storage*, 4> outputs;
-    for (const Bind& b : binds) {
-      if (!b.storage) return false;  // a write into a materialised tensor: run_into's
-      outputs.push_back(b.storage.get());
-    }
-    return plan.replay(inputs, outputs);
-  }
 
   // The node of the entry the cursor follows (at the trace's first op, of
   // any recent entry) that the op repeats, or null: the same op and
@@ -761,10 +642,9 @@ class Recorder {
   std::vector<std::shared_ptr<Storage>> spare_storages_;  // see keep_spare
   TraceCursor cursor_;  // the entries of the last flushes, and the one this trace repeats
   // A flush's buffers, empty between flushes (flushes do not nest).
-  std::vector<Bind> binds_;
-  std::vector<Tensor> flushed_inputs_, targets_, results_;
-  WrittenFlags written_into_;
-  std::vector<const Storage*> written_;
+  std::vector<FlushOutput> binds_;
+  std::vector<Tensor> flushed_inputs_;
+  FlushBuffers flush_buffers_;
   bool flushing_ = false;
   RecorderStats stats_;
   std::function<void(const Trace&)> observer_;
