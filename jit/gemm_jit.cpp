@@ -528,7 +528,7 @@ bool jit_gemm(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::Mat
   if ((extras.row_table_a || extras.row_table_b) && (m == 0 || n == 0)) return true;
   if (m <= 0 || n <= 0 || k <= 0) return false;
   // the few-row products' order of sums is the C++ kernels' (gemm_adds_c_last)
-  if (!extras.row_table_a && !extras.row_table_b && cpu::gemm_takes_few_rows(m, n, k, b.cs)) return false;
+  if (!extras.row_table_a && !extras.row_table_b && cpu::gemm_takes_few_rows(m, n, k, a.cs, b.rs, b.cs)) return false;
   gemm_product(isa, m, n, k, a, b, extras, beta, c, ldc);
   return true;
 }

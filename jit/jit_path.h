@@ -120,10 +120,9 @@ class JitPath {
   // operands `ids` (in the order run_launch reads their addresses).
   void capture_launch(trace::ReplayCapture& capture, std::shared_ptr<const Launch> launch, ScalarLanes lanes,
                       absl::Span<const trace::ValueId> ids) const {
-    trace::ReplayCall call{
-        &JitPath::replay,
-        std::make_shared<const Replayed>(Replayed{static_cast<const Derived*>(this), std::move(launch), std::move(lanes)}),
-        {}};
+    auto state = std::make_shared<const Replayed>(
+        Replayed{static_cast<const Derived*>(this), std::move(launch), std::move(lanes)});
+    trace::ReplayCall call{&JitPath::replay, std::move(state), {}};
     for (trace::ValueId v : ids) call.operands.push_back({v, 0});
     capture.add(std::move(call));
   }

@@ -245,8 +245,8 @@ bool X86GroupKernel::run_gemm(const trace::GroupProgram& program, absl::Span<con
     if (i % 2 == 0) g.k[i / 2] = x->shape[1];
   }
   ptrs.push_back(static_cast<const char*>(c.storage->data()) + c.offset * int64_t(sizeof(float)));
-  g.alternates = g.products == 2 && cpu::gemm_adds_c_last(g.m, g.n, g.k[0], g.cs[1]) &&
-                 cpu::gemm_adds_c_last(g.m, g.n, g.k[1], g.cs[3]);
+  g.alternates = g.products == 2 && cpu::gemm_adds_c_last(g.m, g.n, g.k[0], g.cs[0], g.rs[1], g.cs[1]) &&
+                 cpu::gemm_adds_c_last(g.m, g.n, g.k[1], g.cs[2], g.rs[3], g.cs[3]);
   // The epilogue tile by tile as the GEMM finishes them, while each is in L1
   // (jit/gemm_jit.h), where the JIT GEMM takes the last product and no
   // output of the epilogue shares memory with a product's operand (the
@@ -254,7 +254,7 @@ bool X86GroupKernel::run_gemm(const trace::GroupProgram& program, absl::Span<con
   absl::InlinedVector<ValueId, 8> epilogue_ids;
   const int32_t last = g.products - 1;
   if (epilogue_ran && epilogue_ && !g.alternates && g.m * g.n * g.k[last] >= kTiledEpilogueWork &&
-      !cpu::gemm_takes_few_rows(g.m, g.n, g.k[last], g.cs[2 * last + 1])) {
+      !cpu::gemm_takes_few_rows(g.m, g.n, g.k[last], g.cs[2 * last], g.rs[2 * last + 1], g.cs[2 * last + 1])) {
     for (int32_t i : epilogue_values_) epilogue_ids.push_back(ids[size_t(i)]);
     g.tiles = epilogue_->tile_launch(epilogue_ids, env, attrs.subspan(1), c.shape, layouts);
     const size_t first_output = epilogue_ids.size() - epilogue_->ir().stores.size();

@@ -114,22 +114,27 @@ int gemm_vector_bytes();
 void set_gemm_vector_bytes(int bytes);
 
 // The few-row GEMM's domain: fewer rows than the packed micro-kernel's tile
-// (MR), B row-major, and too little work to wake the thread pool.
+// (MR), and B read in place, once, where packing it would read and write all
+// of it per call for a handful of rows: a row-major B (C's rows as sums of
+// B's rows), or, for products of kGemmParallelWork multiply-adds and more, a
+// B whose columns are contiguous as A's rows are (a linear layer's Wᵀ: dot
+// products). Products of kGemmParallelWork and more split over the threads.
 inline constexpr int64_t kGemmFewRows = 6;
 inline constexpr int64_t kGemmParallelWork = int64_t(1) << 18;
-inline bool gemm_takes_few_rows(int64_t m, int64_t n, int64_t k, int64_t b_cs) {
-  return m < kGemmFewRows && b_cs == 1 && m * n * k < kGemmParallelWork;
+inline bool gemm_takes_few_rows(int64_t m, int64_t n, int64_t k, int64_t a_cs, int64_t b_rs, int64_t b_cs) {
+  if (m >= kGemmFewRows) return false;
+  return b_cs == 1 || (b_rs == 1 && a_cs == 1 && m * n * k >= kGemmParallelWork);
 }
 
-// Whether the float gemm of these sizes (and B's column stride) computes each
-// element of A·B in full, rounded once, before it adds beta·C: then
-// C = A·B, C += A'·B' gives bit for bit what C = A'·B', C += A·B gives (the
-// last addition commutes), and a caller may run the two products in either
-// order. True for the few-row products of a vector-matrix step (gemm_few_rows
-// adds each element's two partial sums, then beta·C); a product with k <= 0
-// is 0 + beta·C exactly, and with m or n 0 there is nothing.
-inline bool gemm_adds_c_last(int64_t m, int64_t n, int64_t k, int64_t b_cs) {
-  return m <= 0 || n <= 0 || k <= 0 || gemm_takes_few_rows(m, n, k, b_cs);
+// Whether the float gemm of these sizes (and layouts) computes each element
+// of A·B in full, rounded once, before it adds beta·C: then C = A·B,
+// C += A'·B' gives bit for bit what C = A'·B', C += A·B gives (the last
+// addition commutes), and a caller may run the two products in either order.
+// True for the few-row products of a vector-matrix step (both few-row paths
+// add beta·C last); a product with k <= 0 is 0 + beta·C exactly, and with m
+// or n 0 there is nothing.
+inline bool gemm_adds_c_last(int64_t m, int64_t n, int64_t k, int64_t a_cs, int64_t b_rs, int64_t b_cs) {
+  return m <= 0 || n <= 0 || k <= 0 || gemm_takes_few_rows(m, n, k, a_cs, b_rs, b_cs);
 }
 
 }  // namespace nnvm::cpu

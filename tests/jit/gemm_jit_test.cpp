@@ -125,7 +125,11 @@ std::vector<Case> random_cases(int count, uint64_t seed) {
   const float betas[] = {0.f, 1.f, 0.5f};
   for (int i = 0; i < count; ++i) {
     Case t{dim(rng), dim(rng), dim(rng), layouts[i % 3], layouts[(i / 3) % 3], betas[(i / 9) % 3]};
-    if (cpu::gemm_takes_few_rows(t.m, t.n, t.k, t.lb == Layout::kRows ? 1 : 2)) t.m += 6;  // the C++ kernels' domain
+    // the C++ kernels' domain (Operand's strides: rows, columns, strided)
+    const int64_t a_cs = t.la == Layout::kRows ? 1 : t.la == Layout::kCols ? t.m : 2;
+    const int64_t b_rs = t.lb == Layout::kRows ? t.n : t.lb == Layout::kCols ? 1 : 2 * t.n + 1;
+    const int64_t b_cs = t.lb == Layout::kRows ? 1 : t.lb == Layout::kCols ? t.k : 2;
+    if (cpu::gemm_takes_few_rows(t.m, t.n, t.k, a_cs, b_rs, b_cs)) t.m += 6;
     cases.push_back(t);
   }
   return cases;
@@ -142,7 +146,8 @@ TEST(GemmJit, MatchesNaiveOnRandomShapesLayoutsAndBetas) {
 
 TEST(GemmJit, EdgeShapes) {
   const Case cases[] = {
-      {1, 4096, 64, Layout::kCols, Layout::kCols, 0.f},  // M = 1, B transposed (GEMV-like)
+      {1, 4000, 64, Layout::kCols, Layout::kCols, 0.f},  // M = 1, B transposed (GEMV-like; from 2^18
+                                                         // multiply-adds the C++ kernels' dot products)
       {6, 33, 1, Layout::kRows, Layout::kRows, 1.f},     // K = 1
       {300, 1, 300, Layout::kRows, Layout::kRows, 0.f},  // N = 1
       {300, 17, 3, Layout::kCols, Layout::kStrided, 0.5f},

@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string>
 
+#include "nnvm/core/thread_pool.h"
 #include "nnvm/kernels/cpu/gemm.h"
 #include "reference.h"
 
@@ -128,6 +130,60 @@ TEST(LinalgMatmul, LargeProductIsCorrectAndDeterministic) {
     testing::expect_values(c, naive_matmul(a, b), 1e-5, atol_for(kFloat32, 700));
     const Tensor again = matmul(a, b);
     EXPECT_EQ(values(c), values(again));
+  });
+}
+
+// The few-row products (fewer than 6 rows) read B in place, once, split over
+// the threads when large: a row-major B of any size by the C++ kernels'
+// panels, a large B = Wᵀ (W stored N × K, a batch-1 linear layer) by dot
+// products. Against double sums, on every width, for rows 1..5, panels whole
+// and ragged, the columns past the last whole block, k with and without a
+// tail past its last vector, beta 0 (C's NaN never read), 1 and 0.5; and the
+// same bits for 1, 2 and 3 threads.
+TEST(LinalgMatmul, FewRowProductsOfAnySizeMatchNaiveWithAnyThreadCount) {
+  for_each_gemm_width([] {
+    const int64_t sizes[][2] = {{1, 1},      {17, 3},     {1000, 5},          {4096 + 19, 64},
+                                {300, 1025}, {1000, 267}, {2 * 1024 + 64, 129}};
+    const int threads_before = get_num_threads();
+    uint64_t seed = 40;
+    for (int64_t m = 1; m < cpu::kGemmFewRows; ++m)
+      for (const auto& s : sizes) {
+        const int64_t n = s[0], k = s[1];
+        const Tensor a = testing::random({m, k}, kFloat32, seed++), b = testing::random({k, n}, kFloat32, seed++);
+        const std::vector<double> ab = naive_matmul(a, b);
+        const Tensor c0 = testing::random({m, n}, kFloat32, seed++);
+        const std::vector<double> before = values(c0);
+        const std::vector<float> pa = a.to_vector<float>(), pb = b.to_vector<float>();
+        const std::vector<float> pw = b.t().contiguous().to_vector<float>();  // W = Bᵀ, N × K
+        for (bool transposed : {false, true})
+          for (float beta : {0.f, 1.f, 0.5f}) {
+            SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << (transposed ? " Wᵀ" : " B") << " beta "
+                                              << beta);
+            const cpu::MatrixRef<float> rhs = transposed ? cpu::MatrixRef<float>{pw.data(), 1, k}
+                                                         : cpu::MatrixRef<float>{pb.data(), n, 1};
+            std::vector<float> c(size_t(m * n), NAN);
+            if (beta != 0.f) c = c0.to_vector<float>();
+            std::vector<float> first;
+            for (int threads : {1, 2, 3}) {
+              set_num_threads(threads);
+              std::vector<float> out = c;
+              cpu::gemm(m, n, k, cpu::MatrixRef<float>{pa.data(), k, 1}, rhs, beta, out.data(), n);
+              if (!first.empty()) {
+                EXPECT_EQ(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)), 0)
+                    << threads << " threads changed bits";
+                continue;
+              }
+              first = out;
+              int bad = 0;
+              for (size_t i = 0; i < out.size(); ++i) {
+                const double want = ab[i] + (beta != 0.f ? double(beta) * before[i] : 0.0);
+                if (!(std::abs(double(out[i]) - want) <= 1e-5 * std::sqrt(double(k)) * 4) && bad++ < 3)
+                  ADD_FAILURE() << "C[" << i << "] = " << out[i] << ", expected " << want;
+              }
+            }
+          }
+      }
+    set_num_threads(threads_before);
   });
 }
 
