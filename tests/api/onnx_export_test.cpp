@@ -100,6 +100,33 @@ TEST(OnnxExport, BroadcastingScalarsAndSizesOne) {
                     "broadcasting");
 }
 
+// The other mapped ops, each once, in float32 and with int64 and bool operands.
+TEST(OnnxExport, MoreOps) {
+  manual_seed(7);
+  Tensor idx = tensor<int64_t>({2, 0, 1});
+  Tensor bn_mean = randn({3}), bn_var = rand({3}) + 0.5, bn_w = randn({3}), bn_b = randn({3});
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor &x = in[0], &y = in[1], &i = in[2];  // [2, 3], [2, 3], int64 [2, 3]
+    Tensor p = x.abs() + 0.5;
+    Tensor cmp = x.eq(y).logical_or(x.ne(y).logical_and(x.le(y))).logical_xor(x.ge(0.5)).logical_or(x.lt(y));
+    Tensor act = leaky_relu(x, 0.2) + silu(y) + x.sigmoid() * y.tanh() - x.neg().relu() + p.rsqrt() + p.log1p() +
+                 x.expm1() + x.square() + p.sqrt().reciprocal() + x.sign() * x.floor() + x.ceil() + x.round() +
+                 x.sin() + x.cos() + x.erf() + p.log() + x.maximum(y) + x.minimum(y) + gelu(x) + x.clamp(-0.5, 0.5);
+    Tensor red = x.amax({1}) + x.amin({1}, false) + p.prod({1}) + x.logsumexp({1}) + x.max() + x.min() +
+                 i.sum({1}).to(kFloat32) + i.to(kFloat32).mean({1});
+    Tensor idxs = x.index_select(1, idx) + x.gather(1, i.remainder(3).clamp(0, 2)) +
+                  x.masked_fill(x.isnan().logical_or(x.gt(1.0)), 0.25) + where(cmp, x, y) + (i / 2) +
+                  pow(2.0, x) + (i + 1).pow(2);
+    Tensor img = x.view({1, 1, 2, 3}).expand({2, 3, 2, 3}) * 1;
+    Tensor bn = batch_norm(img, bn_mean, bn_var, bn_w, bn_b, false, 0.1, 1e-5);
+    Tensor pooled = adaptive_avg_pool2d(bn, {1, 1}) + adaptive_avg_pool2d(bn, {2, 1}).mean({2}, true);
+    return std::vector<Tensor>{act, red, idxs, cat({x, y}, 1), stack({x, y}, -1), pooled,
+                               x.isinf().logical_not(), (i > 1).to(kInt64)};
+  };
+  Tensor i = tensor<int64_t>({1, -2, 3, 0, 5, 7}).view({2, 3});
+  expect_round_trip(fn, {randn({2, 3}), randn({2, 3}), i}, {randn({2, 3}), randn({2, 3}), i + 3}, "more");
+}
+
 TEST(OnnxExport, ViewsAndInPlaceWrites) {
   manual_seed(4);
   auto fn = [](const std::vector<Tensor>& in) {

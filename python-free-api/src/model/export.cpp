@@ -247,6 +247,16 @@ std::vector<std::string> add(Exporter& e, const trace::Node& n) {
   return {e.op("Add", {x, e.op("Mul", {y, e.scalar(alpha, t)})})};
 }
 
+// remainder: the divisor's sign, as Python's %: ONNX's Mod for integers;
+// for floating point (where Mod means C's fmod) a - floor(a / b) b.
+std::vector<std::string> remainder(Exporter& e, const trace::Node& n) {
+  const DType t = e.out_value(n).dtype;
+  std::vector<std::string> xs = operands(e, n, t);
+  if (n.inputs.size() == 1) xs.push_back(e.scalar(n.attrs.s(0), t));
+  if (!is_floating(t)) return {e.op("Mod", xs, {{"fmod", int64_t(0)}})};
+  return {e.op("Sub", {xs[0], e.op("Mul", {e.op("Floor", {e.op("Div", xs)}), xs[1]})})};
+}
+
 // Reductions over attrs.ints(0) (every dim when empty) keeping them or not;
 // `axes_input`: opset 17 takes ReduceSum's axes as an input, the others' as an attribute.
 Rule reduce(std::string type, bool axes_input, bool has_dtype) {
@@ -304,6 +314,21 @@ std::vector<std::string> layer_norm(Exporter& e, const trace::Node& n) {  // nor
   if (n.attrs.b(2)) xs.push_back(e.in(n, next));
   return {e.op("LayerNormalization", xs,
                {{"axis", -int64_t(normalized.size())}, {"epsilon", n.attrs.d(3)}})};
+}
+
+// batch_norm(x, [running_mean, running_var], [weight], [bias])
+// [training, has_running, has_weight, has_bias, momentum, eps]: inference only.
+std::vector<std::string> batch_norm(Exporter& e, const trace::Node& n) {
+  const trace::Value& x = e.in_value(n, 0);
+  NNVM_CHECK(!n.attrs.b(0) && n.attrs.b(1), "trace_graph", "cannot export batch_norm on ", shape_str(x.shape),
+             n.attrs.b(0) ? " in training mode" : " without running statistics",
+             ": ONNX's BatchNormalization exported here normalises with running statistics (call eval() first)");
+  const DimVector channels{x.shape.size() > 1 ? x.shape[1] : 1};
+  size_t next = 3;
+  const std::string w = n.attrs.b(2) ? e.in(n, next++) : e.constant(ones(channels, dtype(x.dtype)));
+  const std::string b = n.attrs.b(3) ? e.in(n, next) : e.constant(zeros(channels, dtype(x.dtype)));
+  return {e.op("BatchNormalization", {e.in(n, 0), w, b, e.in(n, 1), e.in(n, 2)},
+               {{"epsilon", n.attrs.d(5)}, {"momentum", n.attrs.d(4)}})};
 }
 
 std::vector<std::string> clamp(Exporter& e, const trace::Node& n) {  // has_min, min, has_max, max
@@ -378,6 +403,7 @@ const std::map<std::string, Rule>& rules() {
       r[name + ".Scalar"] = binary(type, true, name == "ne", logical);
     }
     r["add"] = r["add.Scalar"] = add;
+    r["remainder"] = r["remainder.Scalar"] = remainder;
     r["rsqrt"] = composed([](Exporter& e, const std::string& x, DType) { return e.op("Reciprocal", {e.op("Sqrt", {x})}); });
     r["square"] = composed([](Exporter& e, const std::string& x, DType) { return e.op("Mul", {x, x}); });
     r["log1p"] = composed([](Exporter& e, const std::string& x, DType t) { return e.op("Log", {e.op("Add", {x, e.scalar(1, t)})}); });
@@ -418,6 +444,7 @@ const std::map<std::string, Rule>& rules() {
     r["avg_pool2d"] = avg_pool2d;
     r["adaptive_avg_pool2d"] = adaptive_avg_pool2d;
     r["layer_norm"] = layer_norm;
+    r["batch_norm"] = batch_norm;
     r["cat"] = [](Exporter& e, const trace::Node& n) {  // dim
       std::vector<std::string> xs;
       for (size_t k = 0; k < n.inputs.size(); ++k) xs.push_back(e.in_as(n, k, e.out_value(n).dtype));
