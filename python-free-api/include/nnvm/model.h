@@ -191,6 +191,24 @@ void save_onnx_tensor(const Tensor& value, const std::string& path, const std::s
 // a run on the example inputs.
 void save_onnx(const Model& model, const std::vector<Tensor>& example_inputs, const std::string& path);
 
+// A C++ function of tensors, as nnvm::trace_graph records it.
+using TracedFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Runs `fn` once on the example inputs while recording, with gradients off
+// and in traced mode whatever the caller's mode (libtorch's
+// torch::jit::trace), and returns what it recorded in ONNX's op vocabulary:
+// graph inputs input_0.. with the example inputs' dtypes and shapes, every
+// other tensor fn reads (parameters, captured constants) an initializer with
+// its current value, outputs fn's results in order. An op with no ONNX form
+// is an nnvm::Error naming it (docs/MODELS.md lists the exportable ops).
+// While it runs, other threads' ops are recorded too (the mode is
+// process-wide), and one trace_graph runs at a time.
+Graph trace_graph(const TracedFunction& fn, const std::vector<Tensor>& example_inputs);
+
+// trace_graph(fn, example_inputs), written as an ONNX file and checked as
+// the Model overload does. Loaded with load_model, the file computes fn.
+void save_onnx(const TracedFunction& fn, const std::vector<Tensor>& example_inputs, const std::string& path);
+
 // Builds a static graph in C++.
 //
 //   nnvm::GraphBuilder b;
