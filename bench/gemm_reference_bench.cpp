@@ -20,7 +20,7 @@
 //   1024x4096x256_at             fc1's weight gradient dW1 = Xᵀ·dY (X stored K x M)
 //   4096x1024x256_at             fc2's weight gradient dW2 = Hᵀ·dY
 //   1x4096x1024                  a batch-1 step
-//   1x4096x1024_bt, 4x4096x1024_bt  a linear layer at batch 1 and 4, y = x·Wᵀ (W stored N x K)
+//   1x4096x1024_bt, 4x..., 16x...  a linear layer at batch 1, 4 and 16, y = x·Wᵀ (W stored N x K)
 //   1024x1024x64                 small K
 // Counters: GFLOP/s (2·M·N·K per product) and peak_frac, that rate over the
 // measured FMA peak of as many threads (fma_peak.h); cpus_used, the process's
@@ -166,7 +166,7 @@ void BM_Gemm(benchmark::State& state, GemmImpl impl, GemmShape s, int threads) {
       {1024, 1024, 1024, false, false}, {256, 4096, 1024, false, false}, {256, 1024, 4096, false, false},
       {256, 1024, 4096, false, true},   {256, 4096, 1024, false, true},  {1024, 4096, 256, true, false},
       {4096, 1024, 256, true, false},   {1, 4096, 1024, false, false},   {1, 4096, 1024, false, true},
-      {4, 4096, 1024, false, true},     {1024, 1024, 64, false, false},
+      {4, 4096, 1024, false, true},     {16, 4096, 1024, false, true},   {1024, 1024, 64, false, false},
   };
   std::vector<std::pair<const char*, GemmImpl>> impls = {{"nnvm", GemmImpl::kNnvm},
                                                          {"nnvm_gemm", GemmImpl::kNnvmGemm},
