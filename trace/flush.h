@@ -71,6 +71,4 @@ struct Flush {
 // output that does not depend on it has its value.
 void run_flush(const Flush& f, FlushBuffers& buffers);
 
-// The cache every thread's flushes go through is global_trace_cache() (recorder.h).
-
 }  // namespace nnvm::trace
