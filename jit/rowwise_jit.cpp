@@ -355,10 +355,12 @@ bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& ou
   if (reduction == Reduction::Mean)
     scale /= cpu::ordered_sum<float>(n, [&](int64_t r) { return t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f); });
   const float ls = float(a.d(3));
-  auto row_grad = [&](int64_t r) {
-    return cpu::CrossEntropyRowGrad<float>(reduction == Reduction::None ? pg[r] : scale,
-                                           t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f), ls, classes, total_weight);
-  };
+  // Each row's coefficients, once: the kernel reads a and b, the target's correction the rest.
+  std::vector<cpu::CrossEntropyRowGrad<float>> grads;
+  grads.reserve(size_t(n));
+  for (int64_t r = 0; r < n; ++r)
+    grads.emplace_back(reduction == Reduction::None ? pg[r] : scale, t[r] == ignore ? 0.0f : (w ? w[t[r]] : 1.0f),
+                       ls, classes, total_weight);
   std::vector<float> coeff_a(static_cast<size_t>(n)), coeff_b(static_cast<size_t>(n));
   const x86::RowwiseKernel& run = kernel(active_isa());
   x86::RowwiseCall base;
@@ -373,9 +375,8 @@ bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& ou
   float* dx = out.data_ptr<float>();
   parallel_for(0, n, row_grain(classes), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const cpu::CrossEntropyRowGrad<float> grad = row_grad(r);
-      coeff_a[size_t(r)] = grad.a;
-      coeff_b[size_t(r)] = grad.b;
+      coeff_a[size_t(r)] = grads[size_t(r)].a;
+      coeff_b[size_t(r)] = grads[size_t(r)].b;
     }
     x86::RowwiseCall call = base;
     call.x += r0 * base.x_stride;
@@ -390,7 +391,7 @@ bool RowwiseJit::run_cross_entropy_backward(const Operands& in, const Tensor& ou
         continue;
       }
       float& dx_t = dx[r * classes + t[r]];
-      dx_t = row_grad(r).at_target(dx_t);
+      dx_t = grads[size_t(r)].at_target(dx_t);
     }
   });
   return true;
