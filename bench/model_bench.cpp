@@ -14,8 +14,10 @@ namespace {
 
 using namespace nnvm;
 
-// A chain of n tiny Mul/Add pairs: the per-node cost of a graph over that of
-// the same ops called directly (both traced, so both replay one hot plan).
+// A chain of n tiny Mul/Add pairs: a graph's call against the same ops called
+// directly, both traced. The ops record each call and replay one hot plan; the
+// graph's calls record nothing once captured (docs/MODELS.md, "Calls that
+// record nothing") and run that plan alone.
 Model chain(int64_t n) {
   GraphBuilder g;
   auto x = g.input("x", kFloat32, {16});

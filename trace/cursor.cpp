@@ -57,7 +57,7 @@ std::optional<TraceCursor::Compiled> TraceCursor::look_up_compiled(TraceCache& c
   if (!r.plan || !cache.hit_compiled({r.entry.get(), r.hash})) return std::nullopt;
   to_front(at_);
   const Recent& front = recent_[0];
-  return Compiled{front.plan.get(), front.entry.get(),
+  return Compiled{front.plan.get(), &front.plan, front.entry.get(),
                   front.holds_entry_scalars ? absl::Span<const Scalar>() : front.entry->scalars()};
 }
 

@@ -78,6 +78,7 @@ class TraceCursor {
   // lookup.
   struct Compiled {
     const Plan* plan;
+    const std::shared_ptr<const Plan>* owner;  // the cursor's handle on `plan`
     const Trace* entry;
     // What the plan runs with: the entry's Scalars, or none when the plan
     // holds them already (Plan::holds_scalars) and binds nothing.

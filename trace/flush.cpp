@@ -57,6 +57,20 @@ void bind(const FlushOutput& out, Tensor& r, const KernelFn& copy_kernel) {
   copy_kernel({r}, {Tensor(std::move(impl))}, {});
 }
 
+// Hands the flush to the thread's FlushCapture, if any: what it ran
+// (`plan` null: the interpreter) with which Scalars and inputs, and where its
+// outputs went.
+void capture(const Flush& f, std::shared_ptr<const Plan> plan, absl::Span<const Scalar> scalars) {
+  FlushCapture* c = FlushCapture::active();
+  if (!c) return;
+  CapturedFlush& out = c->flushes.emplace_back();
+  // Scalars the plan holds are none: the same whichever way the flush ran it.
+  if (plan && !scalars.empty() && !plan->holds_scalars(scalars)) out.scalars.assign(scalars.begin(), scalars.end());
+  out.plan = std::move(plan);
+  out.inputs.assign(f.inputs.begin(), f.inputs.end());
+  for (const FlushOutput& o : f.outputs) out.outputs.push_back(o.storage);
+}
+
 }  // namespace
 
 void run_flush(const Flush& f, FlushBuffers& buffers) {
@@ -76,6 +90,7 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
         ++f.stats.flushes_unbuilt;
         ++f.stats.flushes_replayed;
         f.profile.arg("ran", "replay");
+        capture(f, *compiled->owner, {});
         return;
       }
     } catch (const std::exception&) {  // nothing ran: the run below looks it up again
@@ -92,12 +107,16 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
   std::vector<std::shared_ptr<const std::string>> failure;
   std::shared_ptr<const std::string> first_failure;
   const Trace* t = nullptr;  // the trace, once built
+  std::shared_ptr<const Plan> ran;  // the plan that ran, for a FlushCapture
+  absl::Span<const Scalar> ran_scalars;
   try {
     if (compiled) {
       ++f.stats.flushes_unbuilt;
       f.profile.arg("ran", "plan");
       compiled->plan->run_into(f.inputs, compiled->scalars, targets, written_into, results,
                                /*recorded_layouts=*/true);
+      ran = *compiled->owner;
+      ran_scalars = compiled->scalars;
     } else {
       t = &f.build(f.cursor.entry());
       if (f.observer) f.observer(*t);
@@ -108,6 +127,8 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
       f.profile.arg("ran", found.plan ? "plan" : "interpreter");
       if (found.plan) {
         found.plan->run_into(f.inputs, t->scalars(), targets, written_into, results, /*recorded_layouts=*/true);
+        ran = found.plan;
+        ran_scalars = t->scalars();
       } else {
         ++f.stats.flushes_interpreted;
         results = interpret(*t, f.inputs);
@@ -144,6 +165,7 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
     bind(f.outputs[i], results[i], copy_kernel);
   }
   if (first_failure) throw Error(*first_failure);
+  capture(f, std::move(ran), ran_scalars);
 }
 
 }  // namespace nnvm::trace

@@ -24,7 +24,9 @@ namespace {
 
 // What the recording trace owes one storage.
 struct Record final : PendingWork {
-  enum Kind { kContents, kWrite } kind = kContents;
+  // kWatch: a FlushCapture's watch on a materialised storage (owned by it),
+  // which the trace owes nothing.
+  enum Kind { kContents, kWrite, kWatch } kind = kContents;
   std::thread::id thread;
   ValueId value = -1;  // kContents: the storage's whole contents; kWrite: what to write
   uint64_t made = 0;   // kContents: the layout_id of the lazy tensor made with the storage
@@ -200,7 +202,17 @@ class Recorder {
 
   void materialize(Storage& s) {
     Record* r = static_cast<Record*>(s.pending());
+    FlushCapture* capture = FlushCapture::active();
+    if (r->kind == Record::kWatch) {
+      // A trace's kernels read it (here while this thread flushes, or on the
+      // pool's threads): not the program.
+      if (flushing_ || r->thread != thread_) return;
+      if (capture) ++capture->host_reads;
+      s.set_pending(nullptr);
+      return;
+    }
     check_usable(*r, "data access");
+    if (capture && !flushing_) ++capture->host_reads;
     flush();
   }
 
@@ -472,6 +484,7 @@ class Recorder {
   // The record this thread's trace keeps for s, or null when s is plain memory.
   Record* own_record(const Storage& s, std::string_view op) const {
     Record* r = static_cast<Record*>(s.pending());
+    if (r && r->kind == Record::kWatch) return nullptr;  // plain memory, watched
     if (r) check_usable(*r, op);
     return r;
   }
@@ -675,5 +688,33 @@ TraceCache& global_trace_cache() {
 RecorderStats recorder_stats() { return recorder().stats(); }
 
 void set_flush_observer(std::function<void(const Trace&)> f) { recorder().set_observer(std::move(f)); }
+
+namespace {
+thread_local FlushCapture* t_capture = nullptr;
+}  // namespace
+
+FlushCapture::FlushCapture() {
+  NNVM_CHECK(t_capture == nullptr, "FlushCapture", "a region is being captured on this thread already");
+  t_capture = this;
+}
+
+FlushCapture::~FlushCapture() {
+  t_capture = nullptr;
+  for (const std::shared_ptr<Storage>& s : watched_) {
+    const auto* r = static_cast<const Record*>(s->pending());
+    if (r && r->kind == Record::kWatch) s->set_pending(nullptr);
+  }
+}
+
+FlushCapture* FlushCapture::active() { return t_capture; }
+
+void FlushCapture::watch(const std::shared_ptr<Storage>& s) {
+  if (s->pending()) return;  // owed by the trace (lazy, or a pending write), or watched already
+  auto r = std::make_unique<Record>();
+  r->kind = Record::kWatch;
+  r->thread = std::this_thread::get_id();
+  s->set_pending(std::move(r));
+  watched_.push_back(s);
+}
 
 }  // namespace nnvm::trace

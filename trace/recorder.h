@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "nnvm/trace/pass_manager.h"
 #include "nnvm/trace/pipeline.h"  // global_passes(), compile_plan()
@@ -49,5 +50,43 @@ RecorderStats recorder_stats();
 
 // Runs `f` on every trace this thread flushes, before it runs (tests).
 void set_flush_observer(std::function<void(const Trace&)> f);
+
+// ---- a region's flushes, captured (nnvm::Model's calls: docs/MODELS.md,
+// "Calls that record nothing").
+
+// One flush of a captured region: the plan it ran and what it ran with.
+struct CapturedFlush {
+  std::shared_ptr<const Plan> plan;  // null: the interpreter ran it (the trace was cold)
+  std::vector<Scalar> scalars;       // what the plan ran with (empty where it holds them)
+  std::vector<Tensor> inputs;        // by trace input position, as the plan read them
+  // Each output's lazy storage, which now holds its value whole (from offset
+  // 0, contiguous); null where the output was written into a materialised tensor.
+  std::vector<std::shared_ptr<Storage>> outputs;
+};
+
+// While a FlushCapture lives, the calling thread's flushes are appended to
+// `flushes`, and `host_reads` counts what the program read on the host in
+// the meantime: a lazy value (its flush then runs mid-region) or the first
+// access to a watched storage's data (a model's input, whose values may
+// steer what the region records). One at a time per thread.
+class FlushCapture {
+ public:
+  FlushCapture();
+  ~FlushCapture();
+  FlushCapture(const FlushCapture&) = delete;
+  FlushCapture& operator=(const FlushCapture&) = delete;
+  // The calling thread's, or null. Constructing one while another is active throws.
+  static FlushCapture* active();
+  // Counts the host's first access to s's data from now on. A storage the
+  // recording trace owes anything (a lazy value) is not watched: reading it
+  // counts anyway.
+  void watch(const std::shared_ptr<Storage>& s);
+
+  std::vector<CapturedFlush> flushes;
+  int64_t host_reads = 0;
+
+ private:
+  std::vector<std::shared_ptr<Storage>> watched_;
+};
 
 }  // namespace nnvm::trace

@@ -53,4 +53,13 @@ inline Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, d
   return random(shape, dtype, seed, lo, hi);
 }
 
+// x[batch,4] -> relu(x @ w + b) -> [batch,3], w and b initializers.
+inline Model mlp(const Tensor& w, const Tensor& b) {
+  GraphBuilder g;
+  auto x = g.input("x", kFloat32, {"batch", 4});
+  auto h = g.op("MatMul", {x, g.initializer("w", w)});
+  g.output(g.op("Relu", {g.op("Add", {h, g.initializer("b", b)})}));
+  return g.build();
+}
+
 }  // namespace nnvm::testing

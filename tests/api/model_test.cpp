@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "nnvm/nnvm.h"
+#include "model_node.h"
 #include "nnvm/trace/recorder.h"
 
 namespace nnvm {
@@ -15,14 +16,7 @@ namespace fs = std::filesystem;
 
 const fs::path kNodeTests = "/usr/share/libonnx-testdata/data/node";
 
-// x[batch,4] -> relu(x @ w + b) -> [batch,3]
-Model mlp(const Tensor& w, const Tensor& b) {
-  GraphBuilder g;
-  auto x = g.input("x", kFloat32, {"batch", 4});
-  auto h = g.op("MatMul", {x, g.initializer("w", w)});
-  g.output(g.op("Relu", {g.op("Add", {h, g.initializer("b", b)})}));
-  return g.build();
-}
+using testing::mlp;
 
 TEST(Model, RunsLikeTheEagerCodeItRecords) {
   manual_seed(1);

@@ -153,6 +153,12 @@ class Model {
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
 
+  // Calls that ran without recording a node: a call whose inputs have the
+  // dtypes, shapes and strides of two earlier calls that ran the same
+  // compiled plans runs those plans at once (docs/MODELS.md, "Calls that
+  // record nothing"). Counted over the model's copies.
+  int64_t calls_replayed() const;
+
   const Graph& graph() const;
   // The graph inputs a call takes (inputs that are not initializers), and the outputs.
   const std::vector<ValueInfo>& inputs() const;
