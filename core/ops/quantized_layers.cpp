@@ -146,7 +146,8 @@ OutputSpecs infer_integer_conv2d(absl::Span<const Tensor> in, const Attrs& attrs
   check_integer_operand(op, x, in[1], 1);
   DimVector shape{x.size(0), n, 0, 0};
   for (size_t d = 0; d < 2; ++d) {
-    const int64_t span = dilation[d] * (kernel[d] - 1) + 1, in_size = x.size(2 + int64_t(d)) + padding[d] + padding[d + 2];
+    const int64_t span = dilation[d] * (kernel[d] - 1) + 1;
+    const int64_t in_size = x.size(2 + int64_t(d)) + padding[d] + padding[d + 2];
     NNVM_CHECK(kernel[d] > 0 && stride[d] > 0 && dilation[d] > 0 && padding[d] >= 0 && padding[d + 2] >= 0 &&
                    in_size >= span,
                op, "input ", shape_str(x.sizes()), " padded by ", shape_str(padding), " against the kernel ",

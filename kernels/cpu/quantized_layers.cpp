@@ -200,8 +200,8 @@ void gather_windows(const uint8_t* xq, const ConvGeometry& g, int64_t first, int
                    const int64_t b = r / pixels, py = r % pixels / g.ow, px = r % g.ow;
                    uint8_t* row = rows + r * ld;
                    for (int64_t i = 0; i < g.kh; ++i) {
-                     const uint8_t* line =
-                         xq + ((b * g.hp + py * g.stride_h + i * g.dilation_h) * g.wp + px * g.stride_w) * c_count + first;
+                     const int64_t line_y = py * g.stride_h + i * g.dilation_h, line_x = px * g.stride_w;
+                     const uint8_t* line = xq + ((b * g.hp + line_y) * g.wp + line_x) * c_count + first;
                      for (int64_t j = 0; j < g.kw; ++j)
                        std::memcpy(row + (i * g.kw + j) * count, line + j * g.dilation_w * c_count, size_t(count));
                    }

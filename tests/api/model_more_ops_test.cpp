@@ -322,6 +322,16 @@ TEST(ModelMoreOps, MatMulIntegerOnTheGemmBroadcastsBatchesAndWrapsAsInt32) {
                 {wrap_int32(int64_t(40000) * 255 * -255)}, 0, 0);
 }
 
+TEST(ModelMoreOps, MatMulIntegerRepacksAnInitializerWrittenInPlace) {
+  const Tensor a = random_bytes({3, 17}, 250, kUInt8), b = random_bytes({17, 5}, 251, kInt8);
+  GraphBuilder g;
+  g.output(g.op("MatMulInteger", {g.input("a", kUInt8, {3, 17}), g.initializer("b", b)}));
+  Model m = g.build();
+  expect_tensor(m({a})[0], kInt32, {3, 5}, int64_matmul(a, {0}, b, {0}), 0, 0);
+  b.copy_(random_bytes({17, 5}, 252, kInt8));  // a new version of the same storage: packed again
+  expect_tensor(m({a})[0], kInt32, {3, 5}, int64_matmul(a, {0}, b, {0}), 0, 0);
+}
+
 TEST(ModelMoreOps, QLinearMatMulOnTheGemmRequantizesAsFloat64Did) {
   uint64_t seed = 300;
   for (const DType a_dtype : {kUInt8, kInt8})
@@ -364,13 +374,14 @@ Doubles int64_conv(const Tensor& x, int64_t x_zp, const Tensor& w, const Doubles
           for (int64_t ch = 0; ch < cg; ++ch)
             for (int64_t p = 0; p < kh; ++p)
               for (int64_t q = 0; q < kw; ++q) {
-                const int64_t r = i * stride[0] + p * dilation[0] - pads[0], s = j * stride[1] + q * dilation[1] - pads[1];
+                const int64_t r = i * stride[0] + p * dilation[0] - pads[0];
+                const int64_t s = j * stride[1] + q * dilation[1] - pads[1];
                 const int64_t in_ch = o / mg * cg + ch;
                 const int64_t xval = r < 0 || r >= h || s < 0 || s >= wd
                                          ? x_zp
                                          : int64_t(xv[size_t(((b * c + in_ch) * h + r) * wd + s)]);
-                sum += (xval - x_zp) *
-                       (int64_t(wv[size_t(((o * cg + ch) * kh + p) * kw + q)]) - int64_t(w_zp[size_t(o) % w_zp.size()]));
+                const int64_t wval = int64_t(wv[size_t(((o * cg + ch) * kh + p) * kw + q)]);
+                sum += (xval - x_zp) * (wval - int64_t(w_zp[size_t(o) % w_zp.size()]));
               }
           y.push_back(wrap_int32(sum));
         }

@@ -5,7 +5,7 @@
 // Quantizing rounds half to even (nnvm's round) and saturates to the output's
 // range; NaN quantizes to the zero point.
 //
-// The integer products run on the INT8 GEMM (docs/MODELS.md, "Quantization"):
+// The integer products run on the INT8 GEMM (docs/MODELS.md, "Quantized products"):
 // the ops "integer_matmul" and "integer_conv2d" (core/ops/quantized_layers.cpp)
 // take A as uint8 (an int8 A plus 128) and B packed as int8 (a uint8 B less
 // 128), B packed here once per weight (PackedOperands), and give the int32
@@ -289,7 +289,8 @@ Tensor gemm_matmul(const Tensor& a, const Tensor& az, const Tensor& b, const Ten
     for (int64_t s : batch) count *= s;
     const Tensor za = gemm_zero_points(az, a, true, m);
     std::vector<Tensor> parts;
-    for (int64_t t = 0; t < count; ++t) parts.push_back(gemm_product(batch_of(a2, batch, t), za, batch_of(b2, batch, t), zb));
+    for (int64_t t = 0; t < count; ++t)
+      parts.push_back(gemm_product(batch_of(a2, batch, t), za, batch_of(b2, batch, t), zb));
     batch.push_back(m);
     batch.push_back(n);
     y = count == 0 ? zeros(batch, kInt32) : stack(parts).reshape(batch);
