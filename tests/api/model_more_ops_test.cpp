@@ -145,106 +145,6 @@ TEST(ModelMoreOps, DynamicQuantizeLinearOverTheRangeWithZero) {
   expect_tensor(y[2], kUInt8, {}, {0});
 }
 
-// (a - a_zp)(b - b_zp) by loops, per-row zero points of a, per-column of b.
-Doubles integer_matmul_reference(const Tensor& a, const Doubles& a_zp, const Tensor& b, const Doubles& b_zp) {
-  const Doubles av = testing::values(a), bv = testing::values(b);
-  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  Doubles y;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (int64_t p = 0; p < k; ++p)
-        sum += (av[size_t(i * k + p)] - a_zp[size_t(i) % a_zp.size()]) *
-               (bv[size_t(p * n + j)] - b_zp[size_t(j) % b_zp.size()]);
-      y.push_back(sum);
-    }
-  return y;
-}
-
-TEST(ModelMoreOps, MatMulIntegerIsExactInInt32) {
-  // k = 300 of 255 * 255 sums past float32's exact integers; the int32 result is exact.
-  const Tensor a = random({3, 300}, 8, kUInt8, 200, 255), b = random({300, 4}, 9, kUInt8, 200, 255);
-  expect_tensor(run1("MatMulInteger", {a, b}), kInt32, {3, 4}, integer_matmul_reference(a, {0}, b, {0}), 0, 0);
-  const Tensor a_zp = tensor({3, 100, 255}).to(kUInt8), b_zp = scalar_tensor(7, kUInt8);
-  expect_tensor(run1("MatMulInteger", {a, b, a_zp, b_zp}), kInt32, {3, 4},
-                integer_matmul_reference(a, {3, 100, 255}, b, {7}), 0, 0);
-  const Tensor c = random({2, 5}, 10, kInt8, -128, 127), d = random({5, 3}, 11, kInt8, -128, 127);
-  const Tensor d_zp = tensor({-1, 0, 5}).to(kInt8);
-  expect_tensor(run1("MatMulInteger", {c, d, Tensor(), d_zp}), kInt32, {2, 3},
-                integer_matmul_reference(c, {0}, d, {-1, 0, 5}), 0, 0);
-  expect_node_error("MatMulInteger", {c.to(kInt32), d}, {}, {"A must be uint8 or int8"});
-}
-
-// round half to even, then saturate to [lo, hi]
-double requantize(double v, double zp, double lo, double hi) {
-  return std::clamp(std::nearbyint(v) + zp, lo, hi);
-}
-
-TEST(ModelMoreOps, QLinearMatMulRequantizesPerRowAndColumn) {
-  const Tensor a = random({2, 2, 6}, 12, kUInt8, 0, 255), b = random({6, 3}, 13, kUInt8, 0, 255);
-  const Tensor a_scale = scalar_tensor(0.02, kFloat32), b_scale = tensor({0.01, 0.03, 0.002}).to(kFloat32);
-  const Tensor y_scale = scalar_tensor(0.5, kFloat32);
-  const Tensor a_zp = scalar_tensor(120, kUInt8), b_zp = tensor({100, 128, 90}).to(kUInt8);
-  const Tensor y = run1("QLinearMatMul", {a, a_scale, a_zp, b, b_scale, b_zp, y_scale, scalar_tensor(128, kUInt8)});
-  ASSERT_EQ(y.dtype(), kUInt8);
-  Doubles expected;
-  for (int64_t e = 0; e < 2; ++e) {
-    const Doubles sums = integer_matmul_reference(a[e], {120}, b, {100, 128, 90});
-    for (size_t i = 0; i < sums.size(); ++i) {
-      const float ratio = 0.02f * float(testing::values(b_scale)[i % 3]) / 0.5f;
-      expected.push_back(requantize(sums[i] * double(float(ratio)), 128, 0, 255));
-    }
-  }
-  expect_tensor(y, kUInt8, {2, 2, 3}, expected, 0, 0);
-}
-
-// Conv2d of integers by loops: x - x_zp (padded with zeros after), w - w_zp per output channel.
-Doubles integer_conv_reference(const Tensor& x, double x_zp, const Tensor& w, const Doubles& w_zp, int64_t pad) {
-  const Doubles xv = testing::values(x), wv = testing::values(w);
-  const int64_t c = x.size(1), h = x.size(2), wd = x.size(3), m = w.size(0), kh = w.size(2), kw = w.size(3);
-  const int64_t oh = h + 2 * pad - kh + 1, ow = wd + 2 * pad - kw + 1;
-  Doubles y;
-  for (int64_t o = 0; o < m; ++o)
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j) {
-        double sum = 0;
-        for (int64_t ch = 0; ch < c; ++ch)
-          for (int64_t p = 0; p < kh; ++p)
-            for (int64_t q = 0; q < kw; ++q) {
-              const int64_t r = i + p - pad, s = j + q - pad;
-              if (r < 0 || r >= h || s < 0 || s >= wd) continue;
-              sum += (xv[size_t((ch * h + r) * wd + s)] - x_zp) *
-                     (wv[size_t(((o * c + ch) * kh + p) * kw + q)] - w_zp[size_t(o) % w_zp.size()]);
-            }
-        y.push_back(sum);
-      }
-  return y;
-}
-
-TEST(ModelMoreOps, ConvIntegerAndQLinearConvPadWithTheZeroPoint) {
-  const Tensor x = random({1, 2, 5, 4}, 14, kUInt8, 0, 255), w = random({3, 2, 3, 2}, 15, kUInt8, 0, 255);
-  const Tensor w_zp = tensor({10, 128, 250}).to(kUInt8);
-  const Attrs pads{{"pads", Ints{1, 1, 1, 1}}};
-  const Doubles sums = integer_conv_reference(x, 17, w, {10, 128, 250}, 1);
-  expect_tensor(run1("ConvInteger", {x, w, scalar_tensor(17, kUInt8), w_zp}, pads), kInt32, {1, 3, 5, 5}, sums, 0, 0);
-  expect_tensor(run1("ConvInteger", {x, w}), kInt32, {1, 3, 3, 3}, integer_conv_reference(x, 0, w, {0}, 0), 0, 0);
-  // QLinearConv: per-channel w_scale, an int32 bias added to the sums, int8 out.
-  const Tensor w_scale = tensor({0.001, 0.002, 0.0005}).to(kFloat32), bias = tensor({100, -2000, 0}).to(kInt32);
-  const Tensor y = run1("QLinearConv", {x, scalar_tensor(0.05, kFloat32), scalar_tensor(17, kUInt8), w, w_scale, w_zp,
-                                        scalar_tensor(0.25, kFloat32), scalar_tensor(-3, kInt8), bias},
-                        pads);
-  Doubles expected;
-  for (size_t i = 0; i < sums.size(); ++i) {
-    const size_t o = i / 25;
-    const float ratio = 0.05f * float(testing::values(w_scale)[o]) / 0.25f;
-    expected.push_back(requantize((sums[i] + testing::values(bias)[o]) * double(float(ratio)), -3, -128, 127));
-  }
-  expect_tensor(y, kInt8, {1, 3, 5, 5}, expected, 0, 0);
-  expect_node_error("ConvInteger", {x, w, tensor({1, 2}).to(kUInt8)}, {}, {"x_zero_point must hold one value"});
-}
-
-// ---- the integer products on the INT8 GEMM against int64 loops ----
-
 // An int64 sum as int32 accumulation gives it (wrapping).
 double wrap_int32(int64_t v) { return double(int32_t(uint32_t(uint64_t(v)))); }
 
@@ -276,6 +176,99 @@ Doubles int64_matmul(const Tensor& a, const Doubles& za, const Tensor& b, const 
     }
   return y;
 }
+
+// A grouped 2-d convolution of integers by int64 loops: x - x_zp (padding reads as x_zp), w - w_zp per output
+// channel; pads top, left, bottom, right.
+Doubles int64_conv(const Tensor& x, int64_t x_zp, const Tensor& w, const Doubles& w_zp, const Ints& stride,
+                   const Ints& pads, const Ints& dilation, int64_t groups) {
+  const Doubles xv = testing::values(x), wv = testing::values(w);
+  const int64_t batch = x.size(0), c = x.size(1), h = x.size(2), wd = x.size(3);
+  const int64_t m = w.size(0), cg = w.size(1), kh = w.size(2), kw = w.size(3), mg = m / groups;
+  const int64_t oh = (h + pads[0] + pads[2] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+  const int64_t ow = (wd + pads[1] + pads[3] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+  // output (b, o, i, j): its window over the input channels of o's group
+  const auto window_sum = [&](int64_t b, int64_t o, int64_t i, int64_t j) {
+    int64_t sum = 0;
+    for (int64_t ch = 0; ch < cg; ++ch)
+      for (int64_t p = 0; p < kh; ++p)
+        for (int64_t q = 0; q < kw; ++q) {
+          const int64_t r = i * stride[0] + p * dilation[0] - pads[0];
+          const int64_t s = j * stride[1] + q * dilation[1] - pads[1];
+          const int64_t in_ch = o / mg * cg + ch;
+          const int64_t xval = r < 0 || r >= h || s < 0 || s >= wd
+                                   ? x_zp
+                                   : int64_t(xv[size_t(((b * c + in_ch) * h + r) * wd + s)]);
+          const int64_t wval = int64_t(wv[size_t(((o * cg + ch) * kh + p) * kw + q)]);
+          sum += (xval - x_zp) * (wval - int64_t(w_zp[size_t(o) % w_zp.size()]));
+        }
+    return sum;
+  };
+  Doubles y;
+  for (int64_t t = 0; t < batch * m * oh * ow; ++t)
+    y.push_back(wrap_int32(window_sum(t / (m * oh * ow), t / (oh * ow) % m, t / ow % oh, t % ow)));
+  return y;
+}
+
+TEST(ModelMoreOps, MatMulIntegerIsExactInInt32) {
+  // k = 300 of 255 * 255 sums past float32's exact integers; the int32 result is exact.
+  const Tensor a = random({3, 300}, 8, kUInt8, 200, 255), b = random({300, 4}, 9, kUInt8, 200, 255);
+  expect_tensor(run1("MatMulInteger", {a, b}), kInt32, {3, 4}, int64_matmul(a, {0}, b, {0}), 0, 0);
+  const Tensor a_zp = tensor({3, 100, 255}).to(kUInt8), b_zp = scalar_tensor(7, kUInt8);
+  expect_tensor(run1("MatMulInteger", {a, b, a_zp, b_zp}), kInt32, {3, 4},
+                int64_matmul(a, {3, 100, 255}, b, {7}), 0, 0);
+  const Tensor c = random({2, 5}, 10, kInt8, -128, 127), d = random({5, 3}, 11, kInt8, -128, 127);
+  const Tensor d_zp = tensor({-1, 0, 5}).to(kInt8);
+  expect_tensor(run1("MatMulInteger", {c, d, Tensor(), d_zp}), kInt32, {2, 3},
+                int64_matmul(c, {0}, d, {-1, 0, 5}), 0, 0);
+  expect_node_error("MatMulInteger", {c.to(kInt32), d}, {}, {"A must be uint8 or int8"});
+}
+
+// round half to even, then saturate to [lo, hi]
+double requantize(double v, double zp, double lo, double hi) {
+  return std::clamp(std::nearbyint(v) + zp, lo, hi);
+}
+
+TEST(ModelMoreOps, QLinearMatMulRequantizesPerRowAndColumn) {
+  const Tensor a = random({2, 2, 6}, 12, kUInt8, 0, 255), b = random({6, 3}, 13, kUInt8, 0, 255);
+  const Tensor a_scale = scalar_tensor(0.02, kFloat32), b_scale = tensor({0.01, 0.03, 0.002}).to(kFloat32);
+  const Tensor y_scale = scalar_tensor(0.5, kFloat32);
+  const Tensor a_zp = scalar_tensor(120, kUInt8), b_zp = tensor({100, 128, 90}).to(kUInt8);
+  const Tensor y = run1("QLinearMatMul", {a, a_scale, a_zp, b, b_scale, b_zp, y_scale, scalar_tensor(128, kUInt8)});
+  ASSERT_EQ(y.dtype(), kUInt8);
+  Doubles expected;
+  for (int64_t e = 0; e < 2; ++e) {
+    const Doubles sums = int64_matmul(a[e], {120}, b, {100, 128, 90});
+    for (size_t i = 0; i < sums.size(); ++i) {
+      const float ratio = 0.02f * float(testing::values(b_scale)[i % 3]) / 0.5f;
+      expected.push_back(requantize(sums[i] * double(float(ratio)), 128, 0, 255));
+    }
+  }
+  expect_tensor(y, kUInt8, {2, 2, 3}, expected, 0, 0);
+}
+
+TEST(ModelMoreOps, ConvIntegerAndQLinearConvPadWithTheZeroPoint) {
+  const Tensor x = random({1, 2, 5, 4}, 14, kUInt8, 0, 255), w = random({3, 2, 3, 2}, 15, kUInt8, 0, 255);
+  const Tensor w_zp = tensor({10, 128, 250}).to(kUInt8);
+  const Attrs pads{{"pads", Ints{1, 1, 1, 1}}};
+  const Doubles sums = int64_conv(x, 17, w, {10, 128, 250}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  expect_tensor(run1("ConvInteger", {x, w, scalar_tensor(17, kUInt8), w_zp}, pads), kInt32, {1, 3, 5, 5}, sums, 0, 0);
+  expect_tensor(run1("ConvInteger", {x, w}), kInt32, {1, 3, 3, 3}, int64_conv(x, 0, w, {0}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1), 0, 0);
+  // QLinearConv: per-channel w_scale, an int32 bias added to the sums, int8 out.
+  const Tensor w_scale = tensor({0.001, 0.002, 0.0005}).to(kFloat32), bias = tensor({100, -2000, 0}).to(kInt32);
+  const Tensor y = run1("QLinearConv", {x, scalar_tensor(0.05, kFloat32), scalar_tensor(17, kUInt8), w, w_scale, w_zp,
+                                        scalar_tensor(0.25, kFloat32), scalar_tensor(-3, kInt8), bias},
+                        pads);
+  Doubles expected;
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const size_t o = i / 25;
+    const float ratio = 0.05f * float(testing::values(w_scale)[o]) / 0.25f;
+    expected.push_back(requantize((sums[i] + testing::values(bias)[o]) * double(float(ratio)), -3, -128, 127));
+  }
+  expect_tensor(y, kInt8, {1, 3, 5, 5}, expected, 0, 0);
+  expect_node_error("ConvInteger", {x, w, tensor({1, 2}).to(kUInt8)}, {}, {"x_zero_point must hold one value"});
+}
+
+// ---- the integer products on the INT8 GEMM against int64 loops ----
 
 TEST(ModelMoreOps, MatMulIntegerOnTheGemmMatchesInt64LoopsForEverySignedness) {
   const std::vector<Ints> shapes{{1, 1, 1}, {3, 17, 65}, {17, 300, 3}, {65, 1, 17}, {3, 65, 300},
@@ -354,38 +347,6 @@ TEST(ModelMoreOps, QLinearMatMulOnTheGemmRequantizesAsFloat64Did) {
         }
       expect_tensor(y, a_dtype, {m, n}, expected, 0, 0);
     }
-}
-
-// A grouped 2-d convolution of integers by int64 loops: x - x_zp (padding reads as x_zp), w - w_zp per output
-// channel; pads top, left, bottom, right.
-Doubles int64_conv(const Tensor& x, int64_t x_zp, const Tensor& w, const Doubles& w_zp, const Ints& stride,
-                   const Ints& pads, const Ints& dilation, int64_t groups) {
-  const Doubles xv = testing::values(x), wv = testing::values(w);
-  const int64_t batch = x.size(0), c = x.size(1), h = x.size(2), wd = x.size(3);
-  const int64_t m = w.size(0), cg = w.size(1), kh = w.size(2), kw = w.size(3), mg = m / groups;
-  const int64_t oh = (h + pads[0] + pads[2] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
-  const int64_t ow = (wd + pads[1] + pads[3] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
-  Doubles y;
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t o = 0; o < m; ++o)
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) {
-          int64_t sum = 0;
-          for (int64_t ch = 0; ch < cg; ++ch)
-            for (int64_t p = 0; p < kh; ++p)
-              for (int64_t q = 0; q < kw; ++q) {
-                const int64_t r = i * stride[0] + p * dilation[0] - pads[0];
-                const int64_t s = j * stride[1] + q * dilation[1] - pads[1];
-                const int64_t in_ch = o / mg * cg + ch;
-                const int64_t xval = r < 0 || r >= h || s < 0 || s >= wd
-                                         ? x_zp
-                                         : int64_t(xv[size_t(((b * c + in_ch) * h + r) * wd + s)]);
-                const int64_t wval = int64_t(wv[size_t(((o * cg + ch) * kh + p) * kw + q)]);
-                sum += (xval - x_zp) * (wval - int64_t(w_zp[size_t(o) % w_zp.size()]));
-              }
-          y.push_back(wrap_int32(sum));
-        }
-  return y;
 }
 
 TEST(ModelMoreOps, ConvIntegerAndQLinearConvOnTheGemmMatchInt64Loops) {
