@@ -16,6 +16,17 @@
 // layer's weights are constant): oneDNN's in the layout it picks. <shape> is
 // MxNxK: M rows of x, N output features, K input features. Counter
 // GOP/s: 2·M·N·K per call.
+//
+// ONNX's QLinearMatMul through the Model API (docs/MODELS.md), uint8 A
+// [M, K] by an int8 initializer B [K, N], per-column b zero points and
+// scales, uint8 out:
+//   BM_QLinearMatMul/int8_gemm/<shape>/threads:t      the op: the INT8 GEMM
+//   BM_QLinearMatMul/float64_graph/<shape>/threads:t  the arithmetic it ran
+//                                                     before, as a graph: both
+//                                                     operands less their zero
+//                                                     points in float64, MatMul,
+//                                                     the ratio, Round, Clip
+// Each row checks once that both give the same bytes.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -104,6 +115,61 @@ void BM_Int8Linear(benchmark::State& state, Impl impl, Shape s, int threads) {
   state.counters["GOP/s"] =
       benchmark::Counter(2.0 * double(s.m) * double(s.n) * double(s.k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+// QLinearMatMul of A [m, k] by B [k, n], or the same in float64 ops.
+Model qlinear_matmul_model(const Shape& s, bool float64) {
+  GraphBuilder g;
+  const auto a = g.input("a", kUInt8, {s.m, s.k});
+  const auto b = g.initializer("b", (randn({s.k, s.n}) * 40).clamp(-128, 127).to(kInt8));
+  const auto a_zp = g.initializer("a_zp", scalar_tensor(120, kUInt8));
+  const auto b_zp = g.initializer("b_zp", (randn({s.n}) * 3).to(kInt8));
+  const Tensor a_scale = scalar_tensor(0.02, kFloat32), b_scale = rand({s.n}) * 1e-3 + 1e-4;
+  const Tensor y_scale = scalar_tensor(4.0, kFloat32);
+  if (!float64) {
+    const auto y_zp = g.initializer("y_zp", scalar_tensor(128, kUInt8));
+    g.output(g.op("QLinearMatMul", {a, g.initializer("a_scale", a_scale), a_zp, b, g.initializer("b_scale", b_scale),
+                                    b_zp, g.initializer("y_scale", y_scale), y_zp}));
+    return g.build();
+  }
+  const auto as_double = [&](const std::string& x) { return g.op("Cast", {x}, {{"to", int64_t(11)}}); };
+  const auto centered_a = g.op("Sub", {as_double(a), as_double(a_zp)});
+  const auto centered_b = g.op("Sub", {as_double(b), as_double(b_zp)});
+  const auto ratio = g.initializer("ratio", (a_scale * b_scale / y_scale).to(kFloat64));
+  const auto sum = g.op("Round", {g.op("Mul", {g.op("MatMul", {centered_a, centered_b}), ratio})});
+  const auto shifted = g.op("Add", {sum, g.initializer("y_zp", scalar_tensor(128.0, kFloat64))});
+  const auto clipped = g.op("Clip", {shifted, g.initializer("lo", scalar_tensor(0.0, kFloat64)),
+                                     g.initializer("hi", scalar_tensor(255.0, kFloat64))});
+  g.output(g.op("Cast", {clipped}, {{"to", int64_t(2)}}));
+  return g.build();
+}
+
+void BM_QLinearMatMul(benchmark::State& state, bool float64, Shape s, int threads) {
+  const ReferenceThreads thread_count(threads);
+  manual_seed(7);
+  Model model = qlinear_matmul_model(s, float64);
+  manual_seed(7);
+  Model gemm = qlinear_matmul_model(s, false);
+  const Tensor a = (rand({s.m, s.k}) * 255).to(kUInt8);
+  if (!model({a})[0].to(kFloat32).allclose(gemm({a})[0].to(kFloat32), 0, 0)) {
+    state.SkipWithError("QLinearMatMul and its float64 graph differ");
+    return;
+  }
+  Tensor y;
+  time_product(state, [&] { y = model({a})[0]; benchmark::DoNotOptimize(y.data_ptr()); }, nullptr, nullptr, 0);
+  state.counters["GOP/s"] =
+      benchmark::Counter(2.0 * double(s.m) * double(s.n) * double(s.k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+[[maybe_unused]] const bool kQLinearMatMulRegistered = [] {
+  const Shape s{256, 1024, 4096};
+  for (int threads : {1, 2}) {
+    register_reference_row("BM_QLinearMatMul/int8_gemm/" + s.name() + "/threads:" + std::to_string(threads),
+                           BM_QLinearMatMul, false, s, threads);
+    register_reference_row("BM_QLinearMatMul/float64_graph/" + s.name() + "/threads:" + std::to_string(threads),
+                           BM_QLinearMatMul, true, s, threads);
+  }
+  return true;
+}();
 
 [[maybe_unused]] const bool kInt8Registered = [] {
   const Shape shapes[] = {{256, 4096, 1024}, {256, 1024, 4096}, {1, 4096, 1024}, {64, 512, 784}};

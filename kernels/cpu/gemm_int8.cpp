@@ -85,6 +85,7 @@ void gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, c
              " must be a multiple of 4 of at least k rounded up (k ", k, ")");
   const Int8GemmProvider p = provider().load(std::memory_order_acquire);
   if (p && p(m, n, k, a, lda, packed_b, c, ldc, dq)) return;
+  if (gemm_u8s8_avx2(m, n, k, a, lda, packed_b, c, ldc, dq)) return;
   gemm_u8s8_reference(m, n, k, a, lda, packed_b, c, ldc, dq);
 }
 

@@ -15,8 +15,9 @@
 // columns [k, round_up(k, 4)) readable (their values meet B's zero rows).
 //
 // The JIT's kernels (jit/gemm_jit.h) provide it where the CPU has
-// AVX512_VNNI; the C++ loops here are the portable fallback and the
-// reference the tests hold them to. Sums of products are exact in int32
+// AVX512_VNNI; elsewhere the AVX2 kernels (gemm_int8_avx2.cpp) where the CPU
+// has AVX2 and FMA; the C++ loops here are the portable fallback and the
+// reference the tests hold both to. Sums of products are exact in int32
 // for k up to 2^16 (|a·b| < 2^15), so every path gives the same int32 sums.
 #pragma once
 
@@ -46,6 +47,10 @@ struct Int8Dequant {
 // C = A · B as described above: int32 (dq null) or float32, rows ldc elements apart.
 void gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_b, void* c,
                int64_t ldc, const Int8Dequant* dq);
+// The AVX2 kernels alone (tests); false, having done nothing, where the CPU
+// has no AVX2 with FMA or k is outside [0, kInt8MaxK].
+bool gemm_u8s8_avx2(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_b, void* c,
+                    int64_t ldc, const Int8Dequant* dq);
 // The C++ loops alone (tests, benchmarks).
 void gemm_u8s8_reference(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_b,
                          void* c, int64_t ldc, const Int8Dequant* dq);

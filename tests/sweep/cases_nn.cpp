@@ -185,6 +185,35 @@ void add_nn_cases(std::vector<Case>& cases) {
     q.reference = Reference::SameDtype;
     cases.push_back(std::move(q));
   }
+  // ONNX's integer products, through a model node: A (X) uint8 from [0, 255), B (W) int8 from [-128, 128),
+  // zero points 3 and -2. Exact: the int32 sums are the eager ones.
+  const auto integer_node = [](const std::string& op, std::map<std::string, Attribute> attrs) {
+    return forward([op, attrs](const std::vector<Tensor>& in) {
+      GraphBuilder g;
+      const std::vector<std::string> names{
+          g.input("a", kUInt8, {in[0].sizes().begin(), in[0].sizes().end()}),
+          g.input("b", kInt8, {in[1].sizes().begin(), in[1].sizes().end()}),
+          g.initializer("a_zp", scalar_tensor(3, kUInt8)), g.initializer("b_zp", scalar_tensor(-2, kInt8))};
+      g.output(g.op(op, names, attrs));
+      return g.build()({in[0].to(kUInt8), in[1].to(kInt8)})[0];
+    });
+  };
+  for (const auto& [a, n] : {std::pair<DimVector, int64_t>{{5, 33}, 7}, {{2, 3, 70}, 40}, {{0, 4}, 3}}) {
+    Case q = program_case("integer_matmul", {{a, Kind::Float, 0, 255}, {{a.back(), n}, Kind::Float, -128, 128}},
+                          integer_node("MatMulInteger", {}), kFloat32Only, absl::StrCat(shape_str(a), " by ", n));
+    q.reference = Reference::SameDtype;
+    q.tolerance = 0;
+    cases.push_back(std::move(q));
+  }
+  for (const auto& [x, out] : {std::pair<DimVector, int64_t>{{2, 4, 7, 6}, 6}, {{1, 2, 3, 3}, 2}}) {
+    Case q = program_case("integer_conv2d",
+                          {{x, Kind::Float, 0, 255}, {{out, x[1] / 2, 3, 3}, Kind::Float, -128, 128}},
+                          integer_node("ConvInteger", {{"group", int64_t(2)}, {"pads", std::vector<int64_t>{1, 0, 1, 1}}}),
+                          kFloat32Only, absl::StrCat(shape_str(x), " to ", out, ", 2 groups"));
+    q.reference = Reference::SameDtype;
+    q.tolerance = 0;
+    cases.push_back(std::move(q));
+  }
 }
 
 }  // namespace nnvm::sweep

@@ -18,18 +18,6 @@ namespace {
 int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-// One spatial dim of a sliding window. `overhang` is padding past pad_end
-// that ceil_mode adds for the last window; unlike pads it is never part of
-// the input, so an average does not count it.
-struct Window {
-  int64_t kernel = 1, stride = 1, dilation = 1, pad_begin = 0, pad_end = 0, overhang = 0;
-  int64_t extent() const { return dilation * (kernel - 1) + 1; }
-  int64_t out(int64_t size) const { return (size + pad_begin + pad_end + overhang - extent()) / stride + 1; }
-  // Padding nnvm's 2-d ops take as it is.
-  bool native_padding() const { return pad_begin == pad_end && overhang == 0 && pad_begin <= kernel / 2; }
-  bool padded() const { return pad_begin != 0 || pad_end != 0 || overhang != 0; }
-};
-
 // An attribute with one value per spatial dim (`count` of them), each at least `min`.
 std::vector<int64_t> spatial_attr(const OpContext& ctx, const char* name, int64_t count, int64_t fallback,
                                   int64_t min) {
@@ -48,37 +36,6 @@ std::string auto_pad_of(const OpContext& ctx) {
   return mode;
 }
 
-// The windows of Conv and the pools over spatial dims of these sizes: their
-// strides, dilations, and pads from `pads` or auto_pad (SAME_UPPER puts the
-// odd pixel at the end). In ceil_mode the output has ceil(...) windows rather
-// than floor(...), as ONNX defines it.
-std::vector<Window> windows(const OpContext& ctx, IntArrayRef sizes, const std::vector<int64_t>& kernel,
-                            bool ceil_mode) {
-  const int64_t rank = int64_t(sizes.size());
-  const std::vector<int64_t> strides = spatial_attr(ctx, "strides", rank, 1, 1);
-  const std::vector<int64_t> dilations = spatial_attr(ctx, "dilations", rank, 1, 1);
-  const std::string auto_pad = auto_pad_of(ctx);
-  const std::vector<int64_t> pads =
-      auto_pad == "NOTSET" ? spatial_attr(ctx, "pads", 2 * rank, 0, 0) : std::vector<int64_t>(size_t(2 * rank), 0);
-  std::vector<Window> w;
-  for (int64_t d = 0; d < rank; ++d) {
-    Window win{kernel[size_t(d)], strides[size_t(d)], dilations[size_t(d)], pads[size_t(d)], pads[size_t(rank + d)]};
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t total =
-          std::max<int64_t>(0, (ceil_div(sizes[d], win.stride) - 1) * win.stride + win.extent() - sizes[d]);
-      win.pad_begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      win.pad_end = total - win.pad_begin;
-    }
-    const int64_t span = sizes[d] + win.pad_begin + win.pad_end - win.extent();
-    NNVM_CHECK(span >= 0, ctx.where(), "the kernel ", shape_str(kernel), " (dilations ", shape_str(dilations),
-               ") is larger than spatial dim ", d, " of size ", sizes[d], " with pads ", win.pad_begin, " and ",
-               win.pad_end);
-    if (ceil_mode) win.overhang = ceil_div(span, win.stride) * win.stride - span;
-    w.push_back(win);
-  }
-  return w;
-}
-
 // x padded with `value` on its spatial dims as the windows say, overhang included.
 Tensor pad_spatial(const Tensor& x, const std::vector<Window>& w, double value) {
   std::vector<int64_t> pads;  // nnvm's order: (before, after) from the last dim back
@@ -92,15 +49,6 @@ Tensor pad_spatial(const Tensor& x, const std::vector<Window>& w, double value) 
 std::vector<Window> unpadded(std::vector<Window> w) {
   for (Window& win : w) win.pad_begin = win.pad_end = win.overhang = 0;
   return w;
-}
-
-// A convolution's kernel: the weight's spatial dims, which kernel_shape must repeat if given.
-std::vector<int64_t> kernel_of(const OpContext& ctx, const Tensor& w) {
-  std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
-  if (ctx.has_attr("kernel_shape"))
-    NNVM_CHECK(ctx.attr_ints("kernel_shape") == kernel, ctx.where(), "kernel_shape ",
-               shape_str(ctx.attr_ints("kernel_shape")), " differs from the weight's spatial dims ", shape_str(kernel));
-  return kernel;
 }
 
 // Checks the operands of Conv (transposed: ConvTranspose) and returns the rank of their spatial dims.
@@ -389,6 +337,46 @@ void add_conv_ops(OpTable& table) {
   add(table, "AveragePool", [](const OpContext& ctx) { return pool_op(ctx, false); });
   add(table, "GlobalMaxPool", [](const OpContext& ctx) { return std::vector<Tensor>{global_pool(ctx, true)}; });
   add(table, "GlobalAveragePool", [](const OpContext& ctx) { return std::vector<Tensor>{global_pool(ctx, false)}; });
+}
+
+// The windows of Conv and the pools over spatial dims of these sizes: their
+// strides, dilations, and pads from `pads` or auto_pad (SAME_UPPER puts the
+// odd pixel at the end). In ceil_mode the output has ceil(...) windows rather
+// than floor(...), as ONNX defines it.
+std::vector<Window> windows(const OpContext& ctx, IntArrayRef sizes, const std::vector<int64_t>& kernel,
+                            bool ceil_mode) {
+  const int64_t rank = int64_t(sizes.size());
+  const std::vector<int64_t> strides = spatial_attr(ctx, "strides", rank, 1, 1);
+  const std::vector<int64_t> dilations = spatial_attr(ctx, "dilations", rank, 1, 1);
+  const std::string auto_pad = auto_pad_of(ctx);
+  const std::vector<int64_t> pads =
+      auto_pad == "NOTSET" ? spatial_attr(ctx, "pads", 2 * rank, 0, 0) : std::vector<int64_t>(size_t(2 * rank), 0);
+  std::vector<Window> w;
+  for (int64_t d = 0; d < rank; ++d) {
+    Window win{kernel[size_t(d)], strides[size_t(d)], dilations[size_t(d)], pads[size_t(d)], pads[size_t(rank + d)]};
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t total =
+          std::max<int64_t>(0, (ceil_div(sizes[d], win.stride) - 1) * win.stride + win.extent() - sizes[d]);
+      win.pad_begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      win.pad_end = total - win.pad_begin;
+    }
+    const int64_t span = sizes[d] + win.pad_begin + win.pad_end - win.extent();
+    NNVM_CHECK(span >= 0, ctx.where(), "the kernel ", shape_str(kernel), " (dilations ", shape_str(dilations),
+               ") is larger than spatial dim ", d, " of size ", sizes[d], " with pads ", win.pad_begin, " and ",
+               win.pad_end);
+    if (ceil_mode) win.overhang = ceil_div(span, win.stride) * win.stride - span;
+    w.push_back(win);
+  }
+  return w;
+}
+
+// A convolution's kernel: the weight's spatial dims, which kernel_shape must repeat if given.
+std::vector<int64_t> kernel_of(const OpContext& ctx, const Tensor& w) {
+  std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
+  if (ctx.has_attr("kernel_shape"))
+    NNVM_CHECK(ctx.attr_ints("kernel_shape") == kernel, ctx.where(), "kernel_shape ",
+               shape_str(ctx.attr_ints("kernel_shape")), " differs from the weight's spatial dims ", shape_str(kernel));
+  return kernel;
 }
 
 }  // namespace nnvm::model_detail
