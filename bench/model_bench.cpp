@@ -3,6 +3,7 @@
 // ONNX files (bench/models/make_models.py) fused and unfused.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -47,6 +48,8 @@ void BM_GraphNodeOverhead(benchmark::State& state) {
   }
   state.counters["ns_per_node"] =
       benchmark::Counter(double(2 * n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  if (graph)  // the share of calls that ran a captured plan without recording
+    state.counters["replayed"] = double(m.calls_replayed()) / double(std::max<int64_t>(1, state.iterations()));
   state.SetLabel(graph ? "graph" : "eager code");
 }
 BENCHMARK(BM_GraphNodeOverhead)->ArgsProduct({{64}, {0, 1}})->Unit(benchmark::kMicrosecond);
