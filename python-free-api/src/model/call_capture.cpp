@@ -141,7 +141,8 @@ bool same_held(const Tensor& a, const Tensor& b) {
   detail::RunEagerly eager;
   const Tensor x = a.contiguous(), y = b.contiguous();
   const size_t bytes = size_t(x.numel()) * itemsize(x.dtype());
-  return x.device().is_cpu() && y.device().is_cpu() && std::memcmp(x.data_ptr(), y.data_ptr(), bytes) == 0;
+  return x.device().is_cpu() && y.device().is_cpu() &&
+         (bytes == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), bytes) == 0);  // (empty: maybe no memory)
 }
 
 bool same_source(const Source& a, const Source& b) {
