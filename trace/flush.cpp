@@ -60,13 +60,14 @@ void bind(const FlushOutput& out, Tensor& r, const KernelFn& copy_kernel) {
 // Hands the flush to the thread's FlushCapture, if any: what it ran
 // (`plan` null: the interpreter) with which Scalars and inputs, and where its
 // outputs went.
-void capture(const Flush& f, std::shared_ptr<const Plan> plan, absl::Span<const Scalar> scalars) {
+void capture(const Flush& f, const std::shared_ptr<const Plan>* plan, absl::Span<const Scalar> scalars) {
   FlushCapture* c = FlushCapture::active();
   if (!c) return;
   CapturedFlush& out = c->flushes.emplace_back();
+  if (plan) out.plan = *plan;
   // Scalars the plan holds are none: the same whichever way the flush ran it.
-  if (plan && !scalars.empty() && !plan->holds_scalars(scalars)) out.scalars.assign(scalars.begin(), scalars.end());
-  out.plan = std::move(plan);
+  if (out.plan && !scalars.empty() && !out.plan->holds_scalars(scalars))
+    out.scalars.assign(scalars.begin(), scalars.end());
   out.inputs.assign(f.inputs.begin(), f.inputs.end());
   for (const FlushOutput& o : f.outputs) out.outputs.push_back(o.storage);
 }
@@ -90,7 +91,7 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
         ++f.stats.flushes_unbuilt;
         ++f.stats.flushes_replayed;
         f.profile.arg("ran", "replay");
-        capture(f, *compiled->owner, {});
+        capture(f, compiled->owner, {});
         return;
       }
     } catch (const std::exception&) {  // nothing ran: the run below looks it up again
@@ -107,7 +108,8 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
   std::vector<std::shared_ptr<const std::string>> failure;
   std::shared_ptr<const std::string> first_failure;
   const Trace* t = nullptr;  // the trace, once built
-  std::shared_ptr<const Plan> ran;  // the plan that ran, for a FlushCapture
+  std::shared_ptr<const Plan> found_plan;  // a lookup's, alive to the end (a FlushCapture may keep it)
+  const std::shared_ptr<const Plan>* ran = nullptr;  // the plan that ran, for a FlushCapture
   absl::Span<const Scalar> ran_scalars;
   try {
     if (compiled) {
@@ -115,7 +117,7 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
       f.profile.arg("ran", "plan");
       compiled->plan->run_into(f.inputs, compiled->scalars, targets, written_into, results,
                                /*recorded_layouts=*/true);
-      ran = *compiled->owner;
+      ran = compiled->owner;
       ran_scalars = compiled->scalars;
     } else {
       t = &f.build(f.cursor.entry());
@@ -127,7 +129,8 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
       f.profile.arg("ran", found.plan ? "plan" : "interpreter");
       if (found.plan) {
         found.plan->run_into(f.inputs, t->scalars(), targets, written_into, results, /*recorded_layouts=*/true);
-        ran = found.plan;
+        found_plan = found.plan;
+        ran = &found_plan;
         ran_scalars = t->scalars();
       } else {
         ++f.stats.flushes_interpreted;
@@ -165,7 +168,7 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
     bind(f.outputs[i], results[i], copy_kernel);
   }
   if (first_failure) throw Error(*first_failure);
-  capture(f, std::move(ran), ran_scalars);
+  capture(f, ran, ran_scalars);
 }
 
 }  // namespace nnvm::trace

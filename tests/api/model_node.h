@@ -53,6 +53,18 @@ inline Tensor random(IntArrayRef shape, uint64_t seed, DType dtype = kFloat64, d
   return random(shape, dtype, seed, lo, hi);
 }
 
+inline Tensor values_of(const std::vector<double>& v, IntArrayRef shape, DType dtype) {
+  return tensor(v).reshape(shape).to(dtype);
+}
+
+// t has this dtype and shape, and values close to `expected`.
+inline void expect_tensor(const Tensor& t, DType dtype, IntArrayRef shape, const std::vector<double>& expected,
+                          double rtol = 1e-5, double atol = 1e-6) {
+  EXPECT_EQ(t.dtype(), dtype);
+  ASSERT_EQ(shape_str(t.sizes()), shape_str(shape));
+  expect_values(t, expected, rtol, atol);
+}
+
 // x[batch,4] -> relu(x @ w + b) -> [batch,3], w and b initializers.
 inline Model mlp(const Tensor& w, const Tensor& b) {
   GraphBuilder g;

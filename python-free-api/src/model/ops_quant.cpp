@@ -277,14 +277,9 @@ Tensor gemm_matmul(const Tensor& a, const Tensor& az, const Tensor& b, const Ten
     shape.back() = n;
     y = y.reshape(shape);
   } else {
-    DimVector batch;
-    const int64_t rank = std::max(a2.dim(), b2.dim()) - 2;
-    for (int64_t d = 0; d < rank; ++d) {
-      const int64_t da = d - (rank - (a2.dim() - 2)), db = d - (rank - (b2.dim() - 2));
-      const int64_t sa = da >= 0 ? a2.size(da) : 1, sb = db >= 0 ? b2.size(db) : 1;
-      if (sa != sb && sa != 1 && sb != 1) return {};  // matmul names the shapes
-      batch.push_back(sa == 1 ? sb : sa);
-    }
+    // (matmul's own broadcast: the same message for batch dims that do not broadcast)
+    DimVector batch = broadcast_shapes(a2.sizes().subspan(0, size_t(a2.dim() - 2)),
+                                       b2.sizes().subspan(0, size_t(b2.dim() - 2)), "matmul");
     int64_t count = 1;
     for (int64_t s : batch) count *= s;
     const Tensor za = gemm_zero_points(az, a, true, m);
