@@ -78,6 +78,19 @@ OutputSpecs infer_linear_dynamic(absl::Span<const Tensor> in, const Attrs& attrs
   return {{std::move(shape), kFloat32}};
 }
 
+// Dim d (0 or 1) of a 2-d window's output over x [batch, c, h, w] padded by
+// `before` and `after` on that dim (of `padding`, named in messages).
+int64_t window_output(std::string_view op, const Tensor& x, IntArrayRef kernel, IntArrayRef stride,
+                      IntArrayRef dilation, IntArrayRef padding, size_t d, int64_t before, int64_t after) {
+  NNVM_CHECK(kernel[d] > 0 && stride[d] > 0 && dilation[d] > 0 && before >= 0 && after >= 0, op, "kernel ",
+             shape_str(kernel), " stride ", shape_str(stride), " dilation ", shape_str(dilation), " padding ",
+             shape_str(padding), ": expected positive sizes and a padding of at least 0");
+  const int64_t span = dilation[d] * (kernel[d] - 1) + 1, in_size = x.size(2 + int64_t(d)) + before + after;
+  NNVM_CHECK(in_size >= span, op, "input ", shape_str(x.sizes()), " padded by ", shape_str(padding),
+             " is smaller than the kernel ", shape_str(kernel), " dilated by ", shape_str(dilation));
+  return (in_size - span) / stride[d] + 1;
+}
+
 OutputSpecs infer_conv2d_dynamic(absl::Span<const Tensor> in, const Attrs& attrs) {
   constexpr std::string_view op = "quantized_conv2d_dynamic";
   const IntArrayRef kernel = attrs.ints(0), stride = attrs.ints(1), padding = attrs.ints(2), dilation = attrs.ints(3);
@@ -89,15 +102,8 @@ OutputSpecs infer_conv2d_dynamic(absl::Span<const Tensor> in, const Attrs& attrs
   NNVM_CHECK(kernel.size() == 2 && stride.size() == 2 && padding.size() == 2 && dilation.size() == 2, op,
              "expected kernel, stride, padding and dilation of 2 each");
   DimVector shape{x.size(0), n, 0, 0};
-  for (size_t d = 0; d < 2; ++d) {
-    NNVM_CHECK(kernel[d] > 0 && stride[d] > 0 && dilation[d] > 0 && padding[d] >= 0, op, "kernel ",
-               shape_str(kernel), " stride ", shape_str(stride), " dilation ", shape_str(dilation), " padding ",
-               shape_str(padding), ": expected positive sizes and a padding of at least 0");
-    const int64_t span = dilation[d] * (kernel[d] - 1) + 1, in_size = x.size(2 + int64_t(d)) + 2 * padding[d];
-    NNVM_CHECK(in_size >= span, op, "input ", shape_str(x.sizes()), " padded by ", shape_str(padding),
-               " is smaller than the kernel ", shape_str(kernel), " dilated by ", shape_str(dilation));
-    shape[2 + d] = (in_size - span) / stride[d] + 1;
-  }
+  for (size_t d = 0; d < 2; ++d)
+    shape[2 + d] = window_output(op, x, kernel, stride, dilation, padding, d, padding[d], padding[d]);
   check_weight(op, in, x.size(1) * kernel[0] * kernel[1], n);
   return {{std::move(shape), kFloat32}};
 }
@@ -145,15 +151,8 @@ OutputSpecs infer_integer_conv2d(absl::Span<const Tensor> in, const Attrs& attrs
              ", kernel, stride and dilation of 2 each and 4 paddings, got x ", shape_str(x.sizes()));
   check_integer_operand(op, x, in[1], 1);
   DimVector shape{x.size(0), n, 0, 0};
-  for (size_t d = 0; d < 2; ++d) {
-    const int64_t span = dilation[d] * (kernel[d] - 1) + 1;
-    const int64_t in_size = x.size(2 + int64_t(d)) + padding[d] + padding[d + 2];
-    NNVM_CHECK(kernel[d] > 0 && stride[d] > 0 && dilation[d] > 0 && padding[d] >= 0 && padding[d + 2] >= 0 &&
-                   in_size >= span,
-               op, "input ", shape_str(x.sizes()), " padded by ", shape_str(padding), " against the kernel ",
-               shape_str(kernel), " dilated by ", shape_str(dilation), " with stride ", shape_str(stride));
-    shape[2 + d] = (in_size - span) / stride[d] + 1;
-  }
+  for (size_t d = 0; d < 2; ++d)
+    shape[2 + d] = window_output(op, x, kernel, stride, dilation, padding, d, padding[d], padding[d + 2]);
   check_integer_b(op, in, x.size(1) / groups * kernel[0] * kernel[1], n, groups);
   return {{std::move(shape), kInt32}};
 }
