@@ -12,6 +12,8 @@
 //   cnn_conv2_b64        its second, 32 -> 64 at 14x14 (tools/fashion_cnn.h;
 //                        batch 64, the demo's and BM_CnnTrainStep's)
 //   resnet_64c_56_b1/b8  a ResNet stage-1 conv, 64 -> 64 at 56x56, batch 1 and 8
+//   resnet_256c_14_b1    ResNet-18's stage-3 conv, 256 -> 256 at 14x14, batch 1
+//   resnet_512c_7_b1     its stage-4 conv, 512 -> 512 at 7x7 (9.4 MB of weights)
 // Counters as in gemm_reference_bench.cpp: GFLOP/s (2 flops per multiply-add
 // of the convolution, the same count for the three passes), peak_frac,
 // cpus_used; oneDNN's result is checked once against nnvm's.
@@ -182,7 +184,9 @@ void BM_Conv(benchmark::State& state, ConvImpl impl, ConvPass pass, ConvLayerSha
   const std::pair<const char*, ConvLayerShape> layers[] = {{"cnn_conv1_b64", {64, 1, 32, 28}},
                                                            {"cnn_conv2_b64", {64, 32, 64, 14}},
                                                            {"resnet_64c_56_b1", {1, 64, 64, 56}},
-                                                           {"resnet_64c_56_b8", {8, 64, 64, 56}}};
+                                                           {"resnet_64c_56_b8", {8, 64, 64, 56}},
+                                                           {"resnet_256c_14_b1", {1, 256, 256, 14}},
+                                                           {"resnet_512c_7_b1", {1, 512, 512, 7}}};
   const std::pair<const char*, ConvPass> passes[] = {
       {"forward", ConvPass::kForward}, {"input_grad", ConvPass::kInputGrad}, {"weight_grad", ConvPass::kWeightGrad}};
   std::vector<std::pair<const char*, ConvImpl>> impls = {{"nnvm", ConvImpl::kNnvm}};

@@ -39,6 +39,21 @@ class Storage {
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
+  // Bytes a flush writes behind the version: a recorded in-place result
+  // moves the version when it is recorded and reaches the memory when the
+  // trace runs, whose kernels may read the old bytes first. rewrites()
+  // counts the flushes that have finished writing the storage, rewriting()
+  // says whether one is writing it now. What is kept from the bytes between
+  // calls (the GEMM's packed weights, kernels/cpu/gemm_prepack.h) is keyed
+  // on the version and rewrites() and never taken while rewriting().
+  void begin_rewrite() { rewriting_.fetch_add(1, std::memory_order_acq_rel); }
+  void end_rewrite() {
+    rewrites_.fetch_add(1, std::memory_order_acq_rel);
+    rewriting_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  bool rewriting() const { return rewriting_.load(std::memory_order_acquire) != 0; }
+  uint64_t rewrites() const { return rewrites_.load(std::memory_order_acquire); }
+
   PendingWork* pending() const { return pending_; }
   // Work the recorder owns: it clears it here before the work dies (no
   // reference count to keep per lazy storage).
@@ -73,6 +88,8 @@ class Storage {
   bool from_allocator_;
   std::function<void(void*)> deleter_;
   std::atomic<uint64_t> version_{0};
+  std::atomic<uint32_t> rewriting_{0};
+  std::atomic<uint64_t> rewrites_{0};
   std::unique_ptr<PendingWork> owned_pending_;
 };
 

@@ -74,6 +74,7 @@ struct GemmPlan {
   GemmA a = GemmA::kPanels;
   bool b_direct = false;
   bool b_table = false;  // B's rows by a table (cpu::RowTable)
+  bool b_table_packed = false;  // ... packed from the table a k block at a time, not read in place
   std::string describe() const;
 };
 GemmPlan gemm_plan(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,

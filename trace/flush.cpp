@@ -98,6 +98,19 @@ void run_flush(const Flush& f, FlushBuffers& buffers) {
       compiled.reset();
     }
   }
+  // The materialised tensors this flush writes (recorded in-place results)
+  // are being rewritten until it ends (Storage::begin_rewrite).
+  struct Rewrites {
+    const Flush& f;
+    explicit Rewrites(const Flush& flush) : f(flush) {
+      for (const FlushOutput& o : f.outputs)
+        if (!o.storage) o.target.storage()->begin_rewrite();
+    }
+    ~Rewrites() {
+      for (const FlushOutput& o : f.outputs)
+        if (!o.storage) o.target.storage()->end_rewrite();
+    }
+  } rewrites(f);
   detail::RunEagerly eager;
   NoGradGuard no_grad;
   std::vector<Tensor>& results = buffers.results;

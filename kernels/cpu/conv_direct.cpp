@@ -69,6 +69,13 @@ DirectLayout direct_layout(const Geometry& g) {
   // panels); a band of 3 ran a ResNet layer 13-22% faster.
   const int64_t fits = cpu_features().l2_bytes / 4 / std::max<int64_t>(1, row_bytes) - reach;
   d.band = std::clamp<int64_t>(std::max(fits, reach + 1), 1, std::max<int64_t>(1, g.out_height));
+  // Each band's GEMM reads every weight: where they outgrow half of L2 they
+  // come from L3 or memory again for each band (a ResNet's 3×3 layers at
+  // 7×7 over 512 channels: 9.4 MB of weights, 3 bands of 3, 3 and 1 rows
+  // on a 512 KiB L2), so the image goes in one band, its windows past L2.
+  const int64_t weight_bytes =
+      g.out_channels * (g.channels / g.groups) * g.kernel_h * g.kernel_w * int64_t(sizeof(float));
+  if (weight_bytes > cpu_features().l2_bytes / 2) d.band = std::max<int64_t>(1, g.out_height);
   const int64_t threads = parallel_threads(), pixels = g.out_height * g.out_width;
   if (g.batch < threads && pixels / threads >= kMinBandPixelsPerThread) {
     const int64_t per_image = (threads + g.batch - 1) / g.batch;  // bands an image needs for every thread

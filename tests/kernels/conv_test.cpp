@@ -100,7 +100,7 @@ TEST(Conv2d, MatchesDirectLoops) {
 // GEMM, split between the threads) and several (images to threads), the
 // same bits on each. Strides, dilations, asymmetric and oversized padding,
 // groups, 1×1 windows with a stride, outputs one pixel wide, bands (64×64
-// over 32 channels), views of every layout.
+// over 32 channels), weights too large for L2, views of every layout.
 TEST(Conv2d, DirectMatchesLoopsWithTheSameBitsOnAnyThreadCount) {
   const Conv convs[] = {
       {1, 32, 64, 64, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
@@ -111,6 +111,9 @@ TEST(Conv2d, DirectMatchesLoopsWithTheSameBitsOnAnyThreadCount) {
       {4, 12, 7, 7, 20, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
       {2, 8, 5, 1, 10, 3, 1, {1, 3}, {4, 2}, {2, 1}, 2, true},
       {3, 6, 9, 11, 9, 2, 4, {3, 1}, {0, 3}, {1, 2}, 3, false},
+      // weights past half of any L2 (2.4 MB): the image in one band, the
+      // windows' rows packed by the GEMM a k block at a time
+      {1, 256, 9, 7, 260, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
   };
   const int threads = get_num_threads();
   uint64_t seed = 40;

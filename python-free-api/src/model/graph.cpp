@@ -13,6 +13,7 @@
 #include "nnvm/core/autograd.h"
 #include "nnvm/core/error.h"
 #include "nnvm/core/mode_state.h"
+#include "nnvm/kernels/cpu/gemm_prepack.h"
 
 namespace nnvm {
 namespace model_detail {
@@ -358,6 +359,10 @@ Model::Model(Graph graph) {
   impl->graph = std::move(graph);
   NNVM_CHECK(impl->graph.opset >= 1, "Model", "opset ", impl->graph.opset, " is not a valid ai.onnx opset");
   impl->program = model_detail::compile(impl->graph, impl->graph.opset, nullptr);
+  // The weights stay packed for the GEMM between calls, as ONNX Runtime
+  // prepacks its initializers (kernels/cpu/gemm_prepack.h).
+  for (const auto& [name, value] : impl->graph.initializers)
+    if (value.defined() && value.dtype() == kFloat32 && value.dim() >= 2) cpu::gemm_keep_packed(value.storage());
   impl_ = std::move(impl);
 }
 
