@@ -258,10 +258,31 @@ void pack_a(const float* a, int64_t rs, int64_t cs, int64_t rows, int64_t kc, in
 // Rows [p0, p0 + kc) of B given by a row table, columns [j0, j0 + cols),
 // into micro-panels of `nr` columns as gemm_pack_b lays them out. A last
 // panel is copied whole: a table's rows are readable past n
-// (cpu::kRowTableSlack), and columns past `cols` are never stored.
-void pack_b_rows(const cpu::RowTable& b, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr, float* out) {
-  for (int64_t jr = 0; jr < cols; jr += nr, out += nr * kc)
-    for (int64_t p = 0; p < kc; ++p) std::memcpy(out + p * nr, b.base + b.rows[p0 + p] + j0 + jr, size_t(nr) * 4);
+// (cpu::kRowTableSlack), and columns past `cols` are never stored. A
+// table in segments is copied a segment's piece at a time, zeros past n.
+void pack_b_rows(const cpu::RowTable& b, int64_t n, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
+                 float* out) {
+  for (int64_t jr = 0; jr < cols; jr += nr, out += nr * kc) {
+    const int64_t first = j0 + jr;
+    const int64_t segment = b.segment;
+    if (segment == 0 || (first / segment == (first + nr - 1) / segment && first + nr <= n)) {
+      const float* base = segment ? b.base + first / segment * b.segment_stride + first % segment : b.base + first;
+      for (int64_t p = 0; p < kc; ++p) std::memcpy(out + p * nr, base + b.rows[p0 + p], size_t(nr) * 4);
+      continue;
+    }
+    for (int64_t j = first; j < first + nr;) {  // the panel's pieces, segment by segment
+      const int64_t end = j < n ? std::min({first + nr, n, (j / segment + 1) * segment}) : first + nr;
+      const int64_t len = end - j;
+      float* dst = out + (j - first);
+      if (j >= n) {
+        for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr, dst + p * nr + len, 0.f);
+      } else {
+        const float* base = b.base + j / segment * b.segment_stride + j % segment;
+        for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, base + b.rows[p0 + p], size_t(len) * 4);
+      }
+      j += len;
+    }
+  }
 }
 
 // C[m0:m1, n0:n1] on the calling thread.
@@ -296,7 +317,7 @@ void run_block(const Product& x, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       if (x.packed_b) {
         // (panels packed once, kept between products)
       } else if (plan.b_table_packed)
-        pack_b_rows(*x.extras.row_table_b, pc, kcb, jc, ncb, nr, bbuf);
+        pack_b_rows(*x.extras.row_table_b, x.n, pc, kcb, jc, ncb, nr, bbuf);
       else if (!table)
         for (int64_t jr = plan.b_direct ? ncb / nr * nr : 0; jr < ncb; jr += nr)
           cpu::gemm_pack_b(vector_bytes, bpanel + jr * x.b.cs, x.b.rs, x.b.cs, kcb, std::min<int64_t>(nr, ncb - jr),
@@ -395,7 +416,7 @@ bool rows_spread_over_l1(int64_t stride, int rows) {
 }
 
 GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu::MatrixRef<float> b,
-                   bool a_table, bool b_table, int threads, int mr) {
+                   bool a_table, bool b_table, bool b_segments, int threads, int mr) {
   const Blocking blk = blocking(isa, threads);
   GemmPlan plan;
   plan.mr = mr;
@@ -409,7 +430,8 @@ GemmPlan make_plan(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<floa
   // 69-75 GFLOP/s (the last ones with their images in one band,
   // kernels/cpu/conv_direct.cpp); at 56×56 over 64 channels (A 147 KB) in
   // place stays faster (67 against 60 at batch 8).
-  plan.b_table_packed = b_table && m * k * int64_t(sizeof(float)) > cpu::cpu_features().l2_bytes / 2;
+  plan.b_table_packed =
+      b_table && (b_segments || m * k * int64_t(sizeof(float)) > cpu::cpu_features().l2_bytes / 2);
   const int64_t kc_max = b_table && !plan.b_table_packed ? blk.kc_table_max : blk.kc_max;
   plan.kc = ceil_div(k, ceil_div(k, kc_max));
   plan.nc = blk.nc_max;
@@ -440,7 +462,7 @@ GemmPlan gemm_plan(int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float> a, cpu
   const Isa isa = active_isa();
   if (isa == Isa::kPortable) return GemmPlan{};
   const int forced = forced_rows().load(std::memory_order_relaxed);
-  return make_plan(isa, m, n, k, a, b, false, false, threads, forced ? forced : candidates(isa)[0]);
+  return make_plan(isa, m, n, k, a, b, false, false, false, threads, forced ? forced : candidates(isa)[0]);
 }
 
 std::vector<int> gemm_tile_rows_candidates() {
@@ -496,7 +518,7 @@ void gemm_product(Isa isa, int64_t m, int64_t n, int64_t k, cpu::MatrixRef<float
   auto product = [&](int mr) {
     return Product{m, n, k, a, b, extras, beta, c, ldc,
                    make_plan(isa, m, n, k, a, b, extras.row_table_a != nullptr, extras.row_table_b != nullptr,
-                             threads, mr),
+                             extras.row_table_b && extras.row_table_b->segment > 0, threads, mr),
                    isa, kept.get()};
   };
   if (!tune && !log) return run_product(product(forced ? forced : untuned_rows(tiles, m)));

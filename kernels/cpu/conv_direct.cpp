@@ -45,6 +45,7 @@ struct DirectLayout {
   int64_t window;              // rows · out_width
   int64_t channel;             // the windows of a channel: phases read · kernel_w · window
   int64_t size;                // of a band's buffer: every channel's windows and the slack the GEMM reads past
+  int64_t images = 1;          // images side by side in one product (whole-image bands of large weights)
 };
 
 // A band's windows are at most this many bytes (a quarter of L2), and a
@@ -52,6 +53,9 @@ struct DirectLayout {
 // GEMM ragged column panels (14×14 in two bands: 98 columns in 4 panels of
 // 32), where splitting its rows between threads costs nothing.
 constexpr int64_t kMinBandPixelsPerThread = 1024;
+// The columns (pixels of whole images) one product of several images takes
+// at most (DirectLayout::images).
+constexpr int64_t kGroupColumns = 512;
 
 DirectLayout direct_layout(const Geometry& g) {
   DirectLayout d;
@@ -85,6 +89,13 @@ DirectLayout direct_layout(const Geometry& g) {
   d.window = d.rows * g.out_width;
   d.channel = phases * g.kernel_w * d.window;
   d.size = g.channels * d.channel + d.band * g.out_width + kRowTableSlack;
+  // Small images of large weights go several to a product, side by side:
+  // the weights read once for them all, and 7×7 images' 49 columns (three
+  // tiles of 16 and one of 1) become whole tiles.
+  if (weight_bytes > cpu_features().l2_bytes / 2 && d.band == g.out_height && g.batch > 1) {
+    const int64_t fits = std::max<int64_t>(1, kGroupColumns / std::max<int64_t>(1, pixels));
+    d.images = std::clamp<int64_t>(fits, 1, (g.batch + threads - 1) / threads);
+  }
   return d;
 }
 
@@ -191,6 +202,59 @@ void conv2d_direct_band(const float* image, int64_t sc, int64_t sh, int64_t sw, 
   }
 }
 
+// The epilogue of a product over several images side by side (columns in
+// runs of `pixels`, one image each): the finished tile copied into each
+// image's output planes, with the bias.
+struct DirectImages {
+  const float* product;  // the group's output channels × the images' pixels
+  int64_t columns;       // of the product: images · pixels
+  float* out;            // the first image's group of output planes
+  int64_t per_image;     // between images' outputs
+  const float* bias;
+  int64_t pixels;
+};
+
+void direct_scatter_images(const void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const DirectImages& t = *static_cast<const DirectImages*>(ctx);
+  for (int64_t o = i0; o < i1; ++o) {
+    const float b = t.bias ? t.bias[o] : 0.f;
+    const float* row = t.product + o * t.columns;
+    for (int64_t j = j0; j < j1;) {
+      const int64_t image = j / t.pixels, q = j % t.pixels, run = std::min(j1 - j, t.pixels - q);
+      float* dst = t.out + image * t.per_image + o * t.pixels + q;
+      for (int64_t i = 0; i < run; ++i) dst[i] = row[j + i] + b;
+      j += run;
+    }
+  }
+}
+
+// Images [0, images) from `x` whole (one band each), side by side in one
+// product per group: each image's windows after the last's, the table's
+// columns in runs of an image's pixels (gemm.h RowTable::segment), the
+// product written into each image's output by the epilogue.
+void conv2d_direct_images(const float* x, int64_t sn, int64_t sc, int64_t sh, int64_t sw, const float* w,
+                          const float* bias, const Geometry& g, const DirectLayout& d, const int64_t* taps,
+                          int64_t images, float* out) {
+  const int64_t cg = g.channels / g.groups, og = g.out_channels / g.groups, k = cg * g.kernel_h * g.kernel_w;
+  const int64_t pixels = g.out_height * g.out_width, columns = images * pixels, stride = g.channels * d.channel;
+  const int64_t per_image = g.out_channels * pixels;
+  float* buf = thread_buffer<float, 1>((images - 1) * stride + d.size);
+  // in order: each image's zeros past its windows are the next one's start, until it is copied
+  for (int64_t i = 0; i < images; ++i) direct_copy(x + i * sn, sc, sh, sw, g, d, 0, buf + i * stride);
+  float* product = thread_buffer<float, 2>(og * columns);
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    RowTable rows{buf + grp * cg * d.channel, taps};
+    rows.segment = pixels;
+    rows.segment_stride = stride;
+    const DirectImages put{product, columns, out + grp * og * pixels, per_image, bias ? bias + grp * og : nullptr,
+                           pixels};
+    const GemmEpilogue epilogue{&direct_scatter_images, &put};
+    const bool ran = gemm_row_table_b(og, columns, k, MatrixRef<float>{w + grp * og * k, k, 1}, rows, 0.f, product,
+                                      columns, &epilogue);
+    NNVM_CHECK(ran, "conv2d", "the GEMM declined a direct convolution it reads row tables for");
+  }
+}
+
 }  // namespace
 
 // conv2d over the batch as the direct convolution above, the (image, band)
@@ -203,6 +267,16 @@ bool conv2d_direct_batch(const float* x, int64_t sn, int64_t sc, int64_t sh, int
   std::vector<int64_t> taps(static_cast<size_t>(k));
   direct_taps(g, d, g.channels / g.groups, taps.data());
   const int64_t bands = (g.out_height + d.band - 1) / d.band, per_image = g.out_channels * g.out_height * g.out_width;
+  if (d.images > 1) {
+    const int64_t groups = (g.batch + d.images - 1) / d.images;
+    parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n0 = item * d.images, n1 = std::min(g.batch, n0 + d.images);
+        conv2d_direct_images(x + n0 * sn, sn, sc, sh, sw, w, bias, g, d, taps.data(), n1 - n0, out + n0 * per_image);
+      }
+    });
+    return true;
+  }
   parallel_for(0, g.batch * bands, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / bands, oh0 = item % bands * d.band;

@@ -32,13 +32,19 @@ void gemm(int64_t m, int64_t n, int64_t k, MatrixRef<double> a, MatrixRef<double
 // row p is base[rows[p] + j], j along the row. A stride-1 convolution's
 // im2col matrix over an image copied into windows is one: each row (a tap)
 // is a window shifted by the tap's offset, so the GEMM reads it where it
-// lies (kernels/cpu/conv.cpp): as B (a convolution), never packed; as A (a
-// weight gradient), rows copied a block at a time. The GEMM reads whole
-// vectors: each row of a B must be readable for columns
-// [0, n + kRowTableSlack), whatever the columns past n hold.
+// lies (kernels/cpu/conv.cpp): as B (a convolution), in place or packed a
+// k block at a time; as A (a weight gradient), rows copied a block at a
+// time. The GEMM reads whole vectors: each row of a B must be readable for
+// columns [0, n + kRowTableSlack), whatever the columns past n hold.
+// With `segment` set, a B's columns come in runs of `segment` (several
+// images' windows side by side): column j is base[(j / segment) ·
+// segment_stride + rows[p] + j % segment], and the GEMM packs it (each
+// segment's rows readable for `segment` columns).
 struct RowTable {
   const float* base;
   const int64_t* rows;  // offsets, in elements
+  int64_t segment = 0;  // columns per run; 0: one run
+  int64_t segment_stride = 0;  // elements between runs
 };
 inline constexpr int64_t kRowTableSlack = 32;
 

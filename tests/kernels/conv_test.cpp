@@ -100,7 +100,8 @@ TEST(Conv2d, MatchesDirectLoops) {
 // GEMM, split between the threads) and several (images to threads), the
 // same bits on each. Strides, dilations, asymmetric and oversized padding,
 // groups, 1×1 windows with a stride, outputs one pixel wide, bands (64×64
-// over 32 channels), weights too large for L2, views of every layout.
+// over 32 channels), weights too large for L2 (one image, and several side
+// by side in one product), views of every layout.
 TEST(Conv2d, DirectMatchesLoopsWithTheSameBitsOnAnyThreadCount) {
   const Conv convs[] = {
       {1, 32, 64, 64, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
@@ -114,6 +115,9 @@ TEST(Conv2d, DirectMatchesLoopsWithTheSameBitsOnAnyThreadCount) {
       // weights past half of any L2 (2.4 MB): the image in one band, the
       // windows' rows packed by the GEMM a k block at a time
       {1, 256, 9, 7, 260, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      // ... over a batch: images side by side in one product (2 or 4 to a
+      // product as the thread count has it), columns in runs of 25 pixels
+      {4, 160, 5, 5, 200, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},
   };
   const int threads = get_num_threads();
   uint64_t seed = 40;
