@@ -83,31 +83,45 @@ std::shared_ptr<const float> gemm_packed_b(const float* b, int64_t rs, int64_t c
                                            int vector_bytes) {
   Registry& r = registry();
   if (!r.any.load(std::memory_order_acquire)) return nullptr;
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (!r.waiting.empty()) settle(r);
-  if (r.kept.empty()) return nullptr;
-  const auto it = r.kept.find(b);
-  if (it == r.kept.end()) return nullptr;
-  const std::shared_ptr<Storage> storage = it->second.storage.lock();
-  if (!storage || storage->data() != b) {  // died (the address reused) or moved
-    r.kept.erase(it);
-    return nullptr;
-  }
-  // A flush writing it now: its version ran ahead of its bytes (packed per call)
-  if (storage->rewriting()) return nullptr;
-  const uint64_t version = storage->version(), rewrites = storage->rewrites();
-  std::vector<Packed>& packed = it->second.packed;
-  for (Packed& p : packed)
-    if (p.rs == rs && p.cs == cs && p.k == k && p.n == n && p.vector_bytes == vector_bytes) {
-      if (p.version != version || p.rewrites != rewrites) {
-        p.panels = pack_whole(b, rs, cs, k, n, vector_bytes);
-        p.version = version;
-        p.rewrites = rewrites;
-      }
-      return p.panels;
+  auto same_layout = [&](const Packed& p) {
+    return p.rs == rs && p.cs == cs && p.k == k && p.n == n && p.vector_bytes == vector_bytes;
+  };
+  // The registered storage that `b` starts, under the lock (null: not one).
+  auto find = [&]() -> std::pair<Kept*, std::shared_ptr<Storage>> {
+    if (!r.waiting.empty()) settle(r);
+    const auto it = r.kept.find(b);
+    if (it == r.kept.end()) return {};
+    std::shared_ptr<Storage> storage = it->second.storage.lock();
+    if (!storage || storage->data() != b) {  // died (the address reused) or moved
+      r.kept.erase(it);
+      return {};
     }
-  packed.push_back(Packed{rs, cs, k, n, vector_bytes, version, rewrites, pack_whole(b, rs, cs, k, n, vector_bytes)});
-  return packed.back().panels;
+    return {&it->second, std::move(storage)};
+  };
+  uint64_t version = 0, rewrites = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    const auto [kept, storage] = find();
+    // a flush writing it now: its version ran ahead of its bytes (packed per call)
+    if (!kept || storage->rewriting()) return nullptr;
+    version = storage->version();
+    rewrites = storage->rewrites();
+    for (const Packed& p : kept->packed)
+      if (same_layout(p) && p.version == version && p.rewrites == rewrites) return p.panels;
+  }
+  // Packed outside the lock (megabytes: other products go on meanwhile),
+  // kept if the storage has not changed since.
+  std::shared_ptr<const float> panels = pack_whole(b, rs, cs, k, n, vector_bytes);
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto [kept, storage] = find();
+  if (!kept || storage->rewriting() || storage->version() != version || storage->rewrites() != rewrites)
+    return panels;  // (right for the bytes it read; the next product packs again)
+  std::vector<Packed>& packed = kept->packed;
+  const auto old = std::find_if(packed.begin(), packed.end(), same_layout);
+  const Packed fresh{rs, cs, k, n, vector_bytes, version, rewrites, panels};
+  if (old == packed.end()) packed.push_back(fresh);
+  else *old = fresh;
+  return panels;
 }
 
 int64_t gemm_packed_count() {

@@ -202,6 +202,74 @@ TEST(GemmJit, EveryTileHeightMatchesNaive) {
   }
 }
 
+// B's rows by a table (gemm.h RowTable): read in place (A small), packed a
+// k block at a time (A past half of any L2), and in segments (several
+// images' windows side by side: runs of `segment` columns, `stride` apart),
+// against double sums of the rows the table names; beta 0 and 1; the same
+// bits on 1 and 2 threads.
+TEST(GemmJit, RowTablesInPlacePackedAndInSegments) {
+  struct TableCase {
+    int64_t m, n, k, segment;
+  };
+  const TableCase cases[] = {
+      {37, 45, 21, 0},    // in place
+      {600, 70, 500, 0},  // A 1.2 MB: packed
+      {37, 50, 21, 25},   // two segments, a panel across their boundary
+      {19, 98, 33, 49},   // 7×7 images
+      {8, 9, 5, 3},       // segments narrower than a vector
+  };
+  for (Isa isa : jit_isas()) {
+    IsaGuard scope(isa);
+    for (const TableCase& t : cases) {
+      SCOPED_TRACE(::testing::Message() << isa_name(isa) << " " << t.m << "x" << t.n << "x" << t.k << " segment "
+                                        << t.segment);
+      std::mt19937 rng(uint32_t(t.m + t.n + t.k));
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      const int64_t segments = t.segment ? (t.n + t.segment - 1) / t.segment : 1;
+      const int64_t run = t.segment ? t.segment : t.n;  // columns of one segment's rows
+      const int64_t stride = 3 * run + 41;              // between segments: room for every row's offset
+      std::vector<float> buf(size_t(segments * stride + 2 * run + cpu::kRowTableSlack + 64));
+      for (float& v : buf) v = u(rng);
+      std::vector<int64_t> rows(size_t(t.k));
+      std::uniform_int_distribution<int64_t> offset(0, 2 * run + 40);
+      for (int64_t& r : rows) r = offset(rng);
+      cpu::RowTable table{buf.data(), rows.data()};
+      table.segment = t.segment;
+      table.segment_stride = t.segment ? stride : 0;
+      auto b_at = [&](int64_t p, int64_t j) {
+        const int64_t seg = t.segment ? j / t.segment : 0, col = t.segment ? j % t.segment : j;
+        return buf[size_t(seg * stride + rows[size_t(p)] + col)];
+      };
+      const Operand a(t.m, t.k, Layout::kRows, rng);
+      std::vector<float> first;
+      const int threads = get_num_threads();
+      for (int th : {1, 2})
+        for (float beta : {0.f, 1.f}) {
+          set_num_threads(th);
+          std::vector<float> c(size_t(t.m * t.n), 0.25f);
+          ASSERT_TRUE(cpu::gemm_row_table_b(t.m, t.n, t.k, a.ref(), table, beta, c.data(), t.n));
+          int64_t bad = 0;
+          for (int64_t i = 0; i < t.m; ++i)
+            for (int64_t j = 0; j < t.n; ++j) {
+              double want = beta * 0.25, scale = 0;
+              for (int64_t p = 0; p < t.k; ++p) {
+                want += double(a.at(i, p)) * double(b_at(p, j));
+                scale += std::abs(double(a.at(i, p)) * double(b_at(p, j)));
+              }
+              const double got = c[size_t(i * t.n + j)];
+              if (!(std::abs(got - want) <= 1e-5 * (scale + 1)) && bad++ < 3)
+                ADD_FAILURE() << "C(" << i << ", " << j << ") = " << got << ", expected " << want;
+            }
+          EXPECT_EQ(bad, 0);
+          if (beta != 0.f) continue;
+          if (first.empty()) first = c;
+          EXPECT_TRUE(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0) << th << " threads";
+        }
+      set_num_threads(threads);
+    }
+  }
+}
+
 TEST(GemmJit, TuningPicksOneTileHeightPerShapeClassAndPersistsIt) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("nnvm-gemm-tune-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
